@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Installs every Debian package corral needs to build, test and run its demo.
+# Safe to run again; needs root (or sudo) on Debian 12.
+set -euo pipefail
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+PKGS=(
+  build-essential cmake ninja-build ccache pkg-config
+  libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
+  libsqlite3-dev sqlite3
+  nlohmann-json3-dev libyaml-cpp-dev libtomlplusplus-dev libcli11-dev
+  libspdlog-dev libfmt-dev
+  libhwloc-dev
+  libgtest-dev libgmock-dev libbenchmark-dev
+  procps util-linux python3 python3-pytest
+)
+missing=()
+for p in "${PKGS[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ "${#missing[@]}" -gt 0 ]; then
+  export DEBIAN_FRONTEND=noninteractive
+  $SUDO apt-get update
+  $SUDO apt-get install -y --no-install-recommends "${missing[@]}"
+fi

@@ -1,0 +1,88 @@
+// Persistent state in SQLite (WAL). Writes are queued and committed in groups: one
+// transaction every few milliseconds carries every event queued meanwhile, and a commit
+// callback tells the caller when its writes are durable (only then may it acknowledge).
+// Finished jobs are moved out of the active set, so loading after a restart reads only
+// what is still active.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "job/eventlog.h"
+#include "util/result.h"
+
+namespace corral::store {
+
+struct JobRecord {
+  uint64_t id = 0;
+  uint32_t userid = 0;
+  std::string jobspec;              // JSON text
+  std::vector<job::Event> events;   // in order
+};
+
+// Nodes the controller has seen, with the administrative state that must survive a restart.
+struct NodeRecord {
+  std::string name;
+  uint32_t cores = 0, gpus = 0;
+  uint64_t memory_mb = 0;
+  bool drained = false;
+  std::string reason;
+  double reason_time = 0;
+  uint32_t reason_userid = 0;
+};
+
+struct Snapshot {
+  uint64_t next_jobid = 1;
+  std::vector<JobRecord> active;   // ascending id
+  std::vector<NodeRecord> nodes;
+};
+
+struct StoreOptions {
+  bool synchronous_full = true;    // fsync at every group commit (else at checkpoints)
+  double commit_interval = 0.002;  // seconds to gather writes before a commit
+};
+
+class Store {
+ public:
+  using Done = std::function<void(const Status&)>;
+
+  // Opens or creates the database; the error names the path and what failed.
+  static Result<std::unique_ptr<Store>> open(const std::string& path, StoreOptions opts = {});
+  ~Store();  // commits what is queued, then stops the writer thread
+  Store(const Store&) = delete;
+  Store& operator=(const Store&) = delete;
+
+  // Reads the active jobs with their eventlogs, the next job id and the nodes.
+  Result<Snapshot> load();
+
+  // Queued writes, applied in the order given.
+  void insert_job(uint64_t id, uint32_t userid, const std::string& jobspec);
+  void append_event(uint64_t jobid, const job::Event& ev);
+  // The job became INACTIVE: `summary_json` is what listings show from now on; its eventlog
+  // stays readable with read_eventlog but is no longer loaded at start.
+  void finish_job(uint64_t jobid, const std::string& summary_json);
+  void put_node(const NodeRecord& node);
+
+  // `done` runs on the writer thread once everything queued before this call is durable
+  // (or failed). Keep it short: hand work to another thread.
+  void on_durable(Done done);
+  // Blocks until everything queued so far is durable.
+  Status flush();
+
+  // Reads (a separate connection; safe from any thread).
+  Result<std::vector<job::Event>> read_eventlog(uint64_t jobid);
+  Result<std::string> read_jobspec(uint64_t jobid);
+  // Summaries of inactive jobs, newest first; `max` 0 = all.
+  Result<std::vector<std::string>> inactive_summaries(size_t max);
+  Result<std::string> inactive_summary(uint64_t jobid);  // not_found if not inactive
+
+ private:
+  struct Impl;
+  explicit Store(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace corral::store

@@ -1,0 +1,64 @@
+// The placement interface: given a request and the pool's free resources, choose nodes
+// and the cores/GPUs on each. The topology issue adds tree/dragonfly/block/torus placers;
+// FlatPlacer is the one-dimensional best fit.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "util/idset.h"
+
+namespace corral::topology {
+
+// What one job asks for, in the scheduler's terms.
+struct Request {
+  uint64_t jobid = 0;
+  unsigned nnodes = 0;           // 0: any number of nodes
+  unsigned ntasks = 1;
+  unsigned cores_per_task = 1;
+  unsigned gpus_per_task = 0;
+  uint64_t mem_per_node_mb = 0;
+  bool exclusive = false;
+  std::vector<uint32_t> required_nodes;  // node indices that must all be used (-w)
+  std::vector<uint32_t> allowed_nodes;   // empty: any; else only these (partition minus -x)
+};
+
+// One node's share of an allocation.
+struct NodeShare {
+  uint32_t node = 0;   // index in the pool
+  unsigned ntasks = 0;
+  IdSet cores;
+  IdSet gpus;
+  uint64_t memory_mb = 0;
+};
+struct Allocation {
+  std::vector<NodeShare> shares;  // ascending node index
+};
+
+// A read-only view of the pool the placer decides on.
+struct NodeState {
+  unsigned cores = 0, gpus = 0;
+  uint64_t memory_mb = 0;
+  IdSet free_cores, free_gpus;
+  uint64_t free_memory_mb = 0;
+  bool usable = false;   // up, not drained, not in housekeeping
+  bool exclusive_held = false;  // an exclusive job holds it
+  unsigned jobs = 0;     // jobs currently on the node
+};
+
+class Placer {
+ public:
+  virtual ~Placer() = default;
+  virtual std::string name() const = 0;
+  // The best placement on `nodes` now, or nullopt if the request does not fit.
+  virtual std::optional<Allocation> place(const Request& req,
+                                          const std::vector<NodeState>& nodes) const = 0;
+};
+
+// Best fit: fewest nodes, preferring the nodes with the least free cores that still fit.
+std::unique_ptr<Placer> make_flat_placer();
+
+}  // namespace corral::topology
