@@ -35,6 +35,8 @@ Result<uint32_t> parse_state_mask(std::string_view name);
 // What the eventlog says about a job: enough to resume it after a restart.
 struct JobStatus {
   JobState state = JobState::NEW;
+  bool submitted = false;                  // submit event seen
+  bool allocated = false;                  // alloc event seen (resources must be freed)
   std::set<std::string> dependencies;      // outstanding dependency-add descriptions
   std::set<std::string> prolog_actions;    // prolog-start without prolog-finish
   std::set<std::string> epilog_actions;    // epilog-start without epilog-finish

@@ -39,12 +39,12 @@ struct Decision {
 
 class Scheduler {
  public:
-  explicit Scheduler(std::unique_ptr<topology::Placer> placer);
+  explicit Scheduler(std::unique_ptr<topology::Placer> placer);  // null: the flat placer
   ~Scheduler();
   Scheduler(const Scheduler&) = delete;
   Scheduler& operator=(const Scheduler&) = delete;
 
-  // Nodes. Indices are stable and given in the order added.
+  // Nodes. Indices are stable and given in the order added. A new node is usable.
   uint32_t add_node(const NodeConfig& cfg);
   size_t node_count() const;
   const NodeConfig& node_config(uint32_t node) const;
@@ -63,7 +63,8 @@ class Scheduler {
   std::optional<std::string> unsatisfiable(const Request& req) const;
 
   // Running allocations. `end_time` is start + time limit, or 0 when unknown.
-  // `allocate` marks the resources used (also used to restore running jobs on restart).
+  // `allocate` marks the resources used (also used to restore running jobs on restart; set
+  // alloc.exclusive for a job that asked for whole nodes). It removes the job from the queue.
   void allocate(uint64_t jobid, const Allocation& alloc, double end_time);
   // Returns a node's resources of a job to the pool (housekeeping done there).
   void release_node(uint64_t jobid, uint32_t node);

@@ -78,6 +78,7 @@ class Store {
   // Summaries of inactive jobs, newest first; `max` 0 = all.
   Result<std::vector<std::string>> inactive_summaries(size_t max);
   Result<std::string> inactive_summary(uint64_t jobid);  // not_found if not inactive
+  Result<uint64_t> count_inactive();
 
  private:
   struct Impl;

@@ -13,6 +13,8 @@
 
 namespace corral::topology {
 
+class FreeCoreIndex;  // topology/free_core_index.h
+
 // What one job asks for, in the scheduler's terms.
 struct Request {
   uint64_t jobid = 0;
@@ -36,6 +38,7 @@ struct NodeShare {
 };
 struct Allocation {
   std::vector<NodeShare> shares;  // ascending node index
+  bool exclusive = false;         // whole nodes: no other job may share them
 };
 
 // A read-only view of the pool the placer decides on.
@@ -56,6 +59,15 @@ class Placer {
   // The best placement on `nodes` now, or nullopt if the request does not fit.
   virtual std::optional<Allocation> place(const Request& req,
                                           const std::vector<NodeState>& nodes) const = 0;
+  // The same decision, helped by `index` (the usable nodes of `nodes` by free core count,
+  // kept current by the pool's owner) so that small jobs are placed without scanning every
+  // node. Placers that cannot use the index need not override this.
+  virtual std::optional<Allocation> place_indexed(const Request& req,
+                                                  const std::vector<NodeState>& nodes,
+                                                  const FreeCoreIndex& index) const {
+    (void)index;
+    return place(req, nodes);
+  }
 };
 
 // Best fit: fewest nodes, preferring the nodes with the least free cores that still fit.

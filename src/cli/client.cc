@@ -1,0 +1,189 @@
+#include "cli/client.h"
+
+#include <cctype>
+#include <chrono>
+#include <cstdlib>
+#include <utility>
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+#include <grpcpp/grpcpp.h>
+
+#include "cli/commands.h"
+#include "corral.grpc.pb.h"
+
+namespace corral::cli {
+
+namespace {
+
+constexpr double kUnaryDeadline = 10.0;
+
+std::string unreachable(const std::string& uri, const std::string& reason) {
+  return fmt::format(
+      "cannot reach the controller at {}: {} (is corrald running? set CORRAL_URI or --uri)", uri,
+      reason);
+}
+
+// gRPC's "failed to connect to all addresses; last error: UNKNOWN: unix:/x: Connection
+// refused" says the useful part last.
+std::string short_reason(const std::string& message) {
+  for (const char* known : {"Connection refused", "No such file or directory",
+                            "Permission denied", "Connection reset by peer"}) {
+    if (message.find(known) != std::string::npos) {
+      std::string reason = known;
+      reason[0] = static_cast<char>(std::tolower(static_cast<unsigned char>(reason[0])));
+      return reason;
+    }
+  }
+  return message;
+}
+
+Error to_error(const grpc::Status& st, const std::string& uri) {
+  switch (st.error_code()) {
+    case grpc::StatusCode::UNAVAILABLE:
+      return {Errc::unavailable, unreachable(uri, short_reason(st.error_message()))};
+    case grpc::StatusCode::DEADLINE_EXCEEDED:
+      return {Errc::unavailable, unreachable(uri, "no answer within the deadline")};
+    case grpc::StatusCode::NOT_FOUND:
+      return not_found(st.error_message());
+    case grpc::StatusCode::PERMISSION_DENIED:
+    case grpc::StatusCode::UNAUTHENTICATED:
+      return denied(st.error_message());
+    case grpc::StatusCode::INVALID_ARGUMENT:
+    case grpc::StatusCode::FAILED_PRECONDITION:
+    case grpc::StatusCode::OUT_OF_RANGE:
+      return invalid(st.error_message());
+    case grpc::StatusCode::ALREADY_EXISTS:
+      return {Errc::already_exists, st.error_message()};
+    default:
+      return {Errc::internal, st.error_message().empty()
+                                  ? fmt::format("rpc failed (gRPC status {})",
+                                                static_cast<int>(st.error_code()))
+                                  : st.error_message()};
+  }
+}
+
+void set_deadline(grpc::ClientContext& ctx, double seconds) {
+  ctx.set_deadline(std::chrono::system_clock::now() +
+                   std::chrono::milliseconds(static_cast<long>(seconds * 1000)));
+}
+
+}  // namespace
+
+std::string resolve_uri(std::string_view flag) {
+  if (!flag.empty()) return std::string(flag);
+  if (const char* env = std::getenv("CORRAL_URI"); env && *env) return env;
+  return std::string(kDefaultUri);
+}
+
+// ---------------------------------------------------------------- WatchStream
+
+struct WatchStream::Impl {
+  std::string uri;
+  grpc::ClientContext ctx;
+  std::unique_ptr<grpc::ClientReader<pb::WatchReply>> reader;
+};
+
+WatchStream::WatchStream(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+WatchStream::~WatchStream() {
+  if (impl_ && impl_->reader) {
+    impl_->ctx.TryCancel();
+    (void)impl_->reader->Finish();
+  }
+}
+
+bool WatchStream::read(pb::WatchReply& reply) { return impl_->reader->Read(&reply); }
+
+Status WatchStream::finish() {
+  grpc::Status st = impl_->reader->Finish();
+  impl_->reader.reset();
+  if (st.ok()) return {};
+  return to_error(st, impl_->uri);
+}
+
+void WatchStream::cancel() { impl_->ctx.TryCancel(); }
+
+// ---------------------------------------------------------------- Client
+
+struct Client::Stub {
+  std::shared_ptr<grpc::Channel> channel;
+  std::unique_ptr<pb::Controller::Stub> stub;
+};
+
+Client::Client(std::string uri) : uri_(std::move(uri)), stub_(std::make_unique<Stub>()) {
+  grpc::ChannelArguments args;
+  // Fail fast when nobody listens instead of retrying with back-off for the deadline.
+  args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
+  args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
+  args.SetMaxReceiveMessageSize(-1);
+  stub_->channel = grpc::CreateCustomChannel(uri_, grpc::InsecureChannelCredentials(), args);
+  stub_->stub = pb::Controller::NewStub(stub_->channel);
+}
+
+Client::~Client() = default;
+
+namespace {
+
+template <class Req, class Reply>
+using RpcMethod = grpc::Status (pb::Controller::Stub::*)(grpc::ClientContext*, const Req&, Reply*);
+
+template <class Req, class Reply>
+Result<Reply> call_unary(pb::Controller::Stub& stub, RpcMethod<Req, Reply> method,
+                         const Req& req, const std::string& uri, double deadline) {
+  grpc::ClientContext ctx;
+  set_deadline(ctx, deadline);
+  Reply reply;
+  grpc::Status st = (stub.*method)(&ctx, req, &reply);
+  if (!st.ok()) return to_error(st, uri);
+  return reply;
+}
+
+}  // namespace
+
+Result<pb::SubmitReply> Client::submit(const pb::SubmitRequest& req) {
+  return call_unary(*stub_->stub, &pb::Controller::Stub::Submit, req, uri_, kUnaryDeadline);
+}
+Result<pb::CancelReply> Client::cancel(const pb::CancelRequest& req) {
+  return call_unary(*stub_->stub, &pb::Controller::Stub::Cancel, req, uri_, kUnaryDeadline);
+}
+Result<pb::ListJobsReply> Client::list_jobs(const pb::ListJobsRequest& req) {
+  return call_unary(*stub_->stub, &pb::Controller::Stub::ListJobs, req, uri_, kUnaryDeadline);
+}
+Result<pb::JobInfo> Client::get_job(const pb::GetJobRequest& req) {
+  return call_unary(*stub_->stub, &pb::Controller::Stub::GetJob, req, uri_, kUnaryDeadline);
+}
+Result<pb::ListNodesReply> Client::list_nodes(const pb::ListNodesRequest& req) {
+  return call_unary(*stub_->stub, &pb::Controller::Stub::ListNodes, req, uri_, kUnaryDeadline);
+}
+Result<pb::NodeStateReply> Client::set_node_state(const pb::NodeStateRequest& req) {
+  return call_unary(*stub_->stub, &pb::Controller::Stub::SetNodeState, req, uri_,
+                    kUnaryDeadline);
+}
+
+Result<pb::PingReply> Client::ping(double timeout_seconds) {
+  return call_unary(*stub_->stub, &pb::Controller::Stub::Ping, pb::PingRequest{}, uri_,
+                    timeout_seconds);
+}
+
+Status Client::shutdown(double timeout_seconds) {
+  auto r = call_unary(*stub_->stub, &pb::Controller::Stub::Shutdown, pb::ShutdownRequest{}, uri_,
+                      timeout_seconds);
+  return r.status();
+}
+
+std::unique_ptr<WatchStream> Client::watch(const pb::WatchRequest& req) {
+  auto impl = std::make_unique<WatchStream::Impl>();
+  impl->uri = uri_;
+  impl->reader = stub_->stub->Watch(&impl->ctx, req);
+  return std::make_unique<WatchStream>(std::move(impl));
+}
+
+void fail_rpc(std::string_view cmd, const Error& err) {
+  if (err.code == Errc::unavailable) {
+    fmt::print(stderr, "corral: {}\n", err.message);
+    throw CLI::RuntimeError(kExitFailure);
+  }
+  fail(cmd, err.message);
+}
+
+}  // namespace corral::cli

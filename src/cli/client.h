@@ -1,0 +1,76 @@
+// The channel from `corral` to the controller: URI resolution, one method per unary rpc
+// with a short deadline, a Watch stream without one, and gRPC errors turned into
+// messages a user can act on ("cannot reach the controller at ...").
+#pragma once
+
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "corral.pb.h"
+#include "util/result.h"
+
+namespace corral::cli {
+
+namespace pb = corral::v1;
+
+inline constexpr std::string_view kDefaultUri = "unix:/run/corral/corrald.sock";
+
+// --uri wins, then $CORRAL_URI, then the default socket.
+std::string resolve_uri(std::string_view flag);
+
+// A server stream of WatchReply. read() returns false at the end; then finish() says
+// whether the stream ended cleanly.
+class WatchStream {
+ public:
+  struct Impl;
+  explicit WatchStream(std::unique_ptr<Impl> impl);
+  ~WatchStream();
+  WatchStream(const WatchStream&) = delete;
+  WatchStream& operator=(const WatchStream&) = delete;
+
+  bool read(pb::WatchReply& reply);
+  Status finish();
+  void cancel();  // from another thread: makes read() return false soon
+
+ private:
+  std::unique_ptr<Impl> impl_;
+};
+
+class Client {
+ public:
+  explicit Client(std::string uri);
+  ~Client();
+  Client(const Client&) = delete;
+  Client& operator=(const Client&) = delete;
+
+  const std::string& uri() const { return uri_; }
+
+  Result<pb::SubmitReply> submit(const pb::SubmitRequest& req);
+  Result<pb::CancelReply> cancel(const pb::CancelRequest& req);
+  Result<pb::ListJobsReply> list_jobs(const pb::ListJobsRequest& req);
+  Result<pb::JobInfo> get_job(const pb::GetJobRequest& req);
+  Result<pb::ListNodesReply> list_nodes(const pb::ListNodesRequest& req);
+  Result<pb::NodeStateReply> set_node_state(const pb::NodeStateRequest& req);
+  Result<pb::PingReply> ping(double timeout_seconds = 10);
+  Status shutdown(double timeout_seconds = 10);
+  std::unique_ptr<WatchStream> watch(const pb::WatchRequest& req);
+
+ private:
+  struct Stub;
+  std::string uri_;
+  std::unique_ptr<Stub> stub_;
+};
+
+// How a command reports an rpc error: Errc::unavailable is printed as
+// "corral: cannot reach the controller at URI: ..." (the message already says it),
+// anything else as "corral CMD: MESSAGE". Throws CLI::RuntimeError(1).
+[[noreturn]] void fail_rpc(std::string_view cmd, const Error& err);
+
+template <class T>
+T expect_ok(std::string_view cmd, Result<T> r) {
+  if (!r.ok()) fail_rpc(cmd, r.error());
+  return std::move(r).value();
+}
+
+}  // namespace corral::cli

@@ -1,0 +1,162 @@
+// corral queue: the jobs, as squeue shows them (or as JSON for scripts).
+#include <memory>
+#include <set>
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "cli/client.h"
+#include "cli/commands.h"
+#include "cli/job_format.h"
+#include "cli/table.h"
+#include "cli/values.h"
+#include "job/eventlog.h"
+#include "job/job_state.h"
+#include "util/units.h"
+
+namespace corral::cli {
+
+namespace {
+
+struct QueueState {
+  bool all = false;
+  std::vector<std::string> users, states, jobs;
+  std::string partition;
+  bool json = false;
+  bool noheader = false;
+  unsigned count = 0;
+};
+
+// Results are filtered here: the controller selects by state only.
+const std::set<std::string>& result_names() {
+  static const std::set<std::string> names{"completed", "failed", "canceled", "cancelled",
+                                           "timeout"};
+  return names;
+}
+
+std::string upper(std::string s) {
+  for (char& c : s) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  return s == "CANCELLED" ? "CANCELED" : s;
+}
+
+// What the user selected by state: a mask for the controller's states, plus results.
+struct StateFilter {
+  uint32_t mask = 0;
+  std::set<std::string> results;
+  bool keep(const pb::JobInfo& j) const {
+    if (results.empty()) return true;
+    auto bit = job::parse_state_mask(j.state());
+    return results.count(j.result()) || (bit && (*bit & mask));
+  }
+};
+
+std::vector<std::string> expand(const std::vector<std::string>& items) {
+  std::vector<std::string> out;
+  for (const auto& item : items)
+    for (auto& part : split_list(item)) out.push_back(std::move(part));
+  return out;
+}
+
+pb::ListJobsRequest make_request(const QueueState& st, StateFilter& filter) {
+  pb::ListJobsRequest req;
+  for (const auto& u : expand(st.users)) {
+    auto uid = parse_user("-u/--user", u);
+    if (!uid) usage_error("queue", uid.message());
+    req.add_userids(*uid);
+  }
+  for (auto s : expand(st.states)) {
+    for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    if (result_names().count(s)) {
+      filter.results.insert(upper(s));
+      req.add_states("inactive");
+      continue;
+    }
+    auto mask = job::parse_state_mask(s);
+    if (!mask) usage_error("queue", "-t/--states: " + mask.message());
+    filter.mask |= *mask;
+    req.add_states(s);
+  }
+  for (const auto& j : expand(st.jobs)) {
+    auto id = parse_jobid(j);
+    if (!id) usage_error("queue", "-j/--jobs: " + id.message());
+    req.add_jobids(*id);
+  }
+  // Asking for jobs by id means wanting them whatever their state.
+  if (req.states_size() == 0 && (st.all || req.jobids_size() > 0)) req.add_states("all");
+  req.set_partition(st.partition);
+  req.set_max_entries(st.count);
+  return req;
+}
+
+std::string nodelist_or_reason(const pb::JobInfo& j) {
+  const std::string code = short_state(j);
+  if (code == "PD") return fmt::format("({})", j.reason().empty() ? "None" : j.reason());
+  if (!j.nodelist().empty()) return j.nodelist();
+  if (!j.exception_type().empty()) return fmt::format("({})", j.exception_type());
+  return "";
+}
+
+void print_table(const pb::ListJobsReply& reply, bool header) {
+  using A = Table::Align;
+  Table t({{"JOBID", A::right},
+           {"USER"},
+           {"NAME"},
+           {"ST"},
+           {"TIME", A::right},
+           {"NODES", A::right},
+           {"NODELIST(REASON)"}});
+  const double now = job::now();
+  for (const auto& j : reply.jobs()) {
+    t.add_row({std::to_string(j.id()),
+               j.username().empty() ? std::to_string(j.userid()) : j.username(), j.name(),
+               short_state(j), format_elapsed(run_time(j, now)), std::to_string(j.nnodes()),
+               nodelist_or_reason(j)});
+  }
+  fmt::print("{}", t.render(header));
+}
+
+void run_queue(const Globals& g, const QueueState& st) {
+  StateFilter filter;
+  pb::ListJobsRequest req = make_request(st, filter);
+  Client client(resolve_uri(g.uri));
+  auto all = expect_ok("queue", client.list_jobs(req));
+  pb::ListJobsReply reply;
+  for (const auto& j : all.jobs())
+    if (filter.keep(j)) *reply.add_jobs() = j;
+  if (st.json) {
+    auto arr = nlohmann::json::array();
+    for (const auto& j : reply.jobs()) arr.push_back(job_to_json(j));
+    fmt::print("{}\n", arr.dump(2));
+    return;
+  }
+  print_table(reply, !st.noheader);
+}
+
+}  // namespace
+
+void add_queue_command(CLI::App& app, Globals& g) {
+  auto st = std::make_shared<QueueState>();
+  CLI::App* sub = app.add_subcommand(
+      "queue", "List jobs (like squeue)");
+  sub->footer(
+      "Active jobs by default. ST is PD pending, R running, CG completing, CD completed,\n"
+      "F failed, CA canceled, TO timed out. TIME is how long the job has run.");
+  sub->add_flag("-a,--all", st->all, "Include recently finished jobs");
+  sub->add_option("-u,--user", st->users, "Only jobs of these users (names or uids, comma "
+                  "separated or repeated)")
+      ->type_name("USER");
+  sub->add_option("-t,--states", st->states,
+                  "Only jobs in these states: pending, running, active, inactive, all, state "
+                  "names (sched, run, ...) or results (completed, failed, canceled, timeout)")
+      ->type_name("STATES");
+  sub->add_option("-p,--partition", st->partition, "Only jobs in this partition")
+      ->type_name("NAME");
+  sub->add_option("-j,--jobs", st->jobs, "Only these job ids")->type_name("IDS");
+  sub->add_option("-c,--count", st->count, "At most this many jobs")->type_name("N");
+  sub->add_flag("--json", st->json, "Print a JSON array of job objects");
+  sub->add_flag("--noheader", st->noheader, "Leave out the header line");
+  sub->callback([&g, st] { run_queue(g, *st); });
+}
+
+}  // namespace corral::cli

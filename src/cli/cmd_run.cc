@@ -1,0 +1,254 @@
+// corral run [OPTIONS] COMMAND [ARGS...]: submit, wait, stream the tasks' output, and
+// exit with the job's status, like srun or flux run.
+#include <poll.h>
+#include <signal.h>
+#include <sys/signalfd.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <map>
+#include <memory>
+#include <thread>
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include "cli/commands.h"
+#include "cli/job_format.h"
+#include "cli/job_submit.h"
+#include "cli/job_watch.h"
+#include "cli/progress.h"
+
+namespace corral::cli {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+struct RunState {
+  JobOptions job;
+  SubmitFlags flags;
+  bool label = false;
+  std::vector<std::string> command;
+};
+
+double seconds_since(Clock::time_point t) {
+  return std::chrono::duration<double>(Clock::now() - t).count();
+}
+
+// SIGINT and SIGTERM arrive through a signalfd so the helper thread can turn them into
+// rpcs; they are blocked before the client starts gRPC's threads.
+class SignalFd {
+ public:
+  SignalFd() {
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGINT);
+    sigaddset(&set, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, &set, &old_);
+    fd_ = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
+  }
+  ~SignalFd() {
+    if (fd_ >= 0) ::close(fd_);
+    pthread_sigmask(SIG_SETMASK, &old_, nullptr);
+  }
+  SignalFd(const SignalFd&) = delete;
+  SignalFd& operator=(const SignalFd&) = delete;
+
+  // The next signal within timeout_ms, or 0.
+  int wait(int timeout_ms) const {
+    pollfd p{fd_, POLLIN, 0};
+    if (::poll(&p, 1, timeout_ms) <= 0) return 0;
+    signalfd_siginfo si{};
+    if (::read(fd_, &si, sizeof si) != static_cast<ssize_t>(sizeof si)) return 0;
+    return static_cast<int>(si.ssi_signo);
+  }
+
+ private:
+  int fd_ = -1;
+  sigset_t old_{};
+};
+
+// One attached job: output to our stdout/stderr, a progress line while it pends,
+// Ctrl-C forwarded, and its exit code at the end.
+class AttachedJob {
+ public:
+  AttachedJob(Client& client, uint64_t id, bool label, const SignalFd& signals)
+      : client_(client), id_(id), label_(label), signals_(signals) {}
+
+  int run() {
+    std::thread helper([this] { helper_loop(); });
+    pb::WatchRequest req;
+    req.add_jobids(id_);
+    req.set_output(true);
+    req.set_history(true);
+    req.set_until_inactive(true);
+    Status st = follow_jobs(client_, req, "run", [this](const pb::WatchItem& item) {
+      if (item.has_event()) on_event(item.event());
+      if (item.has_output()) on_output(item.output());
+    });
+    done_ = true;
+    helper.join();
+    progress_.clear();
+    if (!st.ok()) fail_rpc("run", st.error());
+    return finish();
+  }
+
+ private:
+  void on_event(const pb::JobEvent& ev) {
+    if (ev.name() == "alloc" || ev.name() == "start" || ev.name() == "clean") {
+      started_ = true;
+      progress_.clear();
+    }
+  }
+
+  void on_output(const pb::TaskOutput& out) {
+    started_ = true;
+    progress_.clear();
+    const int fd = out.stderr() ? 2 : 1;
+    if (!label_) {
+      write_all(fd, out.data());
+      return;
+    }
+    bool& at_start = line_start_.try_emplace({out.rank(), out.stderr()}, true).first->second;
+    std::string text;
+    for (char c : out.data()) {
+      if (at_start) text += fmt::format("{}: ", out.rank());
+      text += c;
+      at_start = c == '\n';
+    }
+    if (out.eof() && !at_start) {
+      text += '\n';
+      at_start = true;
+    }
+    write_all(fd, text);
+  }
+
+  int finish() {
+    pb::GetJobRequest req;
+    req.set_jobid(id_);
+    pb::JobInfo info = expect_ok("run", client_.get_job(req));
+    if (!info.exception_type().empty())
+      fmt::print(stderr, "corral: job {}: exception: {}: {}\n", id_, info.exception_type(),
+                 info.exception_note());
+    return job_exit_code(info);
+  }
+
+  void helper_loop() {
+    while (!done_) {
+      if (int sig = signals_.wait(100)) on_signal(sig);
+      update_progress();
+    }
+  }
+
+  void on_signal(int sig) {
+    const bool quick_repeat = interrupted_ && seconds_since(last_interrupt_) < 1.0;
+    last_interrupt_ = Clock::now();
+    interrupted_ = true;
+    if (sig == SIGINT && canceled_ && quick_repeat) {
+      progress_.clear();
+      fmt::print(stderr, "corral: detaching from job {}\n", id_);
+      std::fflush(nullptr);
+      ::_exit(128 + SIGINT);
+    }
+    if (sig == SIGTERM || !started_ || quick_repeat || canceled_) {
+      send_cancel(0, "canceling");
+      canceled_ = true;
+      return;
+    }
+    send_cancel(SIGINT, "sending SIGINT to");
+  }
+
+  void send_cancel(int signal, std::string_view verb) {
+    progress_.clear();
+    if (signal == SIGINT)
+      fmt::print(stderr, "corral: {} job {} (press Ctrl-C again within 1s to cancel)\n", verb,
+                 id_);
+    else
+      fmt::print(stderr, "corral: {} job {}\n", verb, id_);
+    pb::CancelRequest req;
+    req.add_jobids(id_);
+    req.set_signal(signal);
+    req.set_message("interrupted by corral run");
+    auto reply = client_.cancel(req);
+    if (!reply) {
+      fmt::print(stderr, "corral run: {}\n", reply.message());
+      return;
+    }
+    for (const auto& r : reply->results())
+      if (!r.ok()) fmt::print(stderr, "corral run: job {}: {}\n", r.jobid(), r.error());
+  }
+
+  void update_progress() {
+    if (started_ || !progress_.enabled()) return;
+    const double waited = seconds_since(begin_);
+    if (waited < 1.0) return;
+    if (waited - last_reason_check_ >= 1.0) {
+      last_reason_check_ = waited;
+      pb::GetJobRequest req;
+      req.set_jobid(id_);
+      if (auto info = client_.get_job(req)) reason_ = info->reason();
+    }
+    if (started_) return;
+    progress_.show(reason_.empty()
+                       ? fmt::format("corral: job {} pending {:.1f}s", id_, waited)
+                       : fmt::format("corral: job {} pending ({}) {:.1f}s", id_, reason_, waited));
+  }
+
+  Client& client_;
+  const uint64_t id_;
+  const bool label_;
+  const SignalFd& signals_;
+  ProgressLine progress_;
+  std::atomic<bool> started_{false};
+  std::atomic<bool> done_{false};
+  std::map<std::pair<uint32_t, bool>, bool> line_start_;  // per (rank, stderr)
+  // Used by the helper thread only:
+  Clock::time_point begin_ = Clock::now();
+  Clock::time_point last_interrupt_{};
+  bool interrupted_ = false;
+  bool canceled_ = false;
+  double last_reason_check_ = 0;
+  std::string reason_;
+};
+
+void run_run(const Globals& g, const RunState& st) {
+  const std::vector<std::string>& command = g.command.empty() ? st.command : g.command;
+  if (command.empty()) usage_error("run", "missing COMMAND (e.g. corral run -N2 hostname)");
+  if (!st.job.cc.empty())
+    usage_error("run", "--cc submits several jobs; use it with corral submit");
+  ParsedJob job = parse_or_exit("run", st.job, current_context());
+  job.request.command = command;
+  pb::SubmitRequest req = build_submit_request("run", job);
+  if (dry_run(st.flags, req)) return;
+  SignalFd signals;  // before the client, so gRPC's threads inherit the blocked mask
+  Client client(resolve_uri(g.uri));
+  const uint64_t id = submit_request(client, "run", st.flags, req).front();
+  if (st.flags.verbose) fmt::print(stderr, "corral run: job {}\n", id);
+  AttachedJob attached(client, id, st.label, signals);
+  if (int code = attached.run(); code != 0) throw CLI::RuntimeError(code);
+}
+
+}  // namespace
+
+void add_run_command(CLI::App& app, Globals& g) {
+  auto st = std::make_shared<RunState>();
+  CLI::App* sub = app.add_subcommand(
+      "run", "Run COMMAND as a job, stream its output and exit with its status (like srun)");
+  g.takes_command.insert("run");
+  add_job_options(*sub, st->job);
+  sub->add_flag("-l,--label-io", st->label, "Prefix each output line with its task rank");
+  sub->add_flag("--dry-run", st->flags.dry_run, "Print the jobspec instead of running it");
+  sub->add_flag("-v,--verbose", st->flags.verbose, "Say what is sent where");
+  sub->add_option("COMMAND", st->command, "The command to run and its arguments")
+      ->expected(-1);
+  sub->footer(
+      "Output streams here unless -o/-e are given. corral exits with the job's exit code\n"
+      "(128+N if a task was killed by signal N; 1 if the job failed before its tasks ran).\n"
+      "Ctrl-C sends SIGINT to the tasks; a second Ctrl-C within a second cancels the job.\n\n"
+      "Example: corral run -N2 -n4 -l hostname");
+  sub->callback([&g, st] { run_run(g, *st); });
+}
+
+}  // namespace corral::cli

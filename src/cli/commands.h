@@ -1,0 +1,49 @@
+// The subcommands of `corral`: each cmd_*.cc adds one (or a few) to the top-level app.
+// A command reports failure by throwing CLI::RuntimeError(exit code) after printing its
+// message, so main() has one place that turns outcomes into exit codes.
+#pragma once
+
+#include <set>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace CLI {
+class App;
+}
+
+namespace corral::cli {
+
+// Options of the top-level `corral` command, shared with every subcommand.
+struct Globals {
+  std::string uri;  // --uri; empty: CORRAL_URI or the default socket
+  // Subcommands that end in a COMMAND... (submit, run, batch, start): main() splits the
+  // words after their options off before CLI11 sees them, so `corral run ls -l` keeps
+  // `-l` for ls. add_*_command() registers the name here.
+  std::set<std::string> takes_command;
+  std::vector<std::string> command;  // the split-off words, for that one subcommand
+};
+
+void add_submit_command(CLI::App& app, Globals& g);
+void add_run_command(CLI::App& app, Globals& g);
+void add_batch_command(CLI::App& app, Globals& g);
+void add_queue_command(CLI::App& app, Globals& g);
+void add_cancel_command(CLI::App& app, Globals& g);
+void add_show_command(CLI::App& app, Globals& g);
+void add_eventlog_command(CLI::App& app, Globals& g);
+void add_wait_command(CLI::App& app, Globals& g);
+void add_nodes_command(CLI::App& app, Globals& g);
+void add_drain_commands(CLI::App& app, Globals& g);  // drain and resume
+void add_start_command(CLI::App& app, Globals& g);
+
+// Exit codes: 0 success, 1 a failure reported by the controller or the job, 2 a usage
+// error found before anything was sent.
+inline constexpr int kExitFailure = 1;
+inline constexpr int kExitUsage = 2;
+
+// Prints "corral CMD: MESSAGE" to stderr and throws CLI::RuntimeError(code).
+[[noreturn]] void fail(std::string_view cmd, std::string_view message, int code = kExitFailure);
+// For usage errors: adds a hint to run --help, exits 2.
+[[noreturn]] void usage_error(std::string_view cmd, std::string_view message);
+
+}  // namespace corral::cli

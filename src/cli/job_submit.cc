@@ -1,0 +1,47 @@
+#include "cli/job_submit.h"
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "cli/commands.h"
+
+namespace corral::cli {
+
+ParsedJob parse_or_exit(std::string_view cmd, const JobOptions& opts, const JobContext& ctx) {
+  auto parsed = to_job_request(opts, ctx);
+  if (!parsed) usage_error(cmd, parsed.message());
+  return std::move(parsed).value();
+}
+
+pb::SubmitRequest build_submit_request(std::string_view cmd, const ParsedJob& job) {
+  auto spec = job::build_jobspec(job.request);
+  if (!spec) usage_error(cmd, spec.message());
+  pb::SubmitRequest req;
+  req.add_jobspecs(job::jobspec_to_string(*spec));
+  if (!job.cc.empty()) req.set_cc(job.cc);
+  if (job.urgency) {
+    req.set_urgency(*job.urgency);
+    req.set_has_urgency(true);
+  }
+  return req;
+}
+
+bool dry_run(const SubmitFlags& flags, const pb::SubmitRequest& req) {
+  if (!flags.dry_run) return false;
+  for (const auto& text : req.jobspecs()) {
+    auto doc = nlohmann::json::parse(text, nullptr, false);
+    fmt::print("{}\n", doc.is_discarded() ? text : doc.dump(2));
+  }
+  return true;
+}
+
+std::vector<uint64_t> submit_request(Client& client, std::string_view cmd,
+                                     const SubmitFlags& flags, const pb::SubmitRequest& req) {
+  if (flags.verbose)
+    fmt::print(stderr, "corral {}: submitting to {}: {}\n", cmd, client.uri(), req.jobspecs(0));
+  auto reply = expect_ok(cmd, client.submit(req));
+  if (reply.jobids_size() == 0) fail(cmd, "the controller accepted the job but returned no id");
+  return {reply.jobids().begin(), reply.jobids().end()};
+}
+
+}  // namespace corral::cli

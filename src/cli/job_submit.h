@@ -1,0 +1,34 @@
+// The part of submit, run and batch after the options are parsed: the jobspec is built
+// and validated locally (so a bad request never reaches the controller), then sent.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "cli/client.h"
+#include "cli/job_options.h"
+
+namespace corral::cli {
+
+// Options every submitting command has besides the job options.
+struct SubmitFlags {
+  bool dry_run = false;  // print the jobspec, send nothing
+  bool verbose = false;
+};
+
+// Builds the request; a jobspec error is a usage error (exit 2).
+pb::SubmitRequest build_submit_request(std::string_view cmd, const ParsedJob& job);
+
+// Prints the jobspec (--dry-run) and returns true, or returns false to go on.
+bool dry_run(const SubmitFlags& flags, const pb::SubmitRequest& req);
+
+// Sends the request; rpc errors exit 1.
+std::vector<uint64_t> submit_request(Client& client, std::string_view cmd,
+                                     const SubmitFlags& flags, const pb::SubmitRequest& req);
+
+// Reads the job options into a ParsedJob or exits 2 naming the bad option.
+ParsedJob parse_or_exit(std::string_view cmd, const JobOptions& opts, const JobContext& ctx);
+
+}  // namespace corral::cli

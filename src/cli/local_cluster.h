@@ -1,0 +1,73 @@
+// A throw-away cluster on this machine for `corral start`: one corrald and a few
+// corral-node agents hosting virtual nodes node0..node{N-1}, in a private directory.
+// The destructor tears everything down (Shutdown rpc, SIGTERM, SIGKILL after 5 s), and
+// every daemon gets PR_SET_PDEATHSIG so none outlives a killed `corral start`.
+#pragma once
+
+#include <sys/types.h>
+
+#include <string>
+#include <vector>
+
+#include "util/result.h"
+
+namespace corral::cli {
+
+struct ClusterConfig {
+  unsigned nodes = 0;
+  unsigned agents = 0;  // 0: min(nodes, 4)
+  unsigned cores = 4;
+  unsigned gpus = 0;
+  std::string memory = "16GiB";
+  std::string config_file;        // passed to corrald --config
+  std::vector<std::string> sets;  // passed to corrald as --set KEY=VALUE
+  std::string dir;                // use (and keep) this directory; empty: a temporary one
+};
+
+// The hostlists of node0..node{nodes-1} split into `agents` contiguous, nearly equal
+// parts ("node[0-3]", "node4", ...).
+std::vector<std::string> split_nodes(unsigned nodes, unsigned agents);
+
+// Where corrald and corral-node are: $CORRAL_LIBEXEC_DIR, else next to this program.
+std::string libexec_dir();
+
+class LocalCluster {
+ public:
+  explicit LocalCluster(ClusterConfig cfg);
+  ~LocalCluster();
+  LocalCluster(const LocalCluster&) = delete;
+  LocalCluster& operator=(const LocalCluster&) = delete;
+
+  // Makes the directory and spawns the daemons. Call before any gRPC channel exists
+  // (fork with gRPC's threads running is not safe for the child's allocations).
+  Status launch();
+  // Polls Ping until every node is up; `progress` lines after 2 s on a terminal.
+  Status wait_until_up(double timeout_seconds);
+  // A daemon that exited on its own, described with its log's tail; "" if none did.
+  std::string check_daemons();
+  void teardown();
+
+  std::string uri() const { return "unix:" + dir_ + "/corrald.sock"; }
+  const std::string& dir() const { return dir_; }
+
+ private:
+  struct Daemon {
+    std::string name;
+    std::string log;
+    pid_t pid = -1;
+  };
+  Status make_dir();
+  Status spawn(const std::string& name, const std::string& log, std::vector<std::string> argv);
+  std::string describe_exit(const Daemon& d, int status) const;
+
+  ClusterConfig cfg_;
+  std::string dir_;
+  bool remove_dir_ = false;
+  bool torn_down_ = false;
+  std::vector<Daemon> daemons_;
+};
+
+// The last `lines` lines of a file, indented, for error messages.
+std::string log_tail(const std::string& path, size_t lines = 10);
+
+}  // namespace corral::cli

@@ -1,0 +1,45 @@
+#include "cli/progress.h"
+
+#include <unistd.h>
+
+#include <cerrno>
+#include <string>
+
+namespace corral::cli {
+
+void write_all(int fd, std::string_view data) {
+  while (!data.empty()) {
+    ssize_t n = ::write(fd, data.data(), data.size());
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return;  // a closed pipe: nothing sensible left to do with the output
+    }
+    data.remove_prefix(static_cast<size_t>(n));
+  }
+}
+
+ProgressLine::ProgressLine(int fd) : fd_(fd), enabled_(::isatty(fd) == 1) {}
+
+ProgressLine::~ProgressLine() { clear(); }
+
+void ProgressLine::show(std::string_view text) {
+  if (!enabled_) return;
+  std::lock_guard lock(mu_);
+  std::string line = "\r\033[K";
+  line += text;
+  write_all(fd_, line);
+  shown_ = true;
+}
+
+void ProgressLine::clear() {
+  std::lock_guard lock(mu_);
+  clear_locked();
+}
+
+void ProgressLine::clear_locked() {
+  if (!shown_) return;
+  write_all(fd_, "\r\033[K");
+  shown_ = false;
+}
+
+}  // namespace corral::cli

@@ -1,0 +1,49 @@
+// One connected node agent: a queue of outgoing commands merged into batches, written
+// by the stream's writer thread, and the time the agent was last heard from.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "corral.pb.h"
+
+namespace grpc {
+class ServerContext;
+}
+
+namespace corral::ctld {
+
+class AgentLink {
+ public:
+  AgentLink(std::string agent_id, std::vector<std::string> nodes, grpc::ServerContext* ctx);
+
+  const std::string& agent_id() const { return agent_id_; }
+  const std::vector<std::string>& nodes() const { return nodes_; }
+
+  // Merges `msg` into the next batch (repeated fields append).
+  void send(const v1::ControllerMessage& msg);
+  // Writer side: waits up to `timeout_ms` for a batch. False when the link is closed.
+  bool next(v1::ControllerMessage& out, int timeout_ms);
+  void close();   // ends the stream (also cancels the gRPC call)
+  void detach();  // the stream handler has returned: never touch its context again
+  bool closed() const { return closed_; }
+
+  void touch(double now) { last_seen_ = now; }
+  double last_seen() const { return last_seen_; }
+
+ private:
+  std::string agent_id_;
+  std::vector<std::string> nodes_;
+  grpc::ServerContext* ctx_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  v1::ControllerMessage pending_;
+  bool has_pending_ = false;
+  std::atomic<bool> closed_{false};
+  std::atomic<double> last_seen_{0};
+};
+
+}  // namespace corral::ctld

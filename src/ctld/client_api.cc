@@ -1,0 +1,264 @@
+// Client requests other than submit: cancel and signal, listings, one job's details,
+// watch subscriptions, ping and shutdown.
+#include <signal.h>
+
+#include <algorithm>
+
+#include <fmt/format.h>
+#include <google/protobuf/util/json_util.h>
+#include <nlohmann/json.hpp>
+#include <spdlog/spdlog.h>
+
+#include "ctld/controller.h"
+
+namespace corral::ctld {
+
+using job::JobState;
+
+namespace {
+
+constexpr uint32_t kActiveMask = 0x3f;  // every state but INACTIVE
+
+Result<uint32_t> state_mask(const google::protobuf::RepeatedPtrField<std::string>& names) {
+  if (names.empty()) return kActiveMask;
+  uint32_t mask = 0;
+  for (const auto& n : names) {
+    auto m = job::parse_state_mask(n);
+    if (!m) return m.error();
+    mask |= *m;
+  }
+  return mask;
+}
+
+v1::JobEvent to_proto(uint64_t jobid, const job::Event& ev) {
+  v1::JobEvent e;
+  e.set_jobid(jobid);
+  e.set_timestamp(ev.timestamp);
+  e.set_name(ev.name);
+  e.set_context(ev.context);
+  return e;
+}
+
+v1::TaskOutput to_proto(uint64_t jobid, const OutputChunk& c) {
+  v1::TaskOutput o;
+  o.set_jobid(jobid);
+  o.set_rank(c.rank);
+  o.set_stderr(c.is_stderr);
+  o.set_eof(c.eof);
+  o.set_node(c.node);
+  o.set_data(c.data);
+  return o;
+}
+
+}  // namespace
+
+grpc::Status Controller::cancel(const Caller& c, const v1::CancelRequest& req,
+                                v1::CancelReply* rep) {
+  if (req.signal() < 0 || req.signal() >= 65)
+    return {grpc::StatusCode::INVALID_ARGUMENT, fmt::format("invalid signal {}", req.signal())};
+  auto mask = state_mask(req.states());
+  if (!mask) return to_grpc(mask.error());
+  {
+    std::lock_guard lk(mu_);
+    std::vector<uint64_t> ids(req.jobids().begin(), req.jobids().end());
+    if (ids.empty()) {
+      if (!req.has_userid() && req.states().empty())
+        return {grpc::StatusCode::INVALID_ARGUMENT, "cancel: give job ids, a user or states"};
+      for (const auto& [id, job] : jobs_)
+        if ((!req.has_userid() || job->userid == req.userid()) &&
+            (static_cast<uint32_t>(job->state()) & *mask))
+          ids.push_back(id);
+      std::sort(ids.begin(), ids.end());
+    }
+    for (uint64_t id : ids) {
+      auto* r = rep->add_results();
+      r->set_jobid(id);
+      auto it = jobs_.find(id);
+      if (it == jobs_.end()) {
+        r->set_error(inactive_result(id) ? "job has already finished" : "no such job");
+        continue;
+      }
+      JobRecord& job = *it->second;
+      if (!is_admin(c) && job.userid != c.uid) {
+        r->set_error(fmt::format("permission denied: job {} belongs to {}", id,
+                                 username(job.userid)));
+        continue;
+      }
+      if (req.signal() != 0) {
+        if (job.state() != JobState::RUN || !job.status.started) {
+          r->set_error("job is not running");
+          continue;
+        }
+        for (const auto& [node, n] : job.exec_tasks) {
+          if (job.exited.count(node)) continue;
+          v1::ControllerMessage msg;
+          auto* s = msg.add_signal();
+          s->set_jobid(id);
+          s->set_signal(req.signal());
+          send_to_node(node, msg);
+        }
+        r->set_ok(true);
+        continue;
+      }
+      if (job.state() == JobState::CLEANUP || job.status.fatal_exception) {
+        r->set_error("job is already finishing");
+        continue;
+      }
+      raise_exception(id, "cancel", 0,
+                      req.message().empty() ? "cancelled by " + username(c.uid) : req.message());
+      r->set_ok(true);
+    }
+    drain_posts();
+    outbox_.seal();
+  }
+  if (auto st = wait_durable(*store_); !st.ok())
+    return {grpc::StatusCode::INTERNAL, st.message()};
+  return grpc::Status::OK;
+}
+
+grpc::Status Controller::list_jobs(const v1::ListJobsRequest& req, v1::ListJobsReply* rep) {
+  auto mask = state_mask(req.states());
+  if (!mask) return to_grpc(mask.error());
+  std::set<uint32_t> users(req.userids().begin(), req.userids().end());
+  std::set<uint64_t> ids(req.jobids().begin(), req.jobids().end());
+  auto wanted = [&](const v1::JobInfo& j) {
+    return (users.empty() || users.count(j.userid())) && (ids.empty() || ids.count(j.id())) &&
+           (req.partition().empty() || j.partition() == req.partition());
+  };
+  std::vector<v1::JobInfo> out;
+  {
+    std::lock_guard lk(mu_);
+    std::vector<const JobRecord*> sel;
+    for (const auto& [id, job] : jobs_)
+      if (static_cast<uint32_t>(job->state()) & *mask) sel.push_back(job.get());
+    std::sort(sel.begin(), sel.end(), [](auto* a, auto* b) { return a->id < b->id; });
+    for (const auto* job : sel) {
+      v1::JobInfo info;
+      fill_info(*job, &info);
+      if (wanted(info)) out.push_back(std::move(info));
+    }
+  }
+  if (*mask & static_cast<uint32_t>(JobState::INACTIVE)) {
+    auto sums = store_->inactive_summaries(req.max_entries());
+    if (!sums) return to_grpc(sums.error());
+    std::vector<v1::JobInfo> done;
+    for (const auto& s : *sums) {
+      v1::JobInfo info;
+      if (google::protobuf::util::JsonStringToMessage(s, &info).ok() && wanted(info))
+        done.push_back(std::move(info));
+    }
+    std::reverse(done.begin(), done.end());  // oldest first, like the active ones
+    done.insert(done.end(), std::make_move_iterator(out.begin()),
+                std::make_move_iterator(out.end()));
+    out = std::move(done);
+    std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.id() < b.id(); });
+  }
+  size_t n = out.size();
+  if (req.max_entries() && n > req.max_entries()) n = req.max_entries();
+  for (size_t i = 0; i < n; ++i) *rep->add_jobs() = std::move(out[i]);
+  return grpc::Status::OK;
+}
+
+grpc::Status Controller::get_job(const v1::GetJobRequest& req, v1::JobInfo* rep) {
+  {
+    std::lock_guard lk(mu_);
+    auto it = jobs_.find(req.jobid());
+    if (it != jobs_.end()) {
+      const JobRecord& job = *it->second;
+      fill_info(job, rep);
+      rep->set_jobspec(job.jobspec_text);
+      if (job.R) rep->set_r(job::to_json(*job.R));
+      if (req.with_eventlog())
+        for (const auto& ev : job.events) rep->add_eventlog(job::encode_event(ev));
+      return grpc::Status::OK;
+    }
+  }
+  (void)store_->flush();  // readers see only committed writes
+  auto sum = store_->inactive_summary(req.jobid());
+  if (!sum) return {grpc::StatusCode::NOT_FOUND, fmt::format("job {} not found", req.jobid())};
+  if (!google::protobuf::util::JsonStringToMessage(*sum, rep).ok())
+    return {grpc::StatusCode::INTERNAL, "stored job summary is unreadable"};
+  if (auto spec = store_->read_jobspec(req.jobid())) rep->set_jobspec(*spec);
+  auto events = store_->read_eventlog(req.jobid());
+  if (events) {
+    for (const auto& ev : *events) {
+      if (req.with_eventlog()) rep->add_eventlog(job::encode_event(ev));
+      if (ev.name == "alloc") {
+        auto ctx = nlohmann::json::parse(ev.context, nullptr, false);
+        if (ctx.is_object() && ctx.contains("R")) rep->set_r(ctx["R"].dump());
+      }
+    }
+  }
+  return grpc::Status::OK;
+}
+
+grpc::Status Controller::subscribe(const v1::WatchRequest& req,
+                                   std::shared_ptr<Subscriber>* out) {
+  WatchFilter f;
+  f.jobids.insert(req.jobids().begin(), req.jobids().end());
+  f.names.insert(req.events().begin(), req.events().end());
+  f.output = req.output();
+  f.until_inactive = req.until_inactive() && !f.jobids.empty();
+  auto sub = std::make_shared<Subscriber>(f);
+  std::vector<v1::WatchItem> history;
+  std::vector<uint64_t> inactive;
+  std::lock_guard lk(mu_);
+  for (uint64_t id : f.jobids) {
+    auto it = jobs_.find(id);
+    if (it != jobs_.end()) {
+      if (!req.history()) continue;
+      for (const auto& ev : it->second->events) *history.emplace_back().mutable_event() =
+          to_proto(id, ev);
+      for (const auto& c : it->second->output) *history.emplace_back().mutable_output() =
+          to_proto(id, c);
+      continue;
+    }
+    // The store's readers see only committed writes; the job may have just finished.
+    (void)store_->flush();
+    auto events = store_->read_eventlog(id);
+    if (!events || events->empty())
+      return {grpc::StatusCode::NOT_FOUND, fmt::format("job {} not found", id)};
+    if (req.history()) {
+      for (const auto& ev : *events) *history.emplace_back().mutable_event() = to_proto(id, ev);
+      if (auto ro = recent_output_.find(id); ro != recent_output_.end())
+        for (const auto& c : ro->second) *history.emplace_back().mutable_output() =
+            to_proto(id, c);
+    }
+    inactive.push_back(id);
+  }
+  // Joining the hub in commit order means the subscriber sees each event exactly once.
+  outbox_.push([this, sub, history = std::move(history), inactive = std::move(inactive)] {
+    for (const auto& item : history) {
+      if (item.has_event()) sub->offer_event(item.event());
+      else sub->offer_output(item.output());
+    }
+    for (uint64_t id : inactive) sub->mark_inactive(id);
+    hub_.add(sub);
+  });
+  outbox_.seal();
+  *out = sub;
+  return grpc::Status::OK;
+}
+
+grpc::Status Controller::ping(const Caller& c, v1::PingReply* rep) {
+  std::lock_guard lk(mu_);
+  rep->set_version(CORRAL_VERSION);
+  rep->set_uptime(now() - start_time_);
+  rep->set_nodes_total(static_cast<uint32_t>(nodes_.size()));
+  uint32_t up = 0;
+  for (const auto& n : nodes_) up += n.link ? 1 : 0;
+  rep->set_nodes_up(up);
+  rep->set_owner_uid(owner_uid_);
+  rep->set_your_uid(c.uid);
+  return grpc::Status::OK;
+}
+
+grpc::Status Controller::shutdown(const Caller& c) {
+  if (!is_admin(c))
+    return {grpc::StatusCode::PERMISSION_DENIED, "only root or the instance owner may stop corrald"};
+  spdlog::info("shutdown requested by uid {}", c.uid);
+  if (on_shutdown_) on_shutdown_();
+  return grpc::Status::OK;
+}
+
+}  // namespace corral::ctld

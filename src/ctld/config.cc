@@ -1,0 +1,145 @@
+#include "ctld/config.h"
+
+#include <fmt/format.h>
+
+#include <toml++/toml.h>
+
+#include "util/units.h"
+
+namespace corral::ctld {
+namespace {
+
+Status set_duration(double& out, const toml::node& n, const std::string& where) {
+  if (auto v = n.value<double>()) {
+    if (*v < 0) return invalid(fmt::format("{}: must not be negative", where));
+    out = *v;
+    return {};
+  }
+  if (auto s = n.value<std::string>()) {
+    auto d = parse_duration(*s);
+    if (!d) return invalid(fmt::format("{}: {}", where, d.message()));
+    out = *d;
+    return {};
+  }
+  return invalid(fmt::format("{}: expected a duration such as \"30s\"", where));
+}
+
+Status set_string(std::string& out, const toml::node& n, const std::string& where) {
+  auto s = n.value<std::string>();
+  if (!s) return invalid(fmt::format("{}: expected a string", where));
+  out = *s;
+  return {};
+}
+
+Status set_bool(bool& out, const toml::node& n, const std::string& where) {
+  auto b = n.value<bool>();
+  if (!b) return invalid(fmt::format("{}: expected true or false", where));
+  out = *b;
+  return {};
+}
+
+Status apply_key(Config& c, const std::string& section, const std::string& key,
+                 const toml::node& n, const std::string& where) {
+  if (section == "controller") {
+    if (key == "socket") return set_string(c.socket, n, where);
+    if (key == "state-dir") return set_string(c.state_dir, n, where);
+    if (key == "heartbeat-interval") return set_duration(c.heartbeat_interval, n, where);
+    if (key == "node-timeout") return set_duration(c.node_timeout, n, where);
+    if (key == "kill-grace") return set_duration(c.kill_grace, n, where);
+    if (key == "sync-full") return set_bool(c.sync_full, n, where);
+    if (key == "commit-interval") return set_duration(c.commit_interval, n, where);
+  } else if (section == "job") {
+    if (key == "prolog") return set_string(c.prolog, n, where);
+    if (key == "epilog") return set_string(c.epilog, n, where);
+    if (key == "housekeeping") return set_string(c.housekeeping, n, where);
+    if (key == "prolog-timeout") return set_duration(c.prolog_timeout, n, where);
+    if (key == "epilog-timeout") return set_duration(c.epilog_timeout, n, where);
+    if (key == "housekeeping-timeout") return set_duration(c.housekeeping_timeout, n, where);
+    if (key == "default-time-limit") return set_duration(c.default_time_limit, n, where);
+    if (key == "max-time-limit") return set_duration(c.max_time_limit, n, where);
+  }
+  return invalid(fmt::format("{}: unknown key", where));
+}
+
+Status apply_partitions(Config& c, const toml::array& arr, const std::string& file) {
+  for (size_t i = 0; i < arr.size(); ++i) {
+    std::string where = fmt::format("{}: partition[{}]", file, i);
+    const auto* t = arr[i].as_table();
+    if (!t) return invalid(where + ": expected a table");
+    PartitionConfig p;
+    for (const auto& [k, v] : *t) {
+      std::string key(k.str());
+      Status st;
+      if (key == "name") st = set_string(p.name, v, where + ".name");
+      else if (key == "nodes") st = set_string(p.nodes, v, where + ".nodes");
+      else if (key == "default") st = set_bool(p.is_default, v, where + ".default");
+      else st = invalid(fmt::format("{}.{}: unknown key", where, key));
+      if (!st.ok()) return st;
+    }
+    if (p.name.empty()) return invalid(where + ": missing name");
+    c.partitions.push_back(std::move(p));
+  }
+  return {};
+}
+
+Status apply_table(Config& c, const toml::table& root, const std::string& file) {
+  for (const auto& [sk, sv] : root) {
+    std::string section(sk.str());
+    if (section == "partition") {
+      const auto* arr = sv.as_array();
+      if (!arr) return invalid(file + ": partition: use [[partition]] tables");
+      if (auto st = apply_partitions(c, *arr, file); !st.ok()) return st;
+      continue;
+    }
+    const auto* t = sv.as_table();
+    if (!t) return invalid(fmt::format("{}: {}: expected a [{}] table", file, section, section));
+    for (const auto& [k, v] : *t) {
+      std::string key(k.str());
+      auto where = fmt::format("{}: {}.{}", file, section, key);
+      if (auto st = apply_key(c, section, key, v, where); !st.ok()) return st;
+    }
+  }
+  return {};
+}
+
+Status apply_override(Config& c, const std::string& ov) {
+  auto eq = ov.find('=');
+  auto dot = ov.find('.');
+  if (eq == std::string::npos || dot == std::string::npos || dot > eq)
+    return invalid(fmt::format("--set {}: expected section.key=value", ov));
+  std::string section = ov.substr(0, dot), key = ov.substr(dot + 1, eq - dot - 1);
+  std::string value = ov.substr(eq + 1);
+  // Parse the value as TOML when it is one (numbers, booleans), else as a string.
+  toml::table t;
+  try {
+    t = toml::parse("v = " + value);
+  } catch (const toml::parse_error&) {
+    t.insert_or_assign("v", value);
+  }
+  return apply_key(c, section, key, *t.get("v"), "--set " + ov);
+}
+
+}  // namespace
+
+Result<Config> load_config(const std::string& path, const std::vector<std::string>& overrides) {
+  Config c;
+  if (!path.empty()) {
+    toml::table root;
+    try {
+      root = toml::parse_file(path);
+    } catch (const toml::parse_error& e) {
+      const auto& b = e.source().begin;
+      return invalid(fmt::format("{}:{}:{}: {}", path, b.line, b.column, e.description()));
+    }
+    if (auto st = apply_table(c, root, path); !st.ok()) return st.error();
+  }
+  for (const auto& ov : overrides)
+    if (auto st = apply_override(c, ov); !st.ok()) return st.error();
+  int defaults = 0;
+  for (const auto& p : c.partitions) defaults += p.is_default ? 1 : 0;
+  if (defaults > 1) return invalid("more than one partition has default = true");
+  if (!c.partitions.empty() && defaults == 0) c.partitions.front().is_default = true;
+  return c;
+}
+
+}  // namespace corral::ctld

@@ -1,0 +1,42 @@
+// corrald's configuration: a TOML file plus `--set section.key=value` overrides.
+// docs/admin.md documents every key.
+#pragma once
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "util/result.h"
+
+namespace corral::ctld {
+
+struct PartitionConfig {
+  std::string name;
+  std::string nodes;  // hostlist; empty = every node
+  bool is_default = false;
+};
+
+struct Config {
+  // [controller]
+  std::string socket = "/run/corral/corrald.sock";
+  std::string state_dir = "/var/lib/corral";
+  double heartbeat_interval = 2.0;  // seconds between agent heartbeats
+  double node_timeout = 30.0;       // silence after which a node is marked down
+  double kill_grace = 10.0;         // SIGTERM -> SIGKILL on cancel and timeout
+  bool sync_full = true;            // fsync every group commit
+  double commit_interval = 0.002;
+  // [job]
+  std::string prolog, epilog, housekeeping;  // executables run as root on the job's nodes
+  double prolog_timeout = 300, epilog_timeout = 300, housekeeping_timeout = 300;
+  double default_time_limit = 0;  // applied to jobs without -t; 0 = unlimited
+  double max_time_limit = 0;      // jobs asking for more are refused; 0 = no maximum
+  // [[partition]]
+  std::vector<PartitionConfig> partitions;
+};
+
+// Reads `path` (may be empty: defaults only), then applies overrides "section.key=value".
+// Errors name the file, the key and what is wrong.
+Result<Config> load_config(const std::string& path,
+                           const std::vector<std::string>& overrides);
+
+}  // namespace corral::ctld

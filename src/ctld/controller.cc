@@ -1,0 +1,207 @@
+// Controller construction, restart from the store, the scheduling/timer loop, and the
+// client API entry points.
+#include "ctld/controller.h"
+
+#include <unistd.h>
+
+#include <chrono>
+#include <future>
+
+#include <fmt/format.h>
+#include <google/protobuf/util/json_util.h>
+#include <nlohmann/json.hpp>
+#include <spdlog/spdlog.h>
+
+namespace corral::ctld {
+
+using job::JobState;
+using nlohmann::json;
+
+grpc::Status to_grpc(const Error& e) {
+  switch (e.code) {
+    case Errc::invalid_argument: return {grpc::StatusCode::INVALID_ARGUMENT, e.message};
+    case Errc::not_found: return {grpc::StatusCode::NOT_FOUND, e.message};
+    case Errc::permission_denied: return {grpc::StatusCode::PERMISSION_DENIED, e.message};
+    case Errc::already_exists: return {grpc::StatusCode::ALREADY_EXISTS, e.message};
+    case Errc::unavailable: return {grpc::StatusCode::UNAVAILABLE, e.message};
+    default: return {grpc::StatusCode::INTERNAL, e.message};
+  }
+}
+
+// Blocks until everything queued in the store so far is durable.
+Status wait_durable(store::Store& store) {
+  auto p = std::make_shared<std::promise<Status>>();
+  auto f = p->get_future();
+  store.on_durable([p](const Status& st) { p->set_value(st); });
+  return f.get();
+}
+
+Controller::Controller(Config cfg, std::unique_ptr<store::Store> store)
+    : cfg_(std::move(cfg)),
+      store_(std::move(store)),
+      outbox_(*store_),
+      sched_(topology::make_flat_placer()),
+      owner_uid_(::getuid()) {
+  default_partition_ = "default";
+  for (const auto& p : cfg_.partitions) {
+    partitions_[p.name];
+    if (p.is_default) default_partition_ = p.name;
+  }
+  if (cfg_.partitions.empty()) partitions_[default_partition_];
+}
+
+Controller::~Controller() { stop(); }
+
+void Controller::add_hook(std::unique_ptr<JobHook> hook) { hooks_.push_back(std::move(hook)); }
+
+Status Controller::start() {
+  auto snap = store_->load();
+  if (!snap) return snap.error();
+  start_time_ = now();
+  restore(std::move(*snap));
+  loop_thread_ = std::thread([this] { loop(); });
+  return {};
+}
+
+void Controller::stop() {
+  {
+    std::lock_guard lk(mu_);
+    if (stopping_) return;
+    stopping_ = true;
+    for (auto& [id, link] : links_) link->close();
+  }
+  cv_.notify_all();
+  if (loop_thread_.joinable()) loop_thread_.join();
+  hub_.close_all();
+  (void)store_->flush();
+}
+
+void Controller::restore(store::Snapshot snap) {
+  std::lock_guard lk(mu_);
+  next_id_ = snap.next_jobid;
+  for (const auto& r : snap.nodes) {
+    v1::NodeResources res;
+    res.set_name(r.name);
+    res.set_cores(r.cores);
+    res.set_gpus(r.gpus);
+    res.set_memory_mb(r.memory_mb);
+    NodeEntry& n = ensure_node(res);
+    n.drained = r.drained;
+    n.reason = r.reason;
+    n.reason_time = r.reason_time;
+    n.reason_userid = r.reason_userid;
+    n.down_reason = "not reconnected since corrald restarted";
+  }
+  for (auto& rec : snap.active) {
+    auto spec = job::parse_jobspec(rec.jobspec);
+    if (!spec) {
+      spdlog::error("job {}: stored jobspec no longer parses ({}); skipping it", rec.id,
+                    spec.message());
+      continue;
+    }
+    auto job = std::make_unique<JobRecord>();
+    job->id = rec.id;
+    job->userid = rec.userid;
+    job->jobspec_text = rec.jobspec;
+    job->spec = std::move(*spec);
+    for (auto& ev : rec.events) {
+      if (auto st = job::apply_event(job->status, ev); !st.ok()) {
+        spdlog::warn("job {}: replay: {}", rec.id, st.message());
+        continue;
+      }
+      if (ev.name == "submit") {
+        auto ctx = json::parse(ev.context, nullptr, false);
+        if (ctx.is_object()) job->groupid = ctx.value("groupid", 0u);
+      }
+      absorb(*job, ev);
+      job->events.push_back(std::move(ev));
+    }
+    job->partition = partition_of(job->spec);
+    job->interactive = job->spec.output.path.empty();
+    const auto& st = job->status;
+    if (job->R && (st.state == JobState::RUN || st.state == JobState::CLEANUP) && !st.freed) {
+      sched_.allocate(job->id, job->alloc, job->R->expiration);
+      for (const auto& sh : job->alloc.shares) nodes_[sh.node].jobs.insert(job->id);
+      restart_grace_pending_ = true;
+    }
+    if (st.started) job->exec_tasks = plan_exec(*job);
+    if (st.finished)
+      for (const auto& [node, n] : job->exec_tasks) job->exited.insert(node);
+    uint64_t id = job->id;
+    jobs_.emplace(id, std::move(job));
+  }
+  for (auto& [id, job] : jobs_) {
+    for (auto& h : hooks_) h->on_restart(*this, *job);
+    touch(*job);
+  }
+  spdlog::info("restored {} active job(s) and {} node(s); next job id {}", jobs_.size(),
+               nodes_.size(), next_id_);
+  drain_posts();
+  outbox_.seal();
+}
+
+void Controller::poke_scheduler() {
+  sched_dirty_ = true;
+  cv_.notify_one();
+}
+
+void Controller::loop() {
+  std::unique_lock lk(mu_);
+  while (!stopping_) {
+    double t = now();
+    while (!timers_.empty() && timers_.top().when <= t) {
+      auto fn = timers_.top().fn;
+      timers_.pop();
+      fn();
+    }
+    if (t >= next_heartbeat_check_) {
+      check_heartbeats();
+      next_heartbeat_check_ = t + std::min(1.0, cfg_.heartbeat_interval);
+    }
+    if (sched_dirty_) run_schedule();
+    drain_posts();
+    outbox_.seal();
+    double wake = next_heartbeat_check_;
+    if (!timers_.empty()) wake = std::min(wake, timers_.top().when);
+    auto delay = std::chrono::duration<double>(std::max(0.0, wake - now()));
+    cv_.wait_for(lk, delay, [&] {
+      return stopping_ || sched_dirty_ || (!timers_.empty() && timers_.top().when <= now());
+    });
+  }
+}
+
+grpc::Status Controller::submit(const Caller& c, const v1::SubmitRequest& req,
+                                v1::SubmitReply* rep) {
+  unsigned urgency = req.has_urgency() ? req.urgency() : 16;
+  if (urgency > 31)
+    return {grpc::StatusCode::INVALID_ARGUMENT,
+            fmt::format("urgency {} is out of range (0-31)", urgency)};
+  if (urgency > 16 && !is_admin(c))
+    return {grpc::StatusCode::PERMISSION_DENIED,
+            "only the instance owner may raise urgency above the default of 16"};
+  auto specs = parse_submission(req);
+  if (!specs) return to_grpc(specs.error());
+  {
+    std::lock_guard lk(mu_);
+    if (stopping_) return {grpc::StatusCode::UNAVAILABLE, "corrald is shutting down"};
+    const nlohmann::json* last_admitted = nullptr;
+    for (size_t i = 0; i < specs->size(); ++i) {
+      const auto& spec = (*specs)[i];
+      // Copies of one jobspec (--cc) share their document and are admitted once.
+      if (last_admitted == spec.document.get()) continue;
+      if (auto st = admit(c, spec); !st.ok()) {
+        auto msg = specs->size() == 1 ? st.message() : fmt::format("job {}: {}", i, st.message());
+        return to_grpc({st.error().code, msg});
+      }
+      last_admitted = spec.document.get();
+    }
+    for (auto& spec : *specs) rep->add_jobids(create_job(c, std::move(spec), urgency));
+    drain_posts();
+    outbox_.seal();
+  }
+  if (auto st = wait_durable(*store_); !st.ok())
+    return {grpc::StatusCode::INTERNAL, "could not store the job: " + st.message()};
+  return grpc::Status::OK;
+}
+
+}  // namespace corral::ctld

@@ -1,0 +1,206 @@
+// corrald's core: the job manager (RFC 21 state machine driven by eventlogs), the node
+// registry, the scheduler loop and the hook host. One lock guards all of it; the
+// durable side effects go out through the Outbox after the store commits.
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <queue>
+#include <set>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include <grpcpp/support/status.h>
+
+#include "ctld/agent_link.h"
+#include "ctld/config.h"
+#include "ctld/hook.h"
+#include "ctld/job_record.h"
+#include "ctld/outbox.h"
+#include "ctld/watch_hub.h"
+#include "sched/scheduler.h"
+#include "store/store.h"
+
+namespace grpc {
+class ServerContext;
+}
+
+namespace corral::ctld {
+
+grpc::Status to_grpc(const Error& e);
+Status wait_durable(store::Store& store);
+
+struct Caller {
+  uint32_t uid = 0;
+  uint32_t gid = 0;
+};
+
+struct NodeEntry {
+  std::string name;
+  uint32_t index = 0;  // in the scheduler
+  uint32_t cores = 0, gpus = 0;
+  uint64_t memory_mb = 0;
+  std::shared_ptr<AgentLink> link;  // null while down
+  bool drained = false;
+  std::string reason;
+  double reason_time = 0;
+  uint32_t reason_userid = 0;
+  std::string down_reason = "never registered";
+  std::set<uint64_t> jobs;        // jobs holding resources here
+  uint64_t housekeeping_job = 0;  // housekeeping running for this job
+  std::vector<std::string> partitions;
+  std::vector<v1::ControllerMessage> held;  // commands waiting for the agent to connect
+};
+
+class Controller final : public HookContext {
+ public:
+  Controller(Config cfg, std::unique_ptr<store::Store> store);
+  ~Controller() override;
+  Controller(const Controller&) = delete;
+  Controller& operator=(const Controller&) = delete;
+
+  void add_hook(std::unique_ptr<JobHook> hook);
+  // Loads the persisted state, replays eventlogs and starts the scheduling loop.
+  Status start();
+  void stop();
+  void set_shutdown_handler(std::function<void()> fn) { on_shutdown_ = std::move(fn); }
+
+  // Client API (caller identity from the peer's credentials).
+  grpc::Status submit(const Caller& c, const v1::SubmitRequest& req, v1::SubmitReply* rep);
+  grpc::Status cancel(const Caller& c, const v1::CancelRequest& req, v1::CancelReply* rep);
+  grpc::Status list_jobs(const v1::ListJobsRequest& req, v1::ListJobsReply* rep);
+  grpc::Status get_job(const v1::GetJobRequest& req, v1::JobInfo* rep);
+  grpc::Status subscribe(const v1::WatchRequest& req, std::shared_ptr<Subscriber>* sub);
+  grpc::Status list_nodes(const v1::ListNodesRequest& req, v1::ListNodesReply* rep);
+  grpc::Status set_node_state(const Caller& c, const v1::NodeStateRequest& req,
+                              v1::NodeStateReply* rep);
+  grpc::Status ping(const Caller& c, v1::PingReply* rep);
+  grpc::Status shutdown(const Caller& c);
+
+  // Node agent API.
+  grpc::Status agent_register(const Caller& c, const v1::Register& reg,
+                              grpc::ServerContext* ctx, std::shared_ptr<AgentLink>* link);
+  void agent_message(AgentLink& link, const v1::AgentMessage& msg);
+  void agent_disconnected(AgentLink& link);
+
+  // HookContext (called with mu_ held).
+  double now() const override;
+  const JobRecord* find_job(uint64_t jobid) const override;
+  std::optional<std::string> inactive_result(uint64_t jobid) const override;
+  void post_event(uint64_t jobid, std::string name, std::string context_json) override;
+  void raise_exception(uint64_t jobid, std::string type, int severity,
+                       std::string note) override;
+  void add_dependency(uint64_t jobid, std::string description) override;
+  void remove_dependency(uint64_t jobid, std::string description) override;
+  void prolog_start(uint64_t jobid, std::string description) override;
+  void prolog_finish(uint64_t jobid, std::string description, int status) override;
+  void epilog_start(uint64_t jobid, std::string description) override;
+  void epilog_finish(uint64_t jobid, std::string description, int status) override;
+  void set_task_env(uint64_t jobid, std::string key, std::string value) override;
+  Status rewrite_jobspec(uint64_t jobid, const std::string& jobspec_json) override;
+  void run_on_nodes(uint64_t jobid, const std::string& kind, const std::string& command,
+                    double timeout, const std::vector<std::string>& nodes,
+                    const std::map<std::string, std::string>& env) override;
+  void drain_node(const std::string& node, const std::string& reason) override;
+  void at(double when, std::function<void()> fn) override;
+
+ private:
+  struct Timer {
+    double when;
+    uint64_t seq;
+    std::function<void()> fn;
+    bool operator>(const Timer& o) const { return when != o.when ? when > o.when : seq > o.seq; }
+  };
+
+  // job_lifecycle.cc
+  void post(uint64_t jobid, job::Event ev);
+  void drain_posts();
+  void apply_posted(uint64_t jobid, const job::Event& ev);
+  void absorb(JobRecord& job, const job::Event& ev);
+  void advance(JobRecord& job);
+  void advance_cleanup(JobRecord& job);
+  void start_exec(JobRecord& job);
+  std::map<std::string, unsigned> plan_exec(const JobRecord& job) const;
+  void kill_job(JobRecord& job, int signal, double kill_after);
+  void free_resources(JobRecord& job);
+  void retire(JobRecord& job);
+  void handle_exit(const v1::JobNodeExit& ex);
+  void touch(JobRecord& job);  // advance it once the posted events are applied
+  void node_lost(NodeEntry& node, const std::string& why);
+  void enqueue(JobRecord& job);
+  void run_schedule();
+
+  // job_submit.cc
+  Result<std::vector<job::Jobspec>> parse_submission(const v1::SubmitRequest& req) const;
+  Status admit(const Caller& c, const job::Jobspec& spec);
+  uint64_t create_job(const Caller& c, job::Jobspec spec, unsigned urgency);
+  Result<topology::Request> make_request(const job::Jobspec& spec, uint64_t jobid) const;
+  std::string partition_of(const job::Jobspec& spec) const;
+
+  // job_info.cc
+  void fill_info(const JobRecord& job, v1::JobInfo* info) const;
+  std::string username(uint32_t uid) const;
+
+  // node_registry.cc
+  NodeEntry& ensure_node(const v1::NodeResources& res);
+  void send_to_node(const std::string& node, const v1::ControllerMessage& msg);
+  void update_usable(NodeEntry& node);
+  void persist_node(const NodeEntry& node);
+  std::string node_state(const NodeEntry& node) const;
+  void check_heartbeats();
+  void reconcile_agent(const v1::Register& reg);
+
+  // controller.cc
+  void loop();
+  void restore(store::Snapshot snap);
+  bool is_admin(const Caller& c) const { return c.uid == 0 || c.uid == owner_uid_; }
+  void poke_scheduler();
+
+  Config cfg_;
+  std::unique_ptr<store::Store> store_;
+  Outbox outbox_;
+  WatchHub hub_;
+  sched::Scheduler sched_;
+  std::vector<std::unique_ptr<JobHook>> hooks_;
+  std::function<void()> on_shutdown_;
+  uint32_t owner_uid_;
+  double start_time_ = 0;
+
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  bool stopping_ = false;
+  bool sched_dirty_ = false;
+  std::thread loop_thread_;
+
+  uint64_t next_id_ = 1;
+  std::unordered_map<uint64_t, std::unique_ptr<JobRecord>> jobs_;
+  std::vector<NodeEntry> nodes_;  // by scheduler index
+  std::unordered_map<std::string, uint32_t> node_index_;
+  std::map<std::string, std::shared_ptr<AgentLink>> links_;
+  std::map<std::string, std::vector<uint32_t>> partitions_;
+  std::string default_partition_;
+
+  std::deque<std::pair<uint64_t, job::Event>> posts_;
+  std::vector<uint64_t> dirty_;
+  bool draining_ = false;
+
+  std::priority_queue<Timer, std::vector<Timer>, std::greater<>> timers_;
+  uint64_t timer_seq_ = 0;
+  double next_heartbeat_check_ = 0;
+  bool restart_grace_pending_ = false;
+
+  // Outstanding run_on_nodes: (jobid, kind) -> nodes that have not answered.
+  std::map<std::pair<uint64_t, std::string>, std::set<std::string>> perilogs_;
+  // Output of recently finished interactive jobs, for clients that attach late.
+  std::map<uint64_t, std::vector<OutputChunk>> recent_output_;
+};
+
+}  // namespace corral::ctld

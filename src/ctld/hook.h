@@ -1,0 +1,76 @@
+// The job hook interface (DESIGN.md): fabric, storage and the built-in policies
+// (dependencies, prolog/epilog, time limits) are hooks, not special cases in the core.
+// A hook sees every event of every job and acts through HookContext. All calls happen
+// with the controller's state lock held: hooks must not block.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "ctld/job_record.h"
+#include "util/result.h"
+
+namespace corral::ctld {
+
+struct PerilogOutcome {
+  std::string node;
+  std::string kind;
+  int waitstatus = 0;
+  bool timed_out = false;
+  std::string output;
+};
+
+class HookContext {
+ public:
+  virtual ~HookContext() = default;
+  virtual double now() const = 0;
+  virtual const JobRecord* find_job(uint64_t jobid) const = 0;
+  // Result ("COMPLETED", "FAILED", ...) of a job that is no longer active; nullopt when
+  // the id was never used.
+  virtual std::optional<std::string> inactive_result(uint64_t jobid) const = 0;
+
+  virtual void post_event(uint64_t jobid, std::string name, std::string context_json) = 0;
+  virtual void raise_exception(uint64_t jobid, std::string type, int severity,
+                               std::string note) = 0;
+  virtual void add_dependency(uint64_t jobid, std::string description) = 0;
+  virtual void remove_dependency(uint64_t jobid, std::string description) = 0;
+  virtual void prolog_start(uint64_t jobid, std::string description) = 0;
+  virtual void prolog_finish(uint64_t jobid, std::string description, int status) = 0;
+  virtual void epilog_start(uint64_t jobid, std::string description) = 0;
+  virtual void epilog_finish(uint64_t jobid, std::string description, int status) = 0;
+  // Adds to the environment of every task of the job (before it starts).
+  virtual void set_task_env(uint64_t jobid, std::string key, std::string value) = 0;
+  // Replaces the job's jobspec before it is scheduled (resource / constraint rewrites).
+  virtual Status rewrite_jobspec(uint64_t jobid, const std::string& jobspec_json) = 0;
+
+  // Runs `command` as root on `nodes`; each node's outcome comes back through
+  // JobHook::on_perilog with this `kind`.
+  virtual void run_on_nodes(uint64_t jobid, const std::string& kind,
+                            const std::string& command, double timeout,
+                            const std::vector<std::string>& nodes,
+                            const std::map<std::string, std::string>& env) = 0;
+  virtual void drain_node(const std::string& node, const std::string& reason) = 0;
+  // Runs `fn` (with the lock held) at time `when`.
+  virtual void at(double when, std::function<void()> fn) = 0;
+};
+
+class JobHook {
+ public:
+  virtual ~JobHook() = default;
+  virtual std::string_view name() const = 0;
+  // At submit, before anything is stored: an error rejects the job with its message.
+  virtual Status validate(HookContext&, const job::Jobspec&, uint32_t /*userid*/) { return {}; }
+  // After each event is applied to a job.
+  virtual void on_event(HookContext&, const JobRecord&, const job::Event&) {}
+  // After a restart, once for every active job rebuilt from its eventlog.
+  virtual void on_restart(HookContext&, const JobRecord&) {}
+  // A node's result of run_on_nodes.
+  virtual void on_perilog(HookContext&, const JobRecord&, const PerilogOutcome&) {}
+};
+
+}  // namespace corral::ctld

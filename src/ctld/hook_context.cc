@@ -1,0 +1,116 @@
+// What hooks may do to a job: post events, raise exceptions, hold the job with
+// dependencies and named prolog/epilog actions, add task environment, rewrite the jobspec,
+// run commands on its nodes, drain nodes, set timers.
+#include <nlohmann/json.hpp>
+#include <spdlog/spdlog.h>
+
+#include "ctld/controller.h"
+
+namespace corral::ctld {
+
+using nlohmann::json;
+
+double Controller::now() const { return job::now(); }
+
+const JobRecord* Controller::find_job(uint64_t jobid) const {
+  auto it = jobs_.find(jobid);
+  return it == jobs_.end() ? nullptr : it->second.get();
+}
+
+std::optional<std::string> Controller::inactive_result(uint64_t jobid) const {
+  (void)store_->flush();  // readers see only committed writes
+  auto s = store_->inactive_summary(jobid);
+  if (!s) return std::nullopt;
+  auto j = json::parse(*s, nullptr, false);
+  if (!j.is_object()) return std::nullopt;
+  return j.value("result", std::string("FAILED"));
+}
+
+void Controller::post_event(uint64_t jobid, std::string name, std::string context_json) {
+  post(jobid, job::make_event(std::move(name), std::move(context_json)));
+}
+
+void Controller::raise_exception(uint64_t jobid, std::string type, int severity,
+                                 std::string note) {
+  json ctx{{"type", type}, {"severity", severity}, {"note", note}, {"userid", owner_uid_}};
+  spdlog::info("job {}: exception {} (severity {}): {}", jobid, type, severity, note);
+  post(jobid, job::make_event("exception", ctx.dump()));
+}
+
+void Controller::add_dependency(uint64_t jobid, std::string description) {
+  post(jobid, job::make_event("dependency-add", json{{"description", description}}.dump()));
+}
+
+void Controller::remove_dependency(uint64_t jobid, std::string description) {
+  post(jobid, job::make_event("dependency-remove", json{{"description", description}}.dump()));
+}
+
+void Controller::prolog_start(uint64_t jobid, std::string description) {
+  post(jobid, job::make_event("prolog-start", json{{"description", description}}.dump()));
+}
+
+void Controller::prolog_finish(uint64_t jobid, std::string description, int status) {
+  post(jobid, job::make_event("prolog-finish",
+                              json{{"description", description}, {"status", status}}.dump()));
+}
+
+void Controller::epilog_start(uint64_t jobid, std::string description) {
+  post(jobid, job::make_event("epilog-start", json{{"description", description}}.dump()));
+}
+
+void Controller::epilog_finish(uint64_t jobid, std::string description, int status) {
+  post(jobid, job::make_event("epilog-finish",
+                              json{{"description", description}, {"status", status}}.dump()));
+}
+
+void Controller::set_task_env(uint64_t jobid, std::string key, std::string value) {
+  auto it = jobs_.find(jobid);
+  if (it != jobs_.end()) it->second->extra_env[std::move(key)] = std::move(value);
+}
+
+Status Controller::rewrite_jobspec(uint64_t jobid, const std::string& jobspec_json) {
+  auto it = jobs_.find(jobid);
+  if (it == jobs_.end()) return not_found("no such active job");
+  JobRecord& job = *it->second;
+  if (job.state() >= job::JobState::RUN)
+    return invalid("the jobspec can only change before the job is allocated");
+  auto spec = job::parse_jobspec(jobspec_json);
+  if (!spec) return spec.error();
+  job.spec = std::move(*spec);
+  job.jobspec_text = job::jobspec_to_string(job.spec);
+  // The new jobspec is part of the eventlog, so a replay sees the same request.
+  post(jobid, job::make_event("jobspec-update", json{{"jobspec", json::parse(job.jobspec_text)}}
+                                                    .dump()));
+  if (job.in_scheduler) {
+    sched_.dequeue(jobid);
+    job.in_scheduler = false;
+    touch(job);
+  }
+  return {};
+}
+
+void Controller::run_on_nodes(uint64_t jobid, const std::string& kind,
+                              const std::string& command, double timeout,
+                              const std::vector<std::string>& nodes,
+                              const std::map<std::string, std::string>& env) {
+  auto& pending = perilogs_[{jobid, kind}];
+  for (const auto& n : nodes) {
+    pending.insert(n);
+    v1::ControllerMessage msg;
+    auto* p = msg.add_perilog();
+    p->set_jobid(jobid);
+    p->set_kind(kind);
+    p->set_command(command);
+    p->set_timeout(timeout);
+    p->add_nodes(n);
+    for (const auto& [k, v] : env) (*p->mutable_env())[k] = v;
+    send_to_node(n, msg);
+  }
+}
+
+void Controller::at(double when, std::function<void()> fn) {
+  timers_.push(Timer{when, timer_seq_++, std::move(fn)});
+  cv_.notify_one();
+}
+
+}  // namespace corral::ctld

@@ -1,0 +1,58 @@
+// JobInfo: what listings and `show job` print, built from a job record.
+#include <pwd.h>
+
+#include <nlohmann/json.hpp>
+
+#include "ctld/controller.h"
+
+namespace corral::ctld {
+
+std::string Controller::username(uint32_t uid) const {
+  passwd pw{};
+  passwd* res = nullptr;
+  char buf[1024];
+  if (getpwuid_r(uid, &pw, buf, sizeof(buf), &res) == 0 && res) return pw.pw_name;
+  return std::to_string(uid);
+}
+
+void Controller::fill_info(const JobRecord& job, v1::JobInfo* info) const {
+  const auto& st = job.status;
+  info->set_id(job.id);
+  info->set_userid(job.userid);
+  info->set_username(username(job.userid));
+  info->set_name(job.spec.name);
+  info->set_state(std::string(job::state_name(st.state)));
+  if (st.state == job::JobState::INACTIVE) info->set_result(job::job_result(st));
+  if (st.state < job::JobState::RUN && st.state != job::JobState::NEW) {
+    std::string reason = job.reason;
+    if (reason.empty() && job.in_scheduler) reason = sched_.reason(job.id);
+    if (reason.empty() && st.state == job::JobState::SCHED) reason = "Priority";
+    info->set_reason(reason);
+  }
+  info->set_urgency(st.urgency);
+  info->set_priority(st.priority);
+  info->set_t_submit(st.t_submit);
+  info->set_t_run(st.t_run);
+  info->set_t_cleanup(st.t_cleanup);
+  info->set_t_inactive(st.t_inactive);
+  if (job.R) {
+    info->set_nodelist(job.R->nodelist());
+    info->set_nnodes(static_cast<uint32_t>(job.R->nodes.size()));
+    info->set_ncores(job.R->ncores());
+    info->set_ngpus(job.R->ngpus());
+  } else {
+    info->set_nnodes(job.spec.nnodes);
+    info->set_ncores(job.spec.ntasks * job.spec.cores_per_task);
+    info->set_ngpus(job.spec.ntasks * job.spec.gpus_per_task);
+  }
+  info->set_ntasks(job.spec.ntasks);
+  info->set_partition(job.partition);
+  info->set_duration(job.spec.duration);
+  info->set_waitstatus(st.finished ? st.waitstatus : -1);
+  info->set_exception_type(st.exception_type);
+  info->set_exception_note(st.exception_note);
+  info->set_cwd(job.spec.cwd);
+  for (const auto& d : job.spec.dependencies) info->add_dependencies(d);
+}
+
+}  // namespace corral::ctld

@@ -1,0 +1,402 @@
+// The RFC 21 state machine in motion: events are posted, applied, persisted and shown
+// to hooks; advance() then takes each touched job one step further.
+#include <signal.h>
+#include <sys/wait.h>
+
+#include <algorithm>
+
+#include <fmt/format.h>
+#include <google/protobuf/util/json_util.h>
+#include <nlohmann/json.hpp>
+#include <spdlog/spdlog.h>
+
+#include "ctld/controller.h"
+#include "util/hostlist.h"
+#include "util/natural_sort.h"
+
+namespace corral::ctld {
+
+using job::JobState;
+using nlohmann::json;
+
+void Controller::post(uint64_t jobid, job::Event ev) {
+  posts_.emplace_back(jobid, std::move(ev));
+  if (!draining_) drain_posts();
+}
+
+// Events posted while handling an event are queued and applied in order; jobs are
+// advanced only once the queue is empty, so hooks' reactions are seen first.
+void Controller::drain_posts() {
+  draining_ = true;
+  while (!posts_.empty() || !dirty_.empty()) {
+    while (!posts_.empty()) {
+      auto [id, ev] = std::move(posts_.front());
+      posts_.pop_front();
+      apply_posted(id, ev);
+    }
+    auto dirty = std::move(dirty_);
+    dirty_.clear();
+    for (uint64_t id : dirty) {
+      auto it = jobs_.find(id);
+      if (it == jobs_.end()) continue;
+      it->second->dirty = false;
+      advance(*it->second);
+    }
+  }
+  draining_ = false;
+}
+
+void Controller::apply_posted(uint64_t jobid, const job::Event& ev) {
+  auto it = jobs_.find(jobid);
+  if (it == jobs_.end()) return;
+  JobRecord& job = *it->second;
+  if (auto st = job::apply_event(job.status, ev); !st.ok()) {
+    spdlog::warn("job {}: event {} refused: {}", jobid, ev.name, st.message());
+    return;
+  }
+  absorb(job, ev);
+  job.events.push_back(ev);
+  store_->append_event(jobid, ev);
+  v1::JobEvent jev;
+  jev.set_jobid(jobid);
+  jev.set_timestamp(ev.timestamp);
+  jev.set_name(ev.name);
+  jev.set_context(ev.context);
+  outbox_.push([this, jev = std::move(jev)] { hub_.publish_event(jev); });
+  for (auto& h : hooks_) h->on_event(*this, job, ev);
+  touch(job);
+}
+
+// Record fields that the state machine does not keep, for live events and replay alike.
+void Controller::absorb(JobRecord& job, const job::Event& ev) {
+  if (ev.name == "jobspec-update") {
+    auto ctx = json::parse(ev.context, nullptr, false);
+    if (!ctx.is_object() || !ctx.contains("jobspec")) return;
+    if (auto spec = job::jobspec_from_document(ctx["jobspec"])) {
+      job.spec = std::move(*spec);
+      job.jobspec_text = job::jobspec_to_string(job.spec);
+    }
+    return;
+  }
+  if (ev.name != "alloc") return;
+  auto ctx = json::parse(ev.context, nullptr, false);
+  if (!ctx.is_object() || !ctx.contains("R")) return;
+  auto R = job::parse_resource_set(ctx["R"].dump());
+  if (!R) {
+    spdlog::error("job {}: bad R in alloc event: {}", job.id, R.message());
+    return;
+  }
+  job.alloc.shares.clear();
+  job.alloc.exclusive = job.spec.exclusive;
+  const auto tasks = ctx.value("tasks", std::vector<unsigned>{});
+  for (size_t i = 0; i < R->nodes.size(); ++i) {
+    const auto& n = R->nodes[i];
+    topology::NodeShare sh;
+    auto idx = sched_.node_index(n.name);
+    sh.node = idx ? *idx : n.rank;
+    sh.cores = n.cores;
+    sh.gpus = n.gpus;
+    sh.memory_mb = n.memory_mb;
+    sh.ntasks = i < tasks.size() ? tasks[i] : 0;
+    job.alloc.shares.push_back(std::move(sh));
+  }
+  job.R = std::move(*R);
+}
+
+void Controller::advance(JobRecord& job) {
+  switch (job.state()) {
+    case JobState::NEW:
+      break;
+    case JobState::DEPEND:
+      if (job.status.dependencies.empty()) {
+        post(job.id, job::make_event("depend"));
+      } else {
+        bool begin = std::all_of(job.status.dependencies.begin(), job.status.dependencies.end(),
+                                 [](const std::string& d) { return d.starts_with("begin-time"); });
+        job.reason = begin ? "BeginTime" : "Dependency";
+      }
+      break;
+    case JobState::PRIORITY:
+      job.reason.clear();
+      post(job.id, job::make_event("priority", json{{"priority", job.status.urgency}}.dump()));
+      break;
+    case JobState::SCHED:
+      job.reason = job.status.urgency == 0 ? "JobHeldUser" : "";
+      if (!job.in_scheduler) enqueue(job);
+      break;
+    case JobState::RUN:
+      if (!job.exec_tasks.empty() && job.exited.size() == job.exec_tasks.size() &&
+          !job.status.finished)
+        post(job.id, job::make_event("finish", json{{"status", job.max_waitstatus}}.dump()));
+      else if (job.status.prolog_actions.empty() && job.exec_tasks.empty() &&
+               !job.status.started)
+        start_exec(job);
+      break;
+    case JobState::CLEANUP:
+      advance_cleanup(job);
+      break;
+    case JobState::INACTIVE:
+      retire(job);
+      break;
+  }
+}
+
+// CLEANUP: stop the tasks, then finish, release, epilog, free, clean, in that order,
+// each step waiting for what holds it (exits, epilog actions).
+void Controller::advance_cleanup(JobRecord& job) {
+  if (job.in_scheduler) {
+    sched_.dequeue(job.id);
+    job.in_scheduler = false;
+  }
+  if (!job.status.prolog_actions.empty()) return;
+  bool running = job.exited.size() < job.exec_tasks.size();
+  if (running) {
+    if (!job.kill_sent) kill_job(job, SIGTERM, cfg_.kill_grace);
+    return;
+  }
+  if (!job.exec_tasks.empty() && !job.status.finished) {
+    post(job.id, job::make_event("finish", json{{"status", job.max_waitstatus}}.dump()));
+    return;
+  }
+  if (job.R && !job.status.released) {
+    std::string ranks = IdSet::range(0, static_cast<uint32_t>(job.R->nodes.size()) - 1).encode();
+    post(job.id, job::make_event("release", json{{"ranks", ranks}, {"final", true}}.dump()));
+    return;
+  }
+  if (!job.status.epilog_actions.empty()) return;
+  if (job.R && !job.status.freed) {
+    post(job.id, job::make_event("free"));
+    free_resources(job);
+    return;
+  }
+  post(job.id, job::make_event("clean"));
+}
+
+std::map<std::string, unsigned> Controller::plan_exec(const JobRecord& job) const {
+  std::map<std::string, unsigned> plan;
+  if (!job.R) return plan;
+  if (!job.spec.batch_script.empty()) {
+    plan[job.R->nodes.front().name] = 1;
+    return plan;
+  }
+  for (size_t i = 0; i < job.R->nodes.size(); ++i) {
+    unsigned n = i < job.alloc.shares.size() ? job.alloc.shares[i].ntasks : 0;
+    if (n > 0) plan[job.R->nodes[i].name] = n;
+  }
+  return plan;
+}
+
+void Controller::start_exec(JobRecord& job) {
+  if (!job.R || job.status.fatal_exception || job.status.prolog_failed) return;
+  job.exec_tasks = plan_exec(job);
+  const std::string nodelist = job.R->nodelist();
+  // One StartJob per node agent, naming only that agent's nodes (an agent ignores a
+  // second StartJob for a job it already runs).
+  std::map<const void*, std::pair<std::string, v1::StartJob>> per_agent;
+  uint32_t rank = 0;
+  for (size_t i = 0; i < job.R->nodes.size(); ++i) {
+    const auto& n = job.R->nodes[i];
+    auto it = job.exec_tasks.find(n.name);
+    if (it == job.exec_tasks.end()) continue;
+    const NodeEntry& entry = nodes_[node_index_.at(n.name)];
+    const void* key = entry.link ? static_cast<const void*>(entry.link.get()) : &entry;
+    auto [slot, fresh] = per_agent.try_emplace(key);
+    v1::StartJob& sj = slot->second.second;
+    if (fresh) {
+      slot->second.first = n.name;
+      sj.set_jobid(job.id);
+      sj.set_userid(job.userid);
+      sj.set_groupid(job.groupid);
+      sj.set_jobspec(job.jobspec_text);
+      sj.set_nodelist(nodelist);
+      sj.set_total_tasks(job.spec.ntasks);
+      sj.set_total_nodes(static_cast<uint32_t>(job.R->nodes.size()));
+      for (const auto& [k, v] : job.extra_env) (*sj.mutable_extra_env())[k] = v;
+    }
+    auto* t = sj.add_tasks();
+    t->set_node(n.name);
+    t->set_node_index(static_cast<uint32_t>(i));
+    t->set_first_rank(rank);
+    t->set_ntasks(it->second);
+    t->set_cores(n.cores.encode());
+    t->set_gpus(n.gpus.encode());
+    rank += it->second;
+  }
+  for (auto& [key, entry] : per_agent) {
+    v1::ControllerMessage msg;
+    *msg.add_start() = std::move(entry.second);
+    send_to_node(entry.first, msg);
+  }
+  post(job.id, job::make_event("start"));
+}
+
+void Controller::kill_job(JobRecord& job, int signal, double kill_after) {
+  job.kill_sent = true;
+  for (const auto& [node, n] : job.exec_tasks) {
+    if (job.exited.count(node)) continue;
+    v1::ControllerMessage msg;
+    auto* s = msg.add_signal();
+    s->set_jobid(job.id);
+    s->set_signal(signal);
+    s->set_kill_after(kill_after);
+    send_to_node(node, msg);
+  }
+}
+
+// Resources go back to the scheduler node by node; with housekeeping configured each node
+// returns when its housekeeping finishes, and the job does not wait for it.
+void Controller::free_resources(JobRecord& job) {
+  if (!job.R) return;
+  for (const auto& n : job.R->nodes) {
+    auto idx = sched_.node_index(n.name);
+    if (!idx) continue;
+    NodeEntry& node = nodes_[*idx];
+    node.jobs.erase(job.id);
+    if (!cfg_.housekeeping.empty() && node.link) {
+      node.housekeeping_job = job.id;
+      run_on_nodes(job.id, "housekeeping", cfg_.housekeeping, cfg_.housekeeping_timeout,
+                   {n.name}, {{"CORRAL_JOB_USERID", std::to_string(job.userid)}});
+    } else {
+      sched_.release_node(job.id, *idx);
+    }
+  }
+  poke_scheduler();
+}
+
+void Controller::retire(JobRecord& job) {
+  v1::JobInfo info;
+  fill_info(job, &info);
+  std::string summary;
+  (void)google::protobuf::util::MessageToJsonString(info, &summary);
+  store_->finish_job(job.id, summary);
+  if (job.interactive && !job.output.empty()) {
+    recent_output_[job.id] = std::move(job.output);
+    while (recent_output_.size() > 64) recent_output_.erase(recent_output_.begin());
+  }
+  // Tell the agents they may forget the exits, now that `finish` is stored.
+  for (const auto& [node, n] : job.exec_tasks) {
+    v1::ControllerMessage msg;
+    msg.add_forget(job.id);
+    send_to_node(node, msg);
+  }
+  jobs_.erase(job.id);
+}
+
+void Controller::handle_exit(const v1::JobNodeExit& ex) {
+  auto it = jobs_.find(ex.jobid());
+  if (it == jobs_.end()) {
+    // Already finished (e.g. reported twice across a reconnect): let the agent forget it.
+    v1::ControllerMessage msg;
+    msg.add_forget(ex.jobid());
+    send_to_node(ex.node(), msg);
+    return;
+  }
+  JobRecord& job = *it->second;
+  if (!job.exec_tasks.count(ex.node()) || !job.exited.insert(ex.node()).second) return;
+  job.max_waitstatus = std::max(job.max_waitstatus, ex.waitstatus());
+  if (!ex.error().empty()) spdlog::info("job {}: {}", job.id, ex.error());
+  touch(job);
+}
+
+void Controller::touch(JobRecord& job) {
+  if (job.dirty) return;
+  job.dirty = true;
+  dirty_.push_back(job.id);
+}
+
+// A node went down: its jobs lose their tasks there and get a node-fail exception.
+void Controller::node_lost(NodeEntry& node, const std::string& why) {
+  node.down_reason = why;
+  update_usable(node);
+  std::vector<uint64_t> ids(node.jobs.begin(), node.jobs.end());
+  for (uint64_t id : ids) {
+    auto it = jobs_.find(id);
+    if (it == jobs_.end()) continue;
+    JobRecord& job = *it->second;
+    if (job.exec_tasks.count(node.name) && job.exited.insert(node.name).second)
+      job.max_waitstatus = std::max(job.max_waitstatus, static_cast<int>(SIGKILL));
+    if (!job.status.fatal_exception && job.state() != JobState::CLEANUP)
+      raise_exception(id, "node-fail", 0, fmt::format("node {} is down: {}", node.name, why));
+    touch(job);
+  }
+  // Outstanding prolog/epilog/housekeeping there will never answer.
+  std::vector<std::pair<uint64_t, std::string>> lost;
+  for (auto& [key, pending] : perilogs_)
+    if (pending.count(node.name)) lost.push_back(key);
+  for (const auto& [jobid, kind] : lost) {
+    PerilogOutcome o{node.name, kind, SIGKILL, false, "node went down: " + why};
+    auto key = std::make_pair(jobid, kind);
+    perilogs_[key].erase(node.name);
+    if (perilogs_[key].empty()) perilogs_.erase(key);
+    if (kind == "housekeeping") continue;
+    auto jt = jobs_.find(jobid);
+    if (jt != jobs_.end())
+      for (auto& h : hooks_) h->on_perilog(*this, *jt->second, o);
+  }
+  if (node.housekeeping_job) {
+    sched_.release_node(node.housekeeping_job, node.index);
+    node.housekeeping_job = 0;
+  }
+  drain_posts();
+}
+
+void Controller::enqueue(JobRecord& job) {
+  auto req = make_request(job.spec, job.id);
+  if (!req) {
+    raise_exception(job.id, "alloc", 0, req.message());
+    return;
+  }
+  sched::PendingJob pj;
+  pj.req = std::move(*req);
+  pj.urgency = job.status.urgency;
+  pj.submit_order = job.id;
+  pj.duration = job.spec.duration;
+  sched_.enqueue(pj);
+  job.in_scheduler = true;
+  poke_scheduler();
+}
+
+void Controller::run_schedule() {
+  sched_dirty_ = false;
+  auto decisions = sched_.schedule(now());
+  for (auto& d : decisions) {
+    auto it = jobs_.find(d.jobid);
+    if (it == jobs_.end()) {
+      sched_.release(d.jobid);
+      continue;
+    }
+    JobRecord& job = *it->second;
+    job.in_scheduler = false;
+    job::ResourceSet R;
+    R.starttime = now();
+    R.expiration = job.spec.duration > 0 ? R.starttime + job.spec.duration : 0;
+    std::vector<unsigned> tasks;
+    for (const auto& sh : d.alloc.shares) {
+      const NodeEntry& node = nodes_[sh.node];
+      R.nodes.push_back({sh.node, node.name, sh.cores, sh.gpus, sh.memory_mb});
+      tasks.push_back(sh.ntasks);
+      nodes_[sh.node].jobs.insert(job.id);
+    }
+    // R lists the job's nodes in name order; its ranks are positions in that list,
+    // so the nodelist reads naturally and task ranks follow node names.
+    std::vector<size_t> order(R.nodes.size());
+    for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+    std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+      return natural_less(R.nodes[a].name, R.nodes[b].name);
+    });
+    job::ResourceSet sorted = R;
+    std::vector<unsigned> sorted_tasks(tasks.size());
+    for (size_t i = 0; i < order.size(); ++i) {
+      sorted.nodes[i] = R.nodes[order[i]];
+      sorted.nodes[i].rank = static_cast<uint32_t>(i);
+      sorted_tasks[i] = tasks[order[i]];
+    }
+    R = std::move(sorted);
+    tasks = std::move(sorted_tasks);
+    auto ctx = json{{"tasks", tasks}};
+    ctx["R"] = json::parse(job::to_json(R));
+    post(job.id, job::make_event("alloc", ctx.dump()));
+  }
+}
+
+}  // namespace corral::ctld

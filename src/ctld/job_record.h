@@ -1,0 +1,62 @@
+// A job as the controller holds it while it is active. Everything here can be rebuilt by
+// replaying its eventlog (plus the jobspec); the runtime fields are re-learned from the
+// node agents after a restart.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "job/eventlog.h"
+#include "job/job_state.h"
+#include "job/jobspec.h"
+#include "job/resource_set.h"
+#include "topology/placement.h"
+
+namespace corral::ctld {
+
+struct OutputChunk {
+  uint32_t rank = 0;
+  bool is_stderr = false;
+  bool eof = false;
+  std::string node;
+  std::string data;
+};
+
+struct JobRecord {
+  uint64_t id = 0;
+  uint32_t userid = 0;
+  uint32_t groupid = 0;
+  std::string jobspec_text;
+  job::Jobspec spec;
+  job::JobStatus status;
+  std::vector<job::Event> events;
+
+  // Allocation (from the alloc event).
+  std::optional<job::ResourceSet> R;
+  topology::Allocation alloc;
+
+  // Execution, tracked per node name.
+  std::map<std::string, unsigned> exec_tasks;  // node -> ntasks it runs (StartJob sent)
+  std::set<std::string> exited;                // nodes that reported their tasks' exit
+  int max_waitstatus = 0;
+  std::map<std::string, std::string> extra_env;  // set by hooks for the tasks
+  bool kill_sent = false;
+  std::string partition;
+
+  // Output of a job whose client attaches (corral run), kept for late subscribers.
+  std::vector<OutputChunk> output;  // not persisted
+  size_t output_bytes = 0;
+  bool interactive = false;
+
+  std::string reason;  // Dependency / BeginTime / JobHeldUser, or "" (ask the scheduler)
+  bool in_scheduler = false;
+  bool dirty = false;
+
+  job::JobState state() const { return status.state; }
+};
+
+}  // namespace corral::ctld

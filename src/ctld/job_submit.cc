@@ -1,0 +1,148 @@
+// Admission: jobspecs are parsed and checked against the cluster and the hooks before
+// anything is stored, so a bad request changes nothing.
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "ctld/controller.h"
+#include "job/dependency.h"
+#include "util/hostlist.h"
+#include "util/idset.h"
+
+namespace corral::ctld {
+
+using nlohmann::json;
+
+namespace {
+
+std::string replace_all(std::string s, std::string_view from, std::string_view to) {
+  for (size_t pos = s.find(from); pos != std::string::npos; pos = s.find(from, pos + to.size()))
+    s.replace(pos, from.size(), to);
+  return s;
+}
+
+constexpr size_t kMaxJobsPerSubmit = 1'000'000;
+
+}  // namespace
+
+Result<std::vector<job::Jobspec>> Controller::parse_submission(
+    const v1::SubmitRequest& req) const {
+  std::vector<job::Jobspec> specs;
+  if (req.jobspecs_size() == 0) return invalid("submit: no jobspec given");
+  if (!req.cc().empty()) {
+    if (req.jobspecs_size() != 1) return invalid("submit: --cc takes exactly one jobspec");
+    auto ids = IdSet::parse(req.cc());
+    if (!ids) return invalid("--cc: " + ids.message());
+    if (ids->count() > kMaxJobsPerSubmit)
+      return invalid(fmt::format("--cc: at most {} jobs per submission", kMaxJobsPerSubmit));
+    const std::string& text = req.jobspecs(0);
+    bool templated = text.find("{cc}") != std::string::npos;
+    std::optional<job::Jobspec> shared;
+    for (uint32_t id : ids->to_vector()) {
+      if (!templated && shared) {
+        specs.push_back(*shared);
+        continue;
+      }
+      auto spec = job::parse_jobspec(templated ? replace_all(text, "{cc}", std::to_string(id))
+                                               : text);
+      if (!spec) return invalid("jobspec: " + spec.message());
+      if (!templated) shared = *spec;
+      specs.push_back(std::move(*spec));
+    }
+    return specs;
+  }
+  for (int i = 0; i < req.jobspecs_size(); ++i) {
+    auto spec = job::parse_jobspec(req.jobspecs(i));
+    if (!spec)
+      return invalid(req.jobspecs_size() == 1 ? "jobspec: " + spec.message()
+                                              : fmt::format("jobspec {}: {}", i, spec.message()));
+    specs.push_back(std::move(*spec));
+  }
+  return specs;
+}
+
+std::string Controller::partition_of(const job::Jobspec& spec) const {
+  return spec.partition.empty() ? default_partition_ : spec.partition;
+}
+
+Result<topology::Request> Controller::make_request(const job::Jobspec& spec,
+                                                    uint64_t jobid) const {
+  topology::Request r;
+  r.jobid = jobid;
+  r.nnodes = spec.nnodes;
+  r.ntasks = spec.ntasks;
+  r.cores_per_task = spec.cores_per_task;
+  r.gpus_per_task = spec.gpus_per_task;
+  r.mem_per_node_mb = spec.mem_per_node_mb;
+  r.exclusive = spec.exclusive;
+  std::string part = partition_of(spec);
+  auto pit = partitions_.find(part);
+  if (pit == partitions_.end()) {
+    std::string names;
+    for (const auto& [n, v] : partitions_) names += (names.empty() ? "" : ", ") + n;
+    return invalid(fmt::format("partition '{}' does not exist (partitions: {})", part,
+                               names.empty() ? "none" : names));
+  }
+  std::set<uint32_t> excluded;
+  if (!spec.excluded_nodes.empty()) {
+    auto hl = Hostlist::parse(spec.excluded_nodes);
+    if (!hl) return invalid("exclude: " + hl.message());
+    for (const auto& h : hl->hosts())
+      if (auto i = sched_.node_index(h)) excluded.insert(*i);
+  }
+  for (uint32_t i : pit->second)
+    if (!excluded.count(i)) r.allowed_nodes.push_back(i);
+  if (!spec.requested_nodes.empty()) {
+    auto hl = Hostlist::parse(spec.requested_nodes);
+    if (!hl) return invalid("nodelist: " + hl.message());
+    const Hostlist wanted = hl->uniq();
+    for (const auto& h : wanted.hosts()) {
+      auto i = sched_.node_index(h);
+      if (!i) return invalid(fmt::format("requested node {} does not exist", h));
+      if (excluded.count(*i))
+        return invalid(fmt::format("node {} is both requested and excluded", h));
+      if (!std::count(pit->second.begin(), pit->second.end(), *i))
+        return invalid(fmt::format("requested node {} is not in partition {}", h, part));
+      r.required_nodes.push_back(*i);
+    }
+  }
+  return r;
+}
+
+Status Controller::admit(const Caller& c, const job::Jobspec& spec) {
+  if (cfg_.max_time_limit > 0 && spec.duration > cfg_.max_time_limit)
+    return invalid(fmt::format("time limit {}s exceeds the maximum of {}s", spec.duration,
+                               cfg_.max_time_limit));
+  auto req = make_request(spec, 0);
+  if (!req) return req.error();
+  if (auto why = sched_.unsatisfiable(*req)) return invalid("unsatisfiable request: " + *why);
+  for (auto& h : hooks_)
+    if (auto st = h->validate(*this, spec, c.uid); !st.ok()) return st;
+  return {};
+}
+
+uint64_t Controller::create_job(const Caller& c, job::Jobspec spec, unsigned urgency) {
+  auto rec = std::make_unique<JobRecord>();
+  rec->id = next_id_++;
+  rec->userid = c.uid;
+  rec->groupid = c.gid;
+  if (spec.duration == 0 && cfg_.default_time_limit > 0) {
+    // The default limit becomes part of the stored jobspec, so replay sees the same job.
+    auto doc = *spec.document;
+    doc["attributes"]["system"]["duration"] = cfg_.default_time_limit;
+    if (auto s2 = job::jobspec_from_document(doc)) spec = std::move(*s2);
+  }
+  rec->jobspec_text = job::jobspec_to_string(spec);
+  rec->interactive = spec.output.path.empty();
+  rec->partition = partition_of(spec);
+  rec->spec = std::move(spec);
+  uint64_t id = rec->id;
+  store_->insert_job(id, c.uid, rec->jobspec_text);
+  jobs_.emplace(id, std::move(rec));
+  json ctx{{"userid", c.uid}, {"urgency", urgency}, {"flags", 0}, {"version", 1},
+           {"groupid", c.gid}};
+  post(id, job::make_event("submit", ctx.dump()));
+  post(id, job::make_event("validate"));
+  return id;
+}
+
+}  // namespace corral::ctld

@@ -1,0 +1,150 @@
+// corrald: the corral controller.
+#include <signal.h>
+#include <sys/stat.h>
+
+#include <condition_variable>
+#include <filesystem>
+#include <iostream>
+#include <mutex>
+#include <thread>
+
+#include <CLI/CLI.hpp>
+#include <grpcpp/server_builder.h>
+#include <spdlog/sinks/basic_file_sink.h>
+#include <spdlog/spdlog.h>
+
+#include "ctld/config.h"
+#include "ctld/controller.h"
+#include "ctld/dependency_hook.h"
+#include "ctld/peer_listener.h"
+#include "ctld/perilog_hook.h"
+#include "ctld/rpc_service.h"
+#include "ctld/time_limit_hook.h"
+
+namespace {
+
+struct Options {
+  std::string config;
+  std::vector<std::string> sets;
+  std::string socket, state_dir, log_file, log_level = "info";
+};
+
+void setup_logging(const Options& o) {
+  if (!o.log_file.empty()) spdlog::set_default_logger(spdlog::basic_logger_mt("corrald", o.log_file));
+  spdlog::set_level(spdlog::level::from_str(o.log_level));
+  spdlog::flush_on(spdlog::level::info);
+}
+
+int run(const Options& o) {
+  using namespace corral;
+  std::vector<std::string> sets = o.sets;
+  if (!o.socket.empty()) sets.push_back("controller.socket=\"" + o.socket + "\"");
+  if (!o.state_dir.empty()) sets.push_back("controller.state-dir=\"" + o.state_dir + "\"");
+  auto cfg = ctld::load_config(o.config, sets);
+  if (!cfg) {
+    std::cerr << "corrald: " << cfg.message() << "\n";
+    return 2;
+  }
+  std::error_code ec;
+  std::filesystem::create_directories(cfg->state_dir, ec);
+  if (ec) {
+    std::cerr << "corrald: cannot create state directory " << cfg->state_dir << ": "
+              << ec.message() << "\n";
+    return 1;
+  }
+  store::StoreOptions so;
+  so.synchronous_full = cfg->sync_full;
+  so.commit_interval = cfg->commit_interval;
+  auto store = store::Store::open(cfg->state_dir + "/corral.db", so);
+  if (!store) {
+    std::cerr << "corrald: " << store.message() << "\n";
+    return 1;
+  }
+  ctld::Controller ctl(*cfg, std::move(*store));
+  ctl.add_hook(ctld::make_dependency_hook());
+  ctl.add_hook(std::make_unique<ctld::TimeLimitHook>());
+  ctl.add_hook(std::make_unique<ctld::PerilogHook>(ctld::PerilogConfig{
+      cfg->prolog, cfg->epilog, cfg->prolog_timeout, cfg->epilog_timeout}));
+  if (auto st = ctl.start(); !st.ok()) {
+    std::cerr << "corrald: " << st.message() << "\n";
+    return 1;
+  }
+  auto listener = ctld::PeerListener::open(cfg->socket);
+  if (!listener) {
+    std::cerr << "corrald: " << listener.message() << "\n";
+    return 1;
+  }
+  ctld::RpcService service(ctl, **listener);
+  grpc::ServerBuilder builder;
+  builder.RegisterService(&service);
+  builder.SetMaxReceiveMessageSize(256 << 20);
+  builder.SetMaxSendMessageSize(256 << 20);
+  auto server = builder.BuildAndStart();
+  if (!server) {
+    std::cerr << "corrald: cannot start the gRPC server\n";
+    return 1;
+  }
+  (*listener)->start(server.get());
+  spdlog::info("corrald {} listening on {} (state in {})", CORRAL_VERSION, cfg->socket,
+               cfg->state_dir);
+
+  // Wait for SIGTERM/SIGINT or a Shutdown request.
+  std::mutex mu;
+  std::condition_variable cv;
+  bool quit = false;
+  ctl.set_shutdown_handler([&] {
+    std::lock_guard lk(mu);
+    quit = true;
+    cv.notify_all();
+  });
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGTERM);
+  sigaddset(&set, SIGINT);
+  std::thread sig_thread([&] {
+    int sig = 0;
+    sigwait(&set, &sig);
+    std::lock_guard lk(mu);
+    quit = true;
+    cv.notify_all();
+  });
+  {
+    std::unique_lock lk(mu);
+    cv.wait(lk, [&] { return quit; });
+  }
+  spdlog::info("corrald stopping");
+  (*listener)->stop();
+  ctl.stop();
+  server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
+  pthread_kill(sig_thread.native_handle(), SIGTERM);
+  sig_thread.join();
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  // Block the stop signals in every thread; a dedicated thread waits for them.
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGTERM);
+  sigaddset(&set, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &set, nullptr);
+  signal(SIGPIPE, SIG_IGN);
+
+  Options o;
+  CLI::App app{"corrald: the corral controller. It owns the job queue, the scheduler, the node "
+               "inventory and the persistent state, and serves clients and node agents on a "
+               "Unix socket."};
+  app.add_option("-c,--config", o.config, "TOML configuration file (see docs/admin.md)")
+      ->check(CLI::ExistingFile);
+  app.add_option("--set", o.sets, "Override a configuration key: section.key=value (repeatable)");
+  app.add_option("--socket", o.socket, "Unix socket to listen on (controller.socket)");
+  app.add_option("--state-dir", o.state_dir, "Directory of the state database (controller.state-dir)");
+  app.add_option("--log-file", o.log_file, "Log to this file instead of stderr");
+  app.add_option("--log-level", o.log_level, "trace, debug, info, warn, error")
+      ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error"}));
+  CLI11_PARSE(app, argc, argv);
+  setup_logging(o);
+  return run(o);
+}

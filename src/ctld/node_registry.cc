@@ -1,0 +1,323 @@
+// Nodes and their agents: registration, heartbeats, up/down/drain, and delivery of
+// commands to the agent that hosts a node.
+#include <signal.h>
+
+#include <fmt/format.h>
+#include <grpcpp/server_context.h>
+#include <spdlog/spdlog.h>
+
+#include "ctld/controller.h"
+#include "util/hostlist.h"
+
+namespace corral::ctld {
+
+NodeEntry& Controller::ensure_node(const v1::NodeResources& res) {
+  auto it = node_index_.find(res.name());
+  if (it != node_index_.end()) {
+    NodeEntry& n = nodes_[it->second];
+    if (n.cores != res.cores() || n.gpus != res.gpus() || n.memory_mb != res.memory_mb())
+      spdlog::warn("node {} registered with different resources ({} cores, {} gpus, {} MiB);"
+                   " keeping the recorded ones until corrald restarts",
+                   res.name(), res.cores(), res.gpus(), res.memory_mb());
+    return n;
+  }
+  sched::NodeConfig nc{res.name(), res.cores(), res.gpus(), res.memory_mb()};
+  uint32_t idx = sched_.add_node(nc);
+  NodeEntry n;
+  n.name = res.name();
+  n.index = idx;
+  n.cores = res.cores();
+  n.gpus = res.gpus();
+  n.memory_mb = res.memory_mb();
+  sched_.set_usable(idx, false);
+  nodes_.push_back(std::move(n));
+  node_index_[res.name()] = idx;
+  // Partition membership.
+  NodeEntry& e = nodes_.back();
+  if (cfg_.partitions.empty()) {
+    partitions_[default_partition_].push_back(idx);
+    e.partitions.push_back(default_partition_);
+  }
+  for (const auto& p : cfg_.partitions) {
+    bool member = p.nodes.empty();
+    if (!member)
+      if (auto hl = Hostlist::parse(p.nodes)) member = hl->contains(e.name);
+    if (member) {
+      partitions_[p.name].push_back(idx);
+      e.partitions.push_back(p.name);
+    }
+  }
+  persist_node(e);
+  return e;
+}
+
+void Controller::persist_node(const NodeEntry& n) {
+  store::NodeRecord r{n.name, n.cores, n.gpus, n.memory_mb, n.drained, n.reason,
+                      n.reason_time, n.reason_userid};
+  store_->put_node(r);
+}
+
+void Controller::update_usable(NodeEntry& node) {
+  sched_.set_usable(node.index, node.link && !node.drained && node.housekeeping_job == 0);
+  poke_scheduler();
+}
+
+std::string Controller::node_state(const NodeEntry& n) const {
+  if (!n.link) return n.drained ? "down+drained" : "down";
+  if (n.drained) return n.jobs.empty() && n.housekeeping_job == 0 ? "drained" : "draining";
+  const auto& st = sched_.node_state(n.index);
+  unsigned used = n.cores - static_cast<unsigned>(st.free_cores.count());
+  if (used == 0 && n.jobs.empty()) return "idle";
+  if (st.exclusive_held || used >= n.cores) return "allocated";
+  return "mixed";
+}
+
+// Commands for a node go to its agent once durable; while it is down they wait.
+void Controller::send_to_node(const std::string& name, const v1::ControllerMessage& msg) {
+  auto it = node_index_.find(name);
+  if (it == node_index_.end()) return;
+  NodeEntry& n = nodes_[it->second];
+  if (!n.link) {
+    n.held.push_back(msg);
+    return;
+  }
+  outbox_.push([link = n.link, msg] { link->send(msg); });
+}
+
+void Controller::drain_node(const std::string& name, const std::string& reason) {
+  auto it = node_index_.find(name);
+  if (it == node_index_.end()) return;
+  NodeEntry& n = nodes_[it->second];
+  n.drained = true;
+  n.reason = reason;
+  n.reason_time = now();
+  n.reason_userid = owner_uid_;
+  spdlog::warn("node {} drained: {}", name, reason);
+  persist_node(n);
+  update_usable(n);
+}
+
+grpc::Status Controller::agent_register(const Caller& c, const v1::Register& reg,
+                                        grpc::ServerContext* ctx,
+                                        std::shared_ptr<AgentLink>* out) {
+  if (!is_admin(c))
+    return {grpc::StatusCode::PERMISSION_DENIED,
+            fmt::format("uid {} may not register node agents (only root or uid {})", c.uid,
+                        owner_uid_)};
+  if (reg.nodes_size() == 0) return {grpc::StatusCode::INVALID_ARGUMENT, "register: no nodes"};
+  std::lock_guard lk(mu_);
+  for (const auto& r : reg.nodes()) {
+    if (r.name().empty() || r.cores() == 0)
+      return {grpc::StatusCode::INVALID_ARGUMENT,
+              fmt::format("register: node '{}' needs a name and at least one core", r.name())};
+    auto it = node_index_.find(r.name());
+    if (it != node_index_.end() && nodes_[it->second].link &&
+        nodes_[it->second].link->agent_id() != reg.agent_id())
+      return {grpc::StatusCode::ALREADY_EXISTS,
+              fmt::format("node {} is already served by agent {}", r.name(),
+                          nodes_[it->second].link->agent_id())};
+  }
+  if (auto old = links_.find(reg.agent_id()); old != links_.end()) old->second->close();
+  std::vector<std::string> names;
+  for (const auto& r : reg.nodes()) names.push_back(r.name());
+  auto link = std::make_shared<AgentLink>(reg.agent_id(), names, ctx);
+  link->touch(now());
+  links_[reg.agent_id()] = link;
+  v1::ControllerMessage ack;
+  ack.set_register_ack(true);
+  ack.set_heartbeat_interval(cfg_.heartbeat_interval);
+  link->send(ack);
+  for (const auto& r : reg.nodes()) {
+    NodeEntry& n = ensure_node(r);
+    n.link = link;
+    n.down_reason.clear();
+    for (auto& m : n.held) outbox_.push([link, m] { link->send(m); });
+    n.held.clear();
+    update_usable(n);
+  }
+  spdlog::info("agent {} registered {} node(s)", reg.agent_id(), reg.nodes_size());
+  reconcile_agent(reg);
+  drain_posts();
+  outbox_.seal();
+  *out = link;
+  return grpc::Status::OK;
+}
+
+// After a reconnect: adopt what still runs, collect exits we missed, kill orphans,
+// and declare lost the tasks the agent no longer knows.
+void Controller::reconcile_agent(const v1::Register& reg) {
+  std::set<std::pair<uint64_t, std::string>> known;
+  for (const auto& rj : reg.running())
+    for (const auto& node : rj.nodes()) {
+      known.insert({rj.jobid(), node});
+      auto it = jobs_.find(rj.jobid());
+      if (it == jobs_.end() || !it->second->exec_tasks.count(node)) {
+        v1::ControllerMessage msg;
+        auto* s = msg.add_signal();
+        s->set_jobid(rj.jobid());
+        s->set_signal(SIGKILL);
+        send_to_node(node, msg);
+      }
+    }
+  for (const auto& ex : reg.exited()) {
+    known.insert({ex.jobid(), ex.node()});
+    handle_exit(ex);
+  }
+  for (const auto& r : reg.nodes()) {
+    NodeEntry& n = nodes_[node_index_[r.name()]];
+    for (uint64_t id : std::vector<uint64_t>(n.jobs.begin(), n.jobs.end())) {
+      auto it = jobs_.find(id);
+      if (it == jobs_.end()) continue;
+      JobRecord& job = *it->second;
+      if (!job.exec_tasks.count(n.name) || job.exited.count(n.name) || known.count({id, n.name}))
+        continue;
+      job.exited.insert(n.name);
+      job.max_waitstatus = std::max(job.max_waitstatus, static_cast<int>(SIGKILL));
+      if (!job.status.fatal_exception)
+        raise_exception(id, "node-fail", 0,
+                        fmt::format("the tasks on {} were lost (its agent restarted)", n.name));
+      touch(job);
+    }
+  }
+}
+
+void Controller::agent_message(AgentLink& link, const v1::AgentMessage& msg) {
+  std::lock_guard lk(mu_);
+  link.touch(now());
+  for (const auto& out : msg.output()) {
+    auto it = jobs_.find(out.jobid());
+    if (it == jobs_.end()) continue;
+    JobRecord& job = *it->second;
+    constexpr size_t kMaxKeptOutput = 16u << 20;
+    if (job.output_bytes + out.data().size() <= kMaxKeptOutput) {
+      job.output.push_back({out.rank(), out.stderr(), out.eof(), out.node(), out.data()});
+      job.output_bytes += out.data().size();
+    }
+    outbox_.push([this, out] { hub_.publish_output(out); });
+  }
+  for (const auto& ex : msg.exited()) handle_exit(ex);
+  for (const auto& p : msg.perilog()) {
+    auto key = std::make_pair(p.jobid(), p.kind());
+    auto pit = perilogs_.find(key);
+    if (pit == perilogs_.end() || !pit->second.erase(p.node())) continue;
+    if (pit->second.empty()) perilogs_.erase(pit);
+    PerilogOutcome o{p.node(), p.kind(), p.waitstatus(), p.timed_out(), p.output()};
+    if (p.kind() == "housekeeping") {
+      auto idx = node_index_.find(p.node());
+      if (idx == node_index_.end()) continue;
+      NodeEntry& n = nodes_[idx->second];
+      if (p.waitstatus() != 0 || p.timed_out())
+        drain_node(n.name, fmt::format("housekeeping failed after job {}{}", p.jobid(),
+                                       p.timed_out() ? " (timed out)" : ""));
+      sched_.release_node(p.jobid(), n.index);
+      n.housekeeping_job = 0;
+      update_usable(n);
+      continue;
+    }
+    auto jt = jobs_.find(p.jobid());
+    if (jt != jobs_.end())
+      for (auto& h : hooks_) h->on_perilog(*this, *jt->second, o);
+  }
+  drain_posts();
+  outbox_.seal();
+}
+
+void Controller::agent_disconnected(AgentLink& link) {
+  std::lock_guard lk(mu_);
+  auto it = links_.find(link.agent_id());
+  if (it != links_.end() && it->second.get() == &link) links_.erase(it);
+  for (const auto& name : link.nodes()) {
+    auto ni = node_index_.find(name);
+    if (ni == node_index_.end()) continue;
+    NodeEntry& n = nodes_[ni->second];
+    if (n.link.get() != &link) continue;
+    n.link.reset();
+    spdlog::warn("node {} is down: agent {} disconnected", name, link.agent_id());
+    node_lost(n, "agent " + link.agent_id() + " disconnected");
+  }
+  drain_posts();
+  outbox_.seal();
+}
+
+void Controller::check_heartbeats() {
+  double t = now();
+  for (auto& [id, link] : links_)
+    if (t - link->last_seen() > cfg_.node_timeout) {
+      spdlog::warn("agent {} silent for {:.1f}s: closing its stream", id, t - link->last_seen());
+      link->close();
+    }
+  if (restart_grace_pending_ && t - start_time_ > cfg_.node_timeout) {
+    restart_grace_pending_ = false;
+    for (auto& n : nodes_)
+      if (!n.link && !n.jobs.empty()) node_lost(n, "not responding since corrald restarted");
+  }
+}
+
+grpc::Status Controller::list_nodes(const v1::ListNodesRequest& req, v1::ListNodesReply* rep) {
+  std::optional<Hostlist> filter;
+  if (!req.hostlist().empty()) {
+    auto hl = Hostlist::parse(req.hostlist());
+    if (!hl) return {grpc::StatusCode::INVALID_ARGUMENT, "hostlist: " + hl.message()};
+    filter = std::move(*hl);
+  }
+  std::set<std::string> states(req.states().begin(), req.states().end());
+  std::lock_guard lk(mu_);
+  for (const auto& n : nodes_) {
+    if (filter && !filter->contains(n.name)) continue;
+    std::string st = node_state(n);
+    if (!states.empty() && !states.count(st)) continue;
+    auto* ni = rep->add_nodes();
+    ni->set_name(n.name);
+    ni->set_state(st);
+    ni->set_reason(n.drained ? n.reason : n.link ? "" : n.down_reason);
+    ni->set_reason_time(n.reason_time);
+    ni->set_reason_userid(n.reason_userid);
+    const auto& ss = sched_.node_state(n.index);
+    ni->set_cores(n.cores);
+    ni->set_cores_used(n.cores - static_cast<uint32_t>(ss.free_cores.count()));
+    ni->set_gpus(n.gpus);
+    ni->set_gpus_used(n.gpus - static_cast<uint32_t>(ss.free_gpus.count()));
+    ni->set_memory_mb(n.memory_mb);
+    ni->set_memory_used_mb(n.memory_mb - ss.free_memory_mb);
+    for (const auto& p : n.partitions) ni->add_partitions(p);
+    for (uint64_t j : n.jobs) ni->add_jobs(j);
+    if (n.link) ni->set_agent(n.link->agent_id());
+    ni->set_housekeeping(n.housekeeping_job != 0);
+  }
+  return grpc::Status::OK;
+}
+
+grpc::Status Controller::set_node_state(const Caller& c, const v1::NodeStateRequest& req,
+                                        v1::NodeStateReply* rep) {
+  const bool drain = req.action() == v1::NodeStateRequest::DRAIN;
+  if (!is_admin(c))
+    return {grpc::StatusCode::PERMISSION_DENIED,
+            fmt::format("only root may {} nodes", drain ? "drain" : "resume")};
+  auto hl = Hostlist::parse(req.hostlist());
+  if (!hl) return {grpc::StatusCode::INVALID_ARGUMENT, "hostlist: " + hl.message()};
+  if (hl->empty()) return {grpc::StatusCode::INVALID_ARGUMENT, "no nodes given"};
+  if (drain && req.reason().empty())
+    return {grpc::StatusCode::INVALID_ARGUMENT, "a reason is required to drain nodes"};
+  std::lock_guard lk(mu_);
+  for (const auto& h : hl->hosts())
+    if (!node_index_.count(h))
+      return {grpc::StatusCode::NOT_FOUND, fmt::format("no such node: {}", h)};
+  const Hostlist targets = hl->uniq();
+  for (const auto& h : targets.hosts()) {
+    NodeEntry& n = nodes_[node_index_[h]];
+    n.drained = drain;
+    n.reason = drain ? req.reason() : "";
+    n.reason_time = drain ? now() : 0;
+    n.reason_userid = drain ? c.uid : 0;
+    persist_node(n);
+    update_usable(n);
+    rep->add_nodes(h);
+    spdlog::info("node {} {} by uid {}{}", h, drain ? "drained" : "resumed", c.uid,
+                 drain ? ": " + req.reason() : "");
+  }
+  Status st = store_->flush();
+  if (!st.ok()) return {grpc::StatusCode::INTERNAL, st.message()};
+  return grpc::Status::OK;
+}
+
+}  // namespace corral::ctld

@@ -1,0 +1,35 @@
+// Side effects that must wait until the events behind them are durable: replies to
+// watchers, commands to node agents. Actions are pushed under the controller lock and
+// released in order by the store's commit callback, so nobody outside ever sees state
+// that a crash could take back.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <mutex>
+#include <utility>
+#include <vector>
+
+#include "store/store.h"
+
+namespace corral::ctld {
+
+class Outbox {
+ public:
+  explicit Outbox(store::Store& store) : store_(store) {}
+  void push(std::function<void()> action);
+  // Ties everything pushed so far to the writes queued so far: it runs once they commit.
+  void seal();
+
+ private:
+  void release(uint64_t upto);
+
+  store::Store& store_;
+  std::mutex mu_;
+  std::deque<std::pair<uint64_t, std::function<void()>>> pending_;
+  uint64_t gen_ = 1;  // generation of actions being pushed now
+  bool unsealed_ = false;
+};
+
+}  // namespace corral::ctld

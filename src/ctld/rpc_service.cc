@@ -1,0 +1,108 @@
+#include "ctld/rpc_service.h"
+
+#include <thread>
+
+#include <spdlog/spdlog.h>
+
+namespace corral::ctld {
+
+namespace {
+const grpc::Status kUnknownPeer{grpc::StatusCode::UNAUTHENTICATED,
+                                "cannot identify the caller: connect over corrald's Unix socket"};
+}
+
+std::optional<Caller> RpcService::caller(grpc::ServerContext* ctx) const {
+  auto cred = peers_.lookup(ctx->peer());
+  if (!cred) return std::nullopt;
+  return Caller{cred->uid, cred->gid};
+}
+
+grpc::Status RpcService::Submit(grpc::ServerContext* ctx, const v1::SubmitRequest* req,
+                                v1::SubmitReply* rep) {
+  auto c = caller(ctx);
+  return c ? ctl_.submit(*c, *req, rep) : kUnknownPeer;
+}
+
+grpc::Status RpcService::Cancel(grpc::ServerContext* ctx, const v1::CancelRequest* req,
+                                v1::CancelReply* rep) {
+  auto c = caller(ctx);
+  return c ? ctl_.cancel(*c, *req, rep) : kUnknownPeer;
+}
+
+grpc::Status RpcService::ListJobs(grpc::ServerContext*, const v1::ListJobsRequest* req,
+                                  v1::ListJobsReply* rep) {
+  return ctl_.list_jobs(*req, rep);
+}
+
+grpc::Status RpcService::GetJob(grpc::ServerContext*, const v1::GetJobRequest* req,
+                                v1::JobInfo* rep) {
+  return ctl_.get_job(*req, rep);
+}
+
+grpc::Status RpcService::Watch(grpc::ServerContext* ctx, const v1::WatchRequest* req,
+                               grpc::ServerWriter<v1::WatchReply>* writer) {
+  std::shared_ptr<Subscriber> sub;
+  if (auto st = ctl_.subscribe(*req, &sub); !st.ok()) return st;
+  for (;;) {
+    v1::WatchReply rep;
+    if (!sub->next(rep, 500)) return grpc::Status::OK;
+    if (ctx->IsCancelled()) return grpc::Status::CANCELLED;
+    if (rep.items_size() > 0 && !writer->Write(rep)) return grpc::Status::CANCELLED;
+  }
+}
+
+grpc::Status RpcService::ListNodes(grpc::ServerContext*, const v1::ListNodesRequest* req,
+                                   v1::ListNodesReply* rep) {
+  return ctl_.list_nodes(*req, rep);
+}
+
+grpc::Status RpcService::SetNodeState(grpc::ServerContext* ctx, const v1::NodeStateRequest* req,
+                                      v1::NodeStateReply* rep) {
+  auto c = caller(ctx);
+  return c ? ctl_.set_node_state(*c, *req, rep) : kUnknownPeer;
+}
+
+grpc::Status RpcService::Ping(grpc::ServerContext* ctx, const v1::PingRequest*,
+                              v1::PingReply* rep) {
+  auto c = caller(ctx);
+  return c ? ctl_.ping(*c, rep) : kUnknownPeer;
+}
+
+grpc::Status RpcService::Shutdown(grpc::ServerContext* ctx, const v1::ShutdownRequest*,
+                                  v1::ShutdownReply*) {
+  auto c = caller(ctx);
+  return c ? ctl_.shutdown(*c) : kUnknownPeer;
+}
+
+// The agent's stream: this thread reads, a second one writes the link's batches.
+grpc::Status RpcService::AgentStream(
+    grpc::ServerContext* ctx,
+    grpc::ServerReaderWriter<v1::ControllerMessage, v1::AgentMessage>* stream) {
+  auto c = caller(ctx);
+  if (!c) return kUnknownPeer;
+  v1::AgentMessage first;
+  if (!stream->Read(&first)) return grpc::Status::OK;
+  if (!first.has_register_())
+    return {grpc::StatusCode::INVALID_ARGUMENT, "the first agent message must be register"};
+  std::shared_ptr<AgentLink> link;
+  if (auto st = ctl_.agent_register(*c, first.register_(), ctx, &link); !st.ok()) return st;
+  std::thread writer([&] {
+    v1::ControllerMessage out;
+    while (link->next(out, 1000)) {
+      if (out.ByteSizeLong() == 0) continue;
+      if (!stream->Write(out)) break;
+      out.Clear();
+    }
+  });
+  v1::AgentMessage msg;
+  while (stream->Read(&msg)) {
+    ctl_.agent_message(*link, msg);
+    msg.Clear();
+  }
+  link->detach();
+  writer.join();
+  ctl_.agent_disconnected(*link);
+  return grpc::Status::OK;
+}
+
+}  // namespace corral::ctld

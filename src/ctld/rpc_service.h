@@ -1,0 +1,44 @@
+// The gRPC face of the controller: identifies the caller from the connection's
+// credentials and forwards to Controller.
+#pragma once
+
+#include "corral.grpc.pb.h"
+#include "ctld/controller.h"
+#include "ctld/peer_listener.h"
+
+namespace corral::ctld {
+
+class RpcService final : public v1::Controller::Service {
+ public:
+  RpcService(Controller& ctl, const PeerListener& peers) : ctl_(ctl), peers_(peers) {}
+
+  grpc::Status Submit(grpc::ServerContext* ctx, const v1::SubmitRequest* req,
+                      v1::SubmitReply* rep) override;
+  grpc::Status Cancel(grpc::ServerContext* ctx, const v1::CancelRequest* req,
+                      v1::CancelReply* rep) override;
+  grpc::Status ListJobs(grpc::ServerContext* ctx, const v1::ListJobsRequest* req,
+                        v1::ListJobsReply* rep) override;
+  grpc::Status GetJob(grpc::ServerContext* ctx, const v1::GetJobRequest* req,
+                      v1::JobInfo* rep) override;
+  grpc::Status Watch(grpc::ServerContext* ctx, const v1::WatchRequest* req,
+                     grpc::ServerWriter<v1::WatchReply>* writer) override;
+  grpc::Status ListNodes(grpc::ServerContext* ctx, const v1::ListNodesRequest* req,
+                         v1::ListNodesReply* rep) override;
+  grpc::Status SetNodeState(grpc::ServerContext* ctx, const v1::NodeStateRequest* req,
+                            v1::NodeStateReply* rep) override;
+  grpc::Status Ping(grpc::ServerContext* ctx, const v1::PingRequest* req,
+                    v1::PingReply* rep) override;
+  grpc::Status Shutdown(grpc::ServerContext* ctx, const v1::ShutdownRequest* req,
+                        v1::ShutdownReply* rep) override;
+  grpc::Status AgentStream(
+      grpc::ServerContext* ctx,
+      grpc::ServerReaderWriter<v1::ControllerMessage, v1::AgentMessage>* stream) override;
+
+ private:
+  std::optional<Caller> caller(grpc::ServerContext* ctx) const;
+
+  Controller& ctl_;
+  const PeerListener& peers_;
+};
+
+}  // namespace corral::ctld

@@ -1,0 +1,94 @@
+#include "ctld/watch_hub.h"
+
+#include <chrono>
+
+namespace corral::ctld {
+
+Subscriber::Subscriber(WatchFilter f) : filter_(std::move(f)) {
+  if (filter_.until_inactive) remaining_ = filter_.jobids;
+}
+
+void Subscriber::offer_event(const v1::JobEvent& ev) {
+  std::lock_guard lk(mu_);
+  if (done_) return;
+  if (!filter_.jobids.empty() && !filter_.jobids.count(ev.jobid())) return;
+  if (filter_.names.empty() || filter_.names.count(ev.name())) {
+    *queue_.emplace_back().mutable_event() = ev;
+    cv_.notify_one();
+  }
+  if (ev.name() == "clean") finish_job_locked(ev.jobid());
+}
+
+void Subscriber::offer_output(const v1::TaskOutput& out) {
+  if (!filter_.output) return;
+  std::lock_guard lk(mu_);
+  if (done_) return;
+  if (!filter_.jobids.empty() && !filter_.jobids.count(out.jobid())) return;
+  *queue_.emplace_back().mutable_output() = out;
+  cv_.notify_one();
+}
+
+void Subscriber::mark_inactive(uint64_t jobid) {
+  std::lock_guard lk(mu_);
+  finish_job_locked(jobid);
+}
+
+void Subscriber::finish_job_locked(uint64_t jobid) {
+  if (!filter_.until_inactive) return;
+  remaining_.erase(jobid);
+  if (remaining_.empty()) {
+    done_ = true;
+    cv_.notify_one();
+  }
+}
+
+void Subscriber::close() {
+  std::lock_guard lk(mu_);
+  done_ = true;
+  cv_.notify_one();
+}
+
+bool Subscriber::next(v1::WatchReply& reply, int timeout_ms) {
+  std::unique_lock lk(mu_);
+  cv_.wait_for(lk, std::chrono::milliseconds(timeout_ms),
+               [&] { return !queue_.empty() || done_; });
+  constexpr size_t kMaxBatch = 4096;
+  while (!queue_.empty() && static_cast<size_t>(reply.items_size()) < kMaxBatch) {
+    *reply.add_items() = std::move(queue_.front());
+    queue_.pop_front();
+  }
+  return !(done_ && queue_.empty() && reply.items_size() == 0);
+}
+
+void WatchHub::add(std::shared_ptr<Subscriber> s) {
+  std::lock_guard lk(mu_);
+  subs_.push_back(std::move(s));
+}
+
+void WatchHub::publish_event(const v1::JobEvent& ev) {
+  std::lock_guard lk(mu_);
+  for (size_t i = 0; i < subs_.size();) {
+    if (auto s = subs_[i].lock()) {
+      s->offer_event(ev);
+      ++i;
+    } else {
+      subs_[i] = std::move(subs_.back());
+      subs_.pop_back();
+    }
+  }
+}
+
+void WatchHub::publish_output(const v1::TaskOutput& out) {
+  std::lock_guard lk(mu_);
+  for (auto& w : subs_)
+    if (auto s = w.lock()) s->offer_output(out);
+}
+
+void WatchHub::close_all() {
+  std::lock_guard lk(mu_);
+  for (auto& w : subs_)
+    if (auto s = w.lock()) s->close();
+  subs_.clear();
+}
+
+}  // namespace corral::ctld

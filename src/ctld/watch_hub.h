@@ -1,0 +1,60 @@
+// Server-side filtered event streams: each Watch call is a Subscriber with its own
+// filter and queue; the hub hands it the events and output it asked for.
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "corral.pb.h"
+
+namespace corral::ctld {
+
+struct WatchFilter {
+  std::set<uint64_t> jobids;     // empty: all jobs
+  std::set<std::string> names;   // empty: all events
+  bool output = false;
+  bool until_inactive = false;
+};
+
+class Subscriber {
+ public:
+  explicit Subscriber(WatchFilter f);
+  // Delivery side (hub).
+  void offer_event(const v1::JobEvent& ev);
+  void offer_output(const v1::TaskOutput& out);
+  void mark_inactive(uint64_t jobid);  // a watched job was already inactive
+  void close();                        // the controller is going away
+  // Stream side: waits up to `timeout_ms` and moves what is queued into `reply`.
+  // Returns false once the subscription is over and nothing is left.
+  bool next(v1::WatchReply& reply, int timeout_ms);
+
+ private:
+  void finish_job_locked(uint64_t jobid);
+
+  WatchFilter filter_;
+  std::set<uint64_t> remaining_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<v1::WatchItem> queue_;
+  bool done_ = false;
+};
+
+class WatchHub {
+ public:
+  void add(std::shared_ptr<Subscriber> s);
+  void publish_event(const v1::JobEvent& ev);
+  void publish_output(const v1::TaskOutput& out);
+  void close_all();
+
+ private:
+  std::mutex mu_;
+  std::vector<std::weak_ptr<Subscriber>> subs_;
+};
+
+}  // namespace corral::ctld

@@ -1,0 +1,139 @@
+#include "node/agent.h"
+
+#include <signal.h>
+#include <sys/epoll.h>
+#include <sys/signalfd.h>
+#include <sys/wait.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include <spdlog/spdlog.h>
+
+namespace corral::node {
+
+namespace {
+// A missed SIGCHLD (another thread had it unblocked) must not strand a finished task.
+constexpr double kReapSweepSeconds = 1.0;
+// After SIGKILL, how long shutdown waits for the last children before giving up.
+constexpr double kShutdownSlack = 1.0;
+}  // namespace
+
+Agent::Agent(EventLoop& loop, AgentConfig config, Outbox::Sink sink)
+    : loop_(loop), config_(std::move(config)), out_(std::move(sink)) {
+  jobs_ = std::make_unique<JobExecutor>(loop_, out_, config_);
+  perilogs_ = std::make_unique<PerilogRunner>(loop_, out_, config_);
+}
+
+Agent::~Agent() {
+  if (signal_fd_.valid()) loop_.remove_fd(signal_fd_.get());
+  if (sweep_timer_) loop_.cancel_timer(*sweep_timer_);
+  loop_.set_end_of_iteration(nullptr);
+}
+
+Status Agent::start() {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGCHLD);
+  if (config_.handle_termination) {
+    sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGINT);
+  }
+  signal_fd_.reset(::signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC));
+  if (!signal_fd_.valid()) return io_error(std::string("signalfd: ") + std::strerror(errno));
+  if (auto st = loop_.add_fd(signal_fd_.get(), EPOLLIN, [this](uint32_t) { on_signal(); }); !st) return st;
+  loop_.set_end_of_iteration([this] { out_.flush(); });
+  arm_sweep();
+  return {};
+}
+
+void Agent::arm_sweep() {
+  sweep_timer_ = loop_.add_timer(kReapSweepSeconds, [this] {
+    reap();
+    arm_sweep();
+  });
+}
+
+void Agent::on_signal() {
+  signalfd_siginfo info[16];
+  bool child = false;
+  for (;;) {
+    ssize_t n = ::read(signal_fd_.get(), info, sizeof info);
+    if (n <= 0) break;
+    for (size_t i = 0; i < static_cast<size_t>(n) / sizeof(signalfd_siginfo); ++i) {
+      if (info[i].ssi_signo == SIGCHLD) {
+        child = true;
+      } else if (!shutting_down_) {
+        spdlog::info("received {}, shutting down", strsignal(static_cast<int>(info[i].ssi_signo)));
+        shutdown();
+      }
+    }
+  }
+  if (child) reap();
+}
+
+void Agent::reap() {
+  int status = 0;
+  pid_t pid;
+  while ((pid = ::waitpid(-1, &status, WNOHANG)) > 0) {
+    // Unknown pids are orphans of tasks reparented to us as the child subreaper.
+    if (!jobs_->on_child_exit(pid, status)) perilogs_->on_child_exit(pid, status);
+  }
+  if (shutting_down_) check_shutdown_done();
+}
+
+v1::AgentMessage Agent::begin_register(uint64_t session) {
+  session_ = session;
+  out_.set_registering(session);
+  v1::AgentMessage msg;
+  auto* reg = msg.mutable_register_();
+  reg->set_agent_id(config_.agent_id);
+  for (const auto& n : config_.nodes) {
+    auto* r = reg->add_nodes();
+    r->set_name(n.name);
+    r->set_cores(n.cores);
+    r->set_gpus(n.gpus);
+    r->set_memory_mb(n.memory_mb);
+  }
+  jobs_->fill_register(*reg);
+  return msg;
+}
+
+void Agent::on_registered(uint64_t session, const v1::ControllerMessage& first) {
+  if (session != session_) return;
+  out_.set_online(session);
+  handle(first);
+}
+
+void Agent::on_disconnected(uint64_t session) { out_.set_offline(session); }
+
+void Agent::handle(const v1::ControllerMessage& msg) {
+  if (shutting_down_) return;
+  for (uint64_t id : msg.forget()) jobs_->forget(id);
+  for (const auto& s : msg.start()) jobs_->start(s);
+  for (const auto& s : msg.signal()) jobs_->signal(s);
+  for (const auto& p : msg.perilog()) perilogs_->run(p);
+}
+
+void Agent::shutdown() {
+  if (shutting_down_) return;
+  shutting_down_ = true;
+  out_.close();
+  jobs_->kill_all(SIGTERM);
+  perilogs_->kill_all(SIGTERM);
+  loop_.add_timer(config_.kill_grace, [this] {
+    jobs_->kill_all(SIGKILL);
+    perilogs_->kill_all(SIGKILL);
+    loop_.add_timer(kShutdownSlack, [this] {
+      spdlog::warn("{} process(es) did not exit after SIGKILL", jobs_->live_processes() + perilogs_->live_processes());
+      loop_.stop();
+    });
+  });
+  check_shutdown_done();
+}
+
+void Agent::check_shutdown_done() {
+  if (jobs_->live_processes() == 0 && perilogs_->live_processes() == 0) loop_.stop();
+}
+
+}  // namespace corral::node

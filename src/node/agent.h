@@ -1,0 +1,61 @@
+// The node agent's state machine on the event-loop thread: dispatches controller
+// messages to the job executor and the perilog runner, reaps children, and owns the
+// outbox whose batches the ControllerLink writes. Knows nothing about gRPC.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+
+#include "node/agent_config.h"
+#include "node/event_loop.h"
+#include "node/job_exec.h"
+#include "node/outbox.h"
+#include "node/perilog_runner.h"
+#include "node/unique_fd.h"
+#include "util/result.h"
+
+namespace corral::node {
+
+class Agent {
+ public:
+  // SIGCHLD (and SIGTERM/SIGINT when config.handle_termination) must already be
+  // blocked in every thread of the process: the agent reads them from a signalfd.
+  Agent(EventLoop& loop, AgentConfig config, Outbox::Sink sink);
+  ~Agent();
+  Agent(const Agent&) = delete;
+  Agent& operator=(const Agent&) = delete;
+
+  Status start();
+
+  // Connection life cycle, driven by the ControllerLink through EventLoop::post.
+  v1::AgentMessage begin_register(uint64_t session);
+  void on_registered(uint64_t session, const v1::ControllerMessage& first);
+  void on_disconnected(uint64_t session);
+  void handle(const v1::ControllerMessage& msg);
+
+  // SIGTERM to every task and perilog, SIGKILL after the grace period, then stops
+  // the loop. Nothing more is reported to the controller.
+  void shutdown();
+
+  const AgentConfig& config() const { return config_; }
+  JobExecutor& executor() { return *jobs_; }
+
+ private:
+  void arm_sweep();
+  void on_signal();
+  void reap();
+  void check_shutdown_done();
+
+  EventLoop& loop_;
+  AgentConfig config_;
+  Outbox out_;
+  std::unique_ptr<JobExecutor> jobs_;
+  std::unique_ptr<PerilogRunner> perilogs_;
+  UniqueFd signal_fd_;
+  std::optional<EventLoop::TimerId> sweep_timer_;
+  uint64_t session_ = 0;
+  bool shutting_down_ = false;
+};
+
+}  // namespace corral::node

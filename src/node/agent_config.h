@@ -1,0 +1,28 @@
+// Settings of one node agent process, fixed at startup.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "node/hardware.h"
+
+namespace corral::node {
+
+struct AgentConfig {
+  std::string agent_id;
+  std::vector<NodeHardware> nodes;  // the nodes this process hosts
+  std::string controller_uri;       // given to jobs as CORRAL_URI
+  std::string state_dir;            // batch scripts live in STATE_DIR/job-ID/
+  std::string imp_path;             // corral-imp, used when running as root
+  bool as_root = false;             // tasks of other users go through corral-imp
+  double kill_grace = 2.0;          // SIGTERM -> SIGKILL delay (shutdown, perilog timeouts)
+  bool handle_termination = true;   // SIGTERM/SIGINT shut the agent down (off in tests)
+
+  bool hosts(const std::string& node) const {
+    for (const auto& n : nodes)
+      if (n.name == node) return true;
+    return false;
+  }
+};
+
+}  // namespace corral::node

@@ -1,0 +1,69 @@
+// The agent's single event loop: file descriptors (epoll), timers, and callbacks
+// posted from other threads. Everything but post() must be called on the loop thread.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "node/unique_fd.h"
+#include "util/result.h"
+
+namespace corral::node {
+
+class EventLoop {
+ public:
+  using Clock = std::chrono::steady_clock;
+  using Callback = std::function<void()>;
+  using FdCallback = std::function<void(uint32_t events)>;
+  using TimerId = std::pair<Clock::time_point, uint64_t>;
+
+  static Result<std::unique_ptr<EventLoop>> create();
+  EventLoop(const EventLoop&) = delete;
+  EventLoop& operator=(const EventLoop&) = delete;
+
+  // Level-triggered; `events` is an EPOLLIN/EPOLLOUT mask.
+  Status add_fd(int fd, uint32_t events, FdCallback cb);
+  void remove_fd(int fd);
+
+  TimerId add_timer(double seconds, Callback cb);
+  void cancel_timer(const TimerId& id);
+
+  // Thread-safe: runs `cb` on the loop thread, in posting order.
+  void post(Callback cb);
+  // Runs at the end of every iteration (after fds, timers and posts were handled).
+  void set_end_of_iteration(Callback cb) { end_of_iteration_ = std::move(cb); }
+
+  void run();   // until stop()
+  void stop();  // loop thread only
+
+ private:
+  struct FdEntry {
+    int fd;
+    FdCallback cb;
+  };
+  EventLoop(UniqueFd epoll, UniqueFd wake);
+  int next_timeout_ms() const;
+  void run_timers();
+  void run_posted();
+
+  UniqueFd epoll_;
+  UniqueFd wake_;  // eventfd
+  std::unordered_map<uint64_t, FdEntry> fds_;  // by token
+  std::unordered_map<int, uint64_t> tokens_;   // fd -> token
+  uint64_t next_token_ = 1;
+  std::map<TimerId, Callback> timers_;
+  uint64_t next_timer_ = 1;
+  std::mutex posted_mu_;
+  std::vector<Callback> posted_;
+  Callback end_of_iteration_;
+  bool stopping_ = false;
+};
+
+}  // namespace corral::node

@@ -1,0 +1,88 @@
+// Command line of corral-imp, the helper that becomes the job's user before exec.
+// Header-only on purpose: corral-imp links nothing but libc and the C++ runtime.
+//
+//   corral-imp --uid U --gid G [--cwd DIR] [--stdin PATH] [--stdout PATH]
+//              [--stderr PATH] [--env-fd N] [--status-fd N] -- COMMAND [ARG...]
+//
+// An absent --stdin/--stdout/--stderr keeps the descriptor corral-imp inherited.
+// --stderr equal to --stdout shares one open file. --env-fd names a descriptor holding
+// the task environment as NUL-terminated KEY=VALUE strings (read from offset 0); the
+// environment corral-imp itself was started with is never passed on, so a user cannot
+// steer the root part of the helper (LD_PRELOAD and friends). --status-fd names a
+// close-on-exec pipe: a failure is written there, a successful exec closes it silently.
+#pragma once
+
+#include <cerrno>
+#include <cstdlib>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace corral::node {
+
+struct ImpArgs {
+  long uid = -1;
+  long gid = -1;
+  std::string cwd;
+  std::optional<std::string> stdin_path, stdout_path, stderr_path;
+  int env_fd = -1;
+  int status_fd = -1;
+  std::vector<std::string> command;
+};
+
+namespace imp_detail {
+
+inline bool parse_number(std::string_view text, long max, long& out) {
+  if (text.empty() || text.size() > 10) return false;
+  long v = 0;
+  for (char c : text) {
+    if (c < '0' || c > '9') return false;
+    v = v * 10 + (c - '0');
+  }
+  if (v > max) return false;
+  out = v;
+  return true;
+}
+
+}  // namespace imp_detail
+
+// Returns an error message, or nullopt with `out` filled.
+inline std::optional<std::string> parse_imp_args(const std::vector<std::string>& args, ImpArgs& out) {
+  size_t i = 0;
+  for (; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    if (a == "--") {
+      ++i;
+      break;
+    }
+    if (i + 1 >= args.size()) return "option " + a + " needs a value";
+    const std::string& v = args[i + 1];
+    long n = 0;
+    if (a == "--uid" || a == "--gid") {
+      if (!imp_detail::parse_number(v, 4294967294L, n)) return "invalid " + a + " '" + v + "'";
+      (a == "--uid" ? out.uid : out.gid) = n;
+    } else if (a == "--env-fd" || a == "--status-fd") {
+      if (!imp_detail::parse_number(v, 1 << 20, n)) return "invalid " + a + " '" + v + "'";
+      (a == "--env-fd" ? out.env_fd : out.status_fd) = static_cast<int>(n);
+    } else if (a == "--cwd") {
+      out.cwd = v;
+    } else if (a == "--stdin") {
+      out.stdin_path = v;
+    } else if (a == "--stdout") {
+      out.stdout_path = v;
+    } else if (a == "--stderr") {
+      out.stderr_path = v;
+    } else {
+      return "unknown option '" + a + "'";
+    }
+    ++i;
+  }
+  if (out.uid < 0) return "missing --uid";
+  if (out.gid < 0) return "missing --gid";
+  out.command.assign(args.begin() + static_cast<long>(i), args.end());
+  if (out.command.empty()) return "missing command after --";
+  return std::nullopt;
+}
+
+}  // namespace corral::node

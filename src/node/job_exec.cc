@@ -1,0 +1,447 @@
+#include "node/job_exec.h"
+
+#include <fcntl.h>
+#include <pwd.h>
+#include <signal.h>
+#include <sys/epoll.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+#include <spdlog/spdlog.h>
+
+#include "job/jobspec.h"
+#include "node/output_pattern.h"
+#include "node/task_env.h"
+#include "node/task_launcher.h"
+
+namespace corral::node {
+
+namespace {
+
+constexpr size_t kReadChunk = 64 * 1024;
+constexpr int kMaxDrainReads = 16;  // bounded so an escaped writer cannot stall the loop
+
+int exit_status(int code) { return code << 8; }
+
+// A wait status for "killed by signal `sig`", as waitpid would report it.
+int signalled_status(int sig) { return sig & 0x7f; }
+
+EnvMap to_env_map(const google::protobuf::Map<std::string, std::string>& m) {
+  return EnvMap(m.begin(), m.end());
+}
+
+Status write_file(const std::string& path, const std::string& text, mode_t mode) {
+  UniqueFd fd(::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, mode));
+  if (!fd.valid()) return io_error("cannot write '" + path + "': " + std::strerror(errno));
+  size_t off = 0;
+  while (off < text.size()) {
+    ssize_t n = ::write(fd.get(), text.data() + off, text.size() - off);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return io_error("cannot write '" + path + "': " + std::strerror(errno));
+    off += static_cast<size_t>(n);
+  }
+  ::fchmod(fd.get(), mode);
+  return {};
+}
+
+}  // namespace
+
+JobExecutor::JobExecutor(EventLoop& loop, Outbox& out, const AgentConfig& config)
+    : loop_(loop), out_(out), config_(config) {}
+
+JobExecutor::~JobExecutor() {
+  for (auto& [id, job] : jobs_) {
+    if (job.mock_timer) loop_.cancel_timer(*job.mock_timer);
+    if (job.kill_timer) loop_.cancel_timer(*job.kill_timer);
+    for (auto& node : job.nodes) {
+      for (auto& t : node.tasks) {
+        if (t.out.valid()) loop_.remove_fd(t.out.get());
+        if (t.err.valid()) loop_.remove_fd(t.err.get());
+      }
+    }
+  }
+}
+
+JobExecutor::Job* JobExecutor::find(uint64_t jobid) {
+  auto it = jobs_.find(jobid);
+  return it == jobs_.end() ? nullptr : &it->second;
+}
+
+std::string JobExecutor::error_prefix(const Job& job, const Node& node) const {
+  return "corral-node: " + node.name + ": job " + std::to_string(job.id) + ": ";
+}
+
+JobExecutor::Node& JobExecutor::add_node(Job& job, const v1::NodeTasks& t) {
+  Node& n = job.nodes.emplace_back();
+  n.name = t.node();
+  n.index = t.node_index();
+  n.first_rank = t.first_rank();
+  n.ntasks = t.ntasks();
+  ++job.unreported;
+  return n;
+}
+
+// ------------------------------------------------------------------ start
+
+void JobExecutor::start(const v1::StartJob& msg) {
+  if (jobs_.count(msg.jobid()) != 0) {
+    spdlog::debug("job {}: duplicate start ignored", msg.jobid());
+    return;
+  }
+  Job& job = jobs_[msg.jobid()];
+  job.id = msg.jobid();
+  job.nodes.reserve(static_cast<size_t>(msg.tasks_size()));
+
+  auto parsed = parse_cached(msg.jobspec());
+  if (!parsed) {
+    for (const auto& t : msg.tasks()) {
+      if (!config_.hosts(t.node())) continue;
+      Node& node = add_node(job, t);
+      out_.started(job.id, node.name);
+      fail_node(job, node, "invalid jobspec: " + parsed.message());
+    }
+    return;
+  }
+  std::shared_ptr<const job::Jobspec> spec = *parsed;
+  if (spec->mock_duration >= 0) {
+    start_mock(job, msg, spec->mock_duration);
+  } else {
+    start_real(job, msg, *spec);
+  }
+}
+
+Result<std::shared_ptr<const job::Jobspec>> JobExecutor::parse_cached(const std::string& text) {
+  if (last_spec_ && text == last_spec_text_) return last_spec_;
+  auto spec = job::parse_jobspec(text);
+  if (!spec) return spec.error();
+  last_spec_ = std::make_shared<const job::Jobspec>(std::move(*spec));
+  last_spec_text_ = text;
+  return last_spec_;
+}
+
+void JobExecutor::start_mock(Job& job, const v1::StartJob& msg, double seconds) {
+  for (const auto& t : msg.tasks()) {
+    if (!config_.hosts(t.node())) continue;
+    out_.started(job.id, add_node(job, t).name);
+  }
+  if (seconds <= 0) {
+    finish_mock(job.id, 0);
+    return;
+  }
+  uint64_t id = job.id;
+  job.mock_timer = loop_.add_timer(seconds, [this, id] { finish_mock(id, 0); });
+}
+
+void JobExecutor::finish_mock(uint64_t jobid, int waitstatus) {
+  Job* job = find(jobid);
+  if (job == nullptr) return;
+  job->mock_timer.reset();
+  for (auto& node : job->nodes) {
+    if (node.reported) continue;
+    node.tasks.resize(node.ntasks);
+    for (uint32_t i = 0; i < node.ntasks; ++i) {
+      node.tasks[i].rank = node.first_rank + i;
+      node.tasks[i].done = true;
+      node.tasks[i].waitstatus = waitstatus;
+    }
+    report_node(*job, node);
+  }
+}
+
+Result<std::string> JobExecutor::write_batch_script(Job& job, const v1::StartJob& msg, const job::Jobspec& spec) {
+  std::string dir = config_.state_dir + "/job-" + std::to_string(job.id);
+  if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST)
+    return io_error("cannot create '" + dir + "': " + std::strerror(errno));
+  job.script_dir = dir;
+  std::string path = dir + "/script";
+  if (auto st = write_file(path, spec.batch_script, 0700); !st) return st.error();
+  if (config_.as_root && ::getuid() != msg.userid()) {
+    // The user runs the script: both the directory and the file are theirs.
+    if (::chown(dir.c_str(), msg.userid(), msg.groupid()) != 0 || ::chown(path.c_str(), msg.userid(), msg.groupid()) != 0)
+      return io_error("cannot give '" + path + "' to uid " + std::to_string(msg.userid()) + ": " + std::strerror(errno));
+  }
+  return path;
+}
+
+void JobExecutor::start_real(Job& job, const v1::StartJob& msg, const job::Jobspec& spec) {
+  UserInfo user;
+  {
+    struct passwd pw{};
+    struct passwd* found = nullptr;
+    std::vector<char> buf(16384);
+    if (::getpwuid_r(msg.userid(), &pw, buf.data(), buf.size(), &found) == 0 && found != nullptr) {
+      user.name = pw.pw_name;
+      user.home = pw.pw_dir;
+    } else {
+      user.name = std::to_string(msg.userid());
+    }
+  }
+  std::vector<std::string> argv;
+  std::string setup_error;
+  bool wants_script = false;
+  for (const auto& t : msg.tasks()) wants_script |= config_.hosts(t.node()) && t.ntasks() > 0;
+  if (!spec.batch_script.empty()) {
+    if (wants_script) {
+      auto path = write_batch_script(job, msg, spec);
+      // A script without "#!" is run by the shell, as sbatch users expect.
+      if (!path) setup_error = path.message();
+      else if (spec.batch_script.rfind("#!", 0) == 0) argv = {*path};
+      else argv = {"/bin/sh", *path};
+    }
+  } else if (spec.command.empty()) {
+    setup_error = "the jobspec has no command";
+  } else {
+    argv = spec.command;
+  }
+  for (const auto& t : msg.tasks()) {
+    if (!config_.hosts(t.node())) {
+      spdlog::warn("job {}: node {} is not hosted by this agent; ignored", job.id, t.node());
+      continue;
+    }
+    Node& node = add_node(job, t);
+    if (!setup_error.empty() && node.ntasks > 0) {
+      out_.started(job.id, node.name);
+      fail_node(job, node, setup_error);
+      continue;
+    }
+    start_node(job, static_cast<uint32_t>(job.nodes.size() - 1), t, msg, spec, argv, user);
+  }
+}
+
+// Every task of the node fails with `error` (exit 126) before any process started.
+void JobExecutor::fail_node(Job& job, Node& node, const std::string& error) {
+  node.error = error_prefix(job, node) + error;
+  spdlog::warn("{}", node.error);
+  node.tasks.resize(node.ntasks);
+  for (uint32_t i = 0; i < node.ntasks; ++i) {
+    node.tasks[i].rank = node.first_rank + i;
+    node.tasks[i].done = true;
+    node.tasks[i].waitstatus = exit_status(126);
+  }
+  report_node(job, node);
+}
+
+void JobExecutor::start_node(Job& job, uint32_t ni, const v1::NodeTasks& nt, const v1::StartJob& msg,
+                             const job::Jobspec& spec, const std::vector<std::string>& argv, const UserInfo& user) {
+  Node& node = job.nodes[ni];
+  std::string cwd = !spec.cwd.empty() ? spec.cwd : (!user.home.empty() ? user.home : "/");
+  JobNodeEnv je;
+  je.jobid = job.id;
+  je.job_name = spec.name;
+  je.node_name = node.name;
+  je.node_index = node.index;
+  je.nodelist = msg.nodelist();
+  je.total_nodes = msg.total_nodes();
+  je.total_tasks = msg.total_tasks();
+  je.cores = nt.cores();
+  je.gpus = nt.gpus();
+  je.cwd = cwd;
+  je.controller_uri = config_.controller_uri;
+  je.user_name = user.name;
+  je.home = user.home;
+  EnvMap node_env = build_node_env(spec.environment, je, to_env_map(msg.extra_env()));
+
+  const bool use_imp = config_.as_root && msg.userid() != ::getuid();
+  node.tasks.resize(node.ntasks);
+  for (uint32_t i = 0; i < node.ntasks; ++i) {
+    Task& task = node.tasks[i];
+    task.rank = node.first_rank + i;
+    PatternVars vars{job.id, task.rank, node.index, node.name, spec.name, user.name};
+    LaunchRequest req;
+    req.argv = argv;
+    req.env = build_task_env(node_env, task.rank, i);
+    req.cwd = cwd;
+    if (!spec.input.empty()) req.input_path = resolve_path(expand_output_pattern(spec.input, vars), cwd);
+    if (!spec.output.path.empty()) req.output_path = resolve_path(expand_output_pattern(spec.output.path, vars), cwd);
+    req.error_path = spec.error.path.empty() ? req.output_path
+                                             : resolve_path(expand_output_pattern(spec.error.path, vars), cwd);
+    if (use_imp) {
+      req.imp_path = config_.imp_path;
+      req.uid = msg.userid();
+      req.gid = msg.groupid();
+    }
+    auto proc = launch_process(req);
+    if (!proc) {
+      std::string text = error_prefix(job, node) + proc.message();
+      spdlog::warn("{}", text);
+      if (node.error.empty()) node.error = text;
+      task.done = true;
+      task.waitstatus = exit_status(launch_failure_code(proc.error()));
+      if (req.error_path.empty()) out_.output(job.id, task.rank, node.name, true, text + "\n", true);
+      if (req.output_path.empty()) out_.output(job.id, task.rank, node.name, false, {}, true);
+      continue;
+    }
+    task.pid = proc->pid;
+    task.out = std::move(proc->stdout_pipe);
+    task.err = std::move(proc->stderr_pipe);
+    task.status = std::move(proc->status_pipe);
+    pids_[task.pid] = TaskRef{job.id, ni, i};
+    ++node.live;
+    if (task.out.valid()) watch_stream(job.id, ni, i, false, task.out.get());
+    if (task.err.valid()) watch_stream(job.id, ni, i, true, task.err.get());
+  }
+  spdlog::debug("job {}: started {} task(s) on {}", job.id, node.live, node.name);
+  out_.started(job.id, node.name);
+  if (node.live == 0) report_node(job, node);
+}
+
+// ------------------------------------------------------------------ output
+
+void JobExecutor::watch_stream(uint64_t jobid, uint32_t ni, uint32_t ti, bool is_err, int fd) {
+  auto st = loop_.add_fd(fd, EPOLLIN, [this, jobid, ni, ti, is_err](uint32_t) { on_readable(jobid, ni, ti, is_err); });
+  if (!st) spdlog::error("job {}: cannot watch task output: {}", jobid, st.message());
+}
+
+void JobExecutor::on_readable(uint64_t jobid, uint32_t ni, uint32_t ti, bool is_err) {
+  Job* job = find(jobid);
+  if (job == nullptr) return;
+  Node& node = job->nodes[ni];
+  Task& task = node.tasks[ti];
+  if (!read_stream(*job, node, task, is_err)) close_stream(*job, node, task, is_err);
+}
+
+bool JobExecutor::read_stream(Job& job, Node& node, Task& task, bool is_err) {
+  UniqueFd& fd = is_err ? task.err : task.out;
+  if (!fd.valid()) return false;
+  char buf[kReadChunk];
+  ssize_t n = ::read(fd.get(), buf, sizeof buf);
+  if (n > 0) {
+    out_.output(job.id, task.rank, node.name, is_err, std::string_view(buf, static_cast<size_t>(n)), false);
+    return true;
+  }
+  return n < 0 && (errno == EAGAIN || errno == EINTR);
+}
+
+void JobExecutor::close_stream(Job& job, Node& node, Task& task, bool is_err) {
+  UniqueFd& fd = is_err ? task.err : task.out;
+  if (!fd.valid()) return;
+  loop_.remove_fd(fd.get());
+  fd.reset();
+  out_.output(job.id, task.rank, node.name, is_err, {}, true);
+}
+
+// ------------------------------------------------------------------ exits
+
+bool JobExecutor::on_child_exit(pid_t pid, int waitstatus) {
+  auto it = pids_.find(pid);
+  if (it == pids_.end()) return false;
+  TaskRef ref = it->second;
+  pids_.erase(it);
+  Job* job = find(ref.jobid);
+  if (job == nullptr) return true;
+  Node& node = job->nodes[ref.node];
+  task_exited(*job, node, node.tasks[ref.task], waitstatus);
+  return true;
+}
+
+void JobExecutor::task_exited(Job& job, Node& node, Task& task, int waitstatus) {
+  task.done = true;
+  task.waitstatus = waitstatus;
+  // The task is reaped but its pid cannot have been reused yet, so the process group
+  // still names only its leftovers (background children): they end with the task.
+  ::killpg(task.pid, SIGKILL);
+  if (task.status.valid()) {
+    char buf[1024];
+    ssize_t n = ::read(task.status.get(), buf, sizeof buf);
+    if (n > 0 && node.error.empty()) node.error = error_prefix(job, node) + std::string(buf, static_cast<size_t>(n));
+    task.status.reset();
+  }
+  for (bool is_err : {false, true}) {
+    for (int i = 0; i < kMaxDrainReads && read_stream(job, node, task, is_err); ++i) {
+    }
+    close_stream(job, node, task, is_err);
+  }
+  if (--node.live == 0) report_node(job, node);
+}
+
+void JobExecutor::report_node(Job& job, Node& node) {
+  v1::JobNodeExit exit;
+  exit.set_jobid(job.id);
+  exit.set_node(node.name);
+  int worst = 0;
+  for (const auto& t : node.tasks) {
+    auto* te = exit.add_tasks();
+    te->set_rank(t.rank);
+    te->set_waitstatus(t.waitstatus);
+    worst = std::max(worst, t.waitstatus);
+  }
+  exit.set_waitstatus(worst);
+  exit.set_error(node.error);
+  node.reported = true;
+  out_.exited(exit);
+  exits_[job.id].push_back(std::move(exit));
+  if (--job.unreported == 0 && job.kill_timer) {
+    loop_.cancel_timer(*job.kill_timer);
+    job.kill_timer.reset();
+  }
+}
+
+// ------------------------------------------------------------------ signals
+
+void JobExecutor::signal(const v1::SignalJob& msg) {
+  Job* job = find(msg.jobid());
+  if (job == nullptr || job->unreported == 0) return;
+  if (job->mock_timer) {
+    loop_.cancel_timer(*job->mock_timer);
+    finish_mock(job->id, signalled_status(msg.signal()));
+    return;
+  }
+  for (auto& node : job->nodes)
+    for (auto& t : node.tasks)
+      if (t.pid > 0 && !t.done) ::killpg(t.pid, msg.signal());
+  if (msg.kill_after() > 0 && !job->kill_timer) {
+    uint64_t id = job->id;
+    job->kill_timer = loop_.add_timer(msg.kill_after(), [this, id] {
+      Job* j = find(id);
+      if (j == nullptr) return;
+      j->kill_timer.reset();
+      for (auto& node : j->nodes)
+        for (auto& t : node.tasks)
+          if (t.pid > 0 && !t.done) ::killpg(t.pid, SIGKILL);
+    });
+  }
+}
+
+void JobExecutor::kill_all(int sig) {
+  for (auto& [id, job] : jobs_) {
+    if (job.mock_timer) {
+      loop_.cancel_timer(*job.mock_timer);
+      job.mock_timer.reset();
+    }
+    for (auto& node : job.nodes)
+      for (auto& t : node.tasks)
+        if (t.pid > 0 && !t.done) ::killpg(t.pid, sig);
+  }
+}
+
+// ------------------------------------------------------------------ bookkeeping
+
+void JobExecutor::forget(uint64_t jobid) {
+  exits_.erase(jobid);
+  Job* job = find(jobid);
+  if (job == nullptr || job->unreported != 0) return;
+  if (!job->script_dir.empty()) {
+    ::unlink((job->script_dir + "/script").c_str());
+    ::rmdir(job->script_dir.c_str());
+  }
+  jobs_.erase(jobid);
+}
+
+void JobExecutor::fill_register(v1::Register& reg) const {
+  for (const auto& [id, job] : jobs_) {
+    if (job.unreported == 0) continue;
+    auto* r = reg.add_running();
+    r->set_jobid(id);
+    for (const auto& node : job.nodes)
+      if (!node.reported) r->add_nodes(node.name);
+  }
+  for (const auto& [id, list] : exits_)
+    for (const auto& e : list) *reg.add_exited() = e;
+}
+
+}  // namespace corral::node

@@ -1,0 +1,110 @@
+// Runs jobs on this agent's nodes: starts their tasks (or, in mock mode, only a
+// timer), collects output and exit statuses, delivers signals, and keeps each
+// JobNodeExit until the controller says it was persisted (`forget`).
+// Lives on the event-loop thread.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "node/agent_config.h"
+#include "node/event_loop.h"
+#include "node/outbox.h"
+#include "node/unique_fd.h"
+#include "util/result.h"
+
+namespace corral::job {
+struct Jobspec;
+}
+
+namespace corral::node {
+
+class JobExecutor {
+ public:
+  JobExecutor(EventLoop& loop, Outbox& out, const AgentConfig& config);
+  ~JobExecutor();
+  JobExecutor(const JobExecutor&) = delete;
+  JobExecutor& operator=(const JobExecutor&) = delete;
+
+  void start(const v1::StartJob& msg);
+  void signal(const v1::SignalJob& msg);
+  void forget(uint64_t jobid);
+  // True when `pid` was one of this executor's tasks.
+  bool on_child_exit(pid_t pid, int waitstatus);
+  // Adds `running` and `exited` to a register message.
+  void fill_register(v1::Register& reg) const;
+  // Shutdown: signals every task; pending mock jobs are dropped silently.
+  void kill_all(int sig);
+  size_t live_processes() const { return pids_.size(); }
+  size_t jobs() const { return jobs_.size(); }
+
+ private:
+  struct Task {
+    uint32_t rank = 0;
+    pid_t pid = -1;  // -1: never started
+    bool done = false;
+    int waitstatus = 0;
+    UniqueFd out, err, status;
+  };
+  struct Node {
+    std::string name;
+    uint32_t index = 0;
+    uint32_t first_rank = 0;
+    uint32_t ntasks = 0;
+    std::vector<Task> tasks;
+    size_t live = 0;
+    std::string error;
+    bool reported = false;
+  };
+  struct Job {
+    uint64_t id = 0;
+    std::vector<Node> nodes;
+    std::optional<EventLoop::TimerId> mock_timer, kill_timer;
+    std::string script_dir;  // batch jobs: removed on forget
+    size_t unreported = 0;
+  };
+  struct TaskRef {
+    uint64_t jobid;
+    uint32_t node, task;
+  };
+  struct UserInfo {
+    std::string name, home;
+  };
+
+  void start_mock(Job& job, const v1::StartJob& msg, double seconds);
+  void finish_mock(uint64_t jobid, int waitstatus);
+  void start_real(Job& job, const v1::StartJob& msg, const job::Jobspec& spec);
+  void start_node(Job& job, uint32_t ni, const v1::NodeTasks& nt, const v1::StartJob& msg, const job::Jobspec& spec,
+                  const std::vector<std::string>& argv, const UserInfo& user);
+  void fail_node(Job& job, Node& node, const std::string& error);
+  Node& add_node(Job& job, const v1::NodeTasks& t);
+  Result<std::string> write_batch_script(Job& job, const v1::StartJob& msg, const job::Jobspec& spec);
+  void watch_stream(uint64_t jobid, uint32_t ni, uint32_t ti, bool is_err, int fd);
+  void on_readable(uint64_t jobid, uint32_t ni, uint32_t ti, bool is_err);
+  bool read_stream(Job& job, Node& node, Task& task, bool is_err);  // false at EOF
+  void close_stream(Job& job, Node& node, Task& task, bool is_err);
+  void task_exited(Job& job, Node& node, Task& task, int waitstatus);
+  void report_node(Job& job, Node& node);
+  std::string error_prefix(const Job& job, const Node& node) const;
+  Job* find(uint64_t jobid);
+  // Jobs submitted together (`--cc`, benchmarks) often carry the same jobspec text;
+  // parsing dominates the mock path, so the last parse is reused.
+  Result<std::shared_ptr<const job::Jobspec>> parse_cached(const std::string& text);
+
+  EventLoop& loop_;
+  Outbox& out_;
+  const AgentConfig& config_;
+  std::unordered_map<uint64_t, Job> jobs_;
+  std::unordered_map<pid_t, TaskRef> pids_;
+  std::unordered_map<uint64_t, std::vector<v1::JobNodeExit>> exits_;  // not yet forgotten
+  std::string last_spec_text_;
+  std::shared_ptr<const job::Jobspec> last_spec_;
+};
+
+}  // namespace corral::node

@@ -1,0 +1,194 @@
+// corral-node: the node agent. Registers its node(s) with corrald over one
+// long-lived AgentStream and runs what the controller asks: job tasks, signals,
+// prolog / epilog / housekeeping scripts.
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <memory>
+#include <string>
+
+#include <CLI/CLI.hpp>
+#include <spdlog/sinks/basic_file_sink.h>
+#include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/spdlog.h>
+
+#include "node/agent.h"
+#include "node/controller_link.h"
+#include "node/event_loop.h"
+#include "node/hardware.h"
+#include "util/hostlist.h"
+#include "util/units.h"
+
+namespace {
+
+using namespace corral;
+using namespace corral::node;
+
+struct Options {
+  std::string controller;
+  std::string nodes;
+  unsigned cores = 4;
+  unsigned gpus = 0;
+  std::string memory = "16GiB";
+  std::string state_dir;
+  std::string agent_id;
+  std::string log_level = "info";
+  std::string log_file;
+};
+
+int fail(const std::string& msg) {
+  std::fprintf(stderr, "corral-node: %s\n", msg.c_str());
+  return 1;
+}
+
+Status setup_logging(const Options& o) {
+  auto level = spdlog::level::from_str(o.log_level);
+  if (level == spdlog::level::off && o.log_level != "off")
+    return invalid("--log-level: unknown level '" + o.log_level + "' (trace, debug, info, warn, error, critical, off)");
+  std::shared_ptr<spdlog::logger> logger;
+  try {
+    if (!o.log_file.empty()) logger = spdlog::basic_logger_mt("corral-node", o.log_file);
+    else logger = spdlog::stderr_color_mt("corral-node");
+  } catch (const spdlog::spdlog_ex& e) {
+    return io_error("--log-file: " + std::string(e.what()));
+  }
+  logger->set_pattern("%Y-%m-%dT%H:%M:%S.%e %n[%P] %l: %v");
+  logger->set_level(level);
+  logger->flush_on(spdlog::level::info);
+  spdlog::set_default_logger(logger);
+  return {};
+}
+
+Result<std::vector<NodeHardware>> configured_nodes(const Options& o) {
+  if (o.nodes.empty()) {
+    auto hw = discover_hardware();
+    if (!hw) return hw.error();
+    return std::vector<NodeHardware>{*hw};
+  }
+  auto hosts = Hostlist::parse(o.nodes);
+  if (!hosts) return invalid("--nodes: " + hosts.message());
+  if (hosts->empty()) return invalid("--nodes: the hostlist names no node");
+  auto mem = parse_size(o.memory, 1024 * 1024);
+  if (!mem) return invalid("--memory: " + mem.message());
+  std::vector<NodeHardware> nodes;
+  for (const auto& h : hosts->hosts()) nodes.push_back(NodeHardware{h, o.cores, o.gpus, *mem / (1024 * 1024)});
+  return nodes;
+}
+
+std::string default_state_dir(const std::string& agent_id) {
+  std::string safe = agent_id;
+  for (char& c : safe)
+    if (c == '/') c = '_';
+  if (::geteuid() == 0) return "/var/lib/corral-node/" + safe;
+  const char* tmp = std::getenv("TMPDIR");
+  return std::string(tmp != nullptr && *tmp != '\0' ? tmp : "/tmp") + "/corral-node-" + std::to_string(::getuid()) +
+         "/" + safe;
+}
+
+std::string imp_next_to_self() {
+  std::error_code ec;
+  auto self = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (ec) return "corral-imp";
+  return (self.parent_path() / "corral-imp").string();
+}
+
+// Signals the event loop reads from a signalfd must be blocked before any thread
+// (gRPC's included) starts, or one of those threads would swallow them.
+void block_signals() {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGCHLD);
+  sigaddset(&set, SIGTERM);
+  sigaddset(&set, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &set, nullptr);
+  ::signal(SIGPIPE, SIG_IGN);
+}
+
+// Every captured task stream is a pipe: one agent hosting many virtual nodes needs more
+// descriptors than the usual soft limit of 1024.
+void raise_fd_limit() {
+  rlimit lim{};
+  if (::getrlimit(RLIMIT_NOFILE, &lim) == 0 && lim.rlim_cur < lim.rlim_max) {
+    lim.rlim_cur = lim.rlim_max;
+    ::setrlimit(RLIMIT_NOFILE, &lim);
+  }
+}
+
+// Tasks get 0/1/2 through dup2; the agent's own must exist so pipes never land there.
+void ensure_std_fds() {
+  for (int fd = 0; fd < 3; ++fd)
+    if (::fcntl(fd, F_GETFD) < 0 && ::open("/dev/null", O_RDWR) < 0) return;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Options o;
+  CLI::App app{
+      "corral-node: the corral node agent. Registers its nodes with the controller (corrald) and runs\n"
+      "the jobs, signals and prolog/epilog scripts the controller sends."};
+  app.add_option("--controller", o.controller,
+                 "The controller's address: unix:/path/to/corrald.sock or host:port")
+      ->required();
+  app.add_option("--nodes", o.nodes,
+                 "Test mode: host all these virtual nodes (a hostlist such as node[1-16]) in this process, "
+                 "each with --cores/--gpus/--memory. Without it the agent is one node named after the short "
+                 "hostname, with the cores, memory and GPUs hwloc finds");
+  app.add_option("--cores", o.cores, "Cores of each virtual node (with --nodes)")->capture_default_str();
+  app.add_option("--gpus", o.gpus, "GPUs of each virtual node (with --nodes)")->capture_default_str();
+  app.add_option("--memory", o.memory, "Memory of each virtual node (with --nodes), e.g. 16GiB; a bare number is MiB")
+      ->capture_default_str();
+  app.add_option("--state-dir", o.state_dir,
+                 "Directory for per-job files such as batch scripts (default /var/lib/corral-node/ID as root, "
+                 "$TMPDIR/corral-node-UID/ID otherwise)");
+  app.add_option("--agent-id", o.agent_id, "Stable name of this agent (default: the hostlist of its nodes)");
+  app.add_option("--log-level", o.log_level, "trace, debug, info, warn, error, critical or off")->capture_default_str();
+  app.add_option("--log-file", o.log_file, "Log to this file instead of stderr");
+  CLI11_PARSE(app, argc, argv);
+
+  block_signals();
+  ensure_std_fds();
+  raise_fd_limit();
+  if (auto st = setup_logging(o); !st) return fail(st.message());
+  if (::prctl(PR_SET_CHILD_SUBREAPER, 1) != 0) spdlog::warn("cannot become a child subreaper: orphaned task processes will not be reaped here");
+
+  auto nodes = configured_nodes(o);
+  if (!nodes) return fail(nodes.message());
+  AgentConfig config;
+  config.nodes = std::move(*nodes);
+  if (o.agent_id.empty()) {
+    Hostlist hl;
+    for (const auto& n : config.nodes) hl.append(n.name);
+    o.agent_id = hl.encode();
+  }
+  config.agent_id = o.agent_id;
+  config.controller_uri = o.controller;
+  config.state_dir = o.state_dir.empty() ? default_state_dir(o.agent_id) : o.state_dir;
+  config.imp_path = imp_next_to_self();
+  config.as_root = ::geteuid() == 0;
+  std::error_code ec;
+  std::filesystem::create_directories(config.state_dir, ec);
+  if (ec) return fail("--state-dir: cannot create '" + config.state_dir + "': " + ec.message());
+  if (config.as_root && ::access(config.imp_path.c_str(), X_OK) != 0)
+    spdlog::warn("{} is missing: jobs of other users will fail to start", config.imp_path);
+
+  auto loop = EventLoop::create();
+  if (!loop) return fail(loop.message());
+  std::unique_ptr<ControllerLink> link;
+  Agent agent(**loop, config, [&link](uint64_t session, corral::v1::AgentMessage&& msg) {
+    if (link) link->send(session, std::move(msg));
+  });
+  if (auto st = agent.start(); !st) return fail(st.message());
+  link = std::make_unique<ControllerLink>(o.controller, **loop, agent);
+  spdlog::info("agent {} hosting {} node(s), controller {}", config.agent_id, config.nodes.size(), o.controller);
+  link->start();
+  (*loop)->run();
+  link->stop();
+  spdlog::info("stopped");
+  return 0;
+}

@@ -1,0 +1,112 @@
+#include "node/outbox.h"
+
+#include <algorithm>
+
+namespace corral::node {
+
+void Outbox::grew(size_t bytes) {
+  dirty_ = true;
+  bytes_ += bytes;
+  if (bytes_ >= kMaxBatchBytes) flush();
+}
+
+void Outbox::started(uint64_t jobid, const std::string& node) {
+  if (state_ == State::closed) return;
+  auto* s = batch_.add_started();
+  s->set_jobid(jobid);
+  s->set_node(node);
+  grew(16 + node.size());
+}
+
+void Outbox::exited(const v1::JobNodeExit& exit) {
+  if (state_ == State::closed) return;
+  // A job's output must reach the controller before its exit; fields of one message
+  // carry no order among themselves, so pending output goes out first, on its own.
+  if (batch_.output_size() > 0) flush();
+  *batch_.add_exited() = exit;
+  grew(32 + exit.node().size() + exit.error().size() + 8 * static_cast<size_t>(exit.tasks_size()));
+}
+
+void Outbox::perilog(v1::PerilogResult result) {
+  if (state_ == State::closed) return;
+  size_t size = 32 + result.output().size();
+  *batch_.add_perilog() = std::move(result);
+  grew(size);
+}
+
+void Outbox::output(uint64_t jobid, uint32_t rank, const std::string& node, bool is_stderr, std::string_view data,
+                    bool eof) {
+  if (state_ == State::closed) return;
+  auto key = std::make_tuple(jobid, rank, is_stderr);
+  while (!data.empty() || eof) {
+    v1::TaskOutput* out = nullptr;
+    auto it = open_output_.find(key);
+    if (it != open_output_.end() && batch_.output(it->second).data().size() < kMaxOutputChunk) {
+      out = batch_.mutable_output(it->second);
+    } else {
+      out = batch_.add_output();
+      out->set_jobid(jobid);
+      out->set_rank(rank);
+      out->set_stderr(is_stderr);
+      out->set_node(node);
+      open_output_[key] = batch_.output_size() - 1;
+    }
+    size_t room = kMaxOutputChunk - out->data().size();
+    size_t n = std::min(room, data.size());
+    out->mutable_data()->append(data.data(), n);
+    data.remove_prefix(n);
+    if (data.empty() && eof) {
+      out->set_eof(true);
+      open_output_.erase(key);
+      eof = false;
+    }
+    grew(n + 24);  // may flush, which resets open_output_
+  }
+}
+
+void Outbox::flush() {
+  if (!dirty_) return;
+  v1::AgentMessage msg;
+  msg.Swap(&batch_);
+  dirty_ = false;
+  bytes_ = 0;
+  open_output_.clear();
+  switch (state_) {
+    case State::online: sink_(session_, std::move(msg)); break;
+    case State::registering: held_.push_back(std::move(msg)); break;
+    case State::offline:
+    case State::closed: break;
+  }
+}
+
+void Outbox::set_registering(uint64_t session) {
+  if (state_ == State::closed) return;
+  flush();  // what was produced before the register snapshot belongs to the old session
+  held_.clear();
+  session_ = session;
+  state_ = State::registering;
+}
+
+void Outbox::set_online(uint64_t session) {
+  if (state_ != State::registering || session != session_) return;
+  flush();
+  state_ = State::online;
+  for (auto& m : held_) sink_(session_, std::move(m));
+  held_.clear();
+}
+
+void Outbox::set_offline(uint64_t session) {
+  if (state_ == State::closed || session != session_) return;
+  flush();
+  held_.clear();
+  state_ = State::offline;
+}
+
+void Outbox::close() {
+  state_ = State::closed;
+  batch_.Clear();
+  dirty_ = false;
+  held_.clear();
+}
+
+}  // namespace corral::node

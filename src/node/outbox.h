@@ -1,0 +1,59 @@
+// Batches everything the agent has to tell the controller during one loop iteration
+// into one AgentMessage, and holds or drops it depending on the connection.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <string>
+#include <string_view>
+#include <tuple>
+#include <vector>
+
+#include "corral.pb.h"
+
+namespace corral::node {
+
+namespace v1 = ::corral::v1;
+
+class Outbox {
+ public:
+  // Receives each batch with the session it belongs to (see ControllerLink).
+  using Sink = std::function<void(uint64_t session, v1::AgentMessage&&)>;
+  static constexpr size_t kMaxOutputChunk = 64 * 1024;  // data per TaskOutput
+  static constexpr size_t kMaxBatchBytes = 1024 * 1024;  // well below gRPC's 4 MiB limit
+
+  explicit Outbox(Sink sink) : sink_(std::move(sink)) {}
+
+  void started(uint64_t jobid, const std::string& node);
+  void exited(const v1::JobNodeExit& exit);
+  void perilog(v1::PerilogResult result);
+  void output(uint64_t jobid, uint32_t rank, const std::string& node, bool is_stderr, std::string_view data,
+              bool eof);
+
+  // Hands the batch to the sink (online), keeps it until set_online (registering) or
+  // drops it (offline: exits are kept by the executor and resent with `register`).
+  void flush();
+
+  void set_registering(uint64_t session);
+  void set_online(uint64_t session);
+  void set_offline(uint64_t session);
+  void close();  // shutting down: nothing more is sent, ever
+  bool online() const { return state_ == State::online; }
+
+ private:
+  enum class State { offline, registering, online, closed };
+  void grew(size_t bytes);
+
+  Sink sink_;
+  State state_ = State::offline;
+  uint64_t session_ = 0;
+  v1::AgentMessage batch_;
+  bool dirty_ = false;
+  size_t bytes_ = 0;
+  // Open TaskOutput entry of this batch per (job, rank, stderr), to append small reads.
+  std::map<std::tuple<uint64_t, uint32_t, bool>, int> open_output_;
+  std::vector<v1::AgentMessage> held_;
+};
+
+}  // namespace corral::node

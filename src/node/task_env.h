@@ -1,0 +1,44 @@
+// The environment a task starts with: the submit environment, corral's CORRAL_*
+// variables and whatever controller hooks add.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace corral::node {
+
+using EnvMap = std::map<std::string, std::string>;
+
+// What is common to every task of one job on one node.
+struct JobNodeEnv {
+  uint64_t jobid = 0;
+  std::string job_name;
+  std::string node_name;
+  uint32_t node_index = 0;
+  std::string nodelist;  // hostlist of all the job's nodes
+  uint32_t total_nodes = 0;
+  uint32_t total_tasks = 0;
+  std::string cores;  // idset of this node's cores
+  std::string gpus;   // idset of this node's gpus, may be empty
+  std::string cwd;
+  std::string controller_uri;
+  std::string user_name;  // fills USER/LOGNAME when the submit environment lacks them
+  std::string home;       // fills HOME likewise
+};
+
+// submit env, then the CORRAL_* variables (which win over submitted ones), then
+// `extra` (controller hooks win over everything but the per-task ranks).
+EnvMap build_node_env(const EnvMap& submit_env, const JobNodeEnv& job, const EnvMap& extra);
+
+// The final "KEY=VALUE" list for one task.
+std::vector<std::string> build_task_env(const EnvMap& node_env, uint32_t rank, uint32_t local_rank);
+
+// "0-2,5" -> "0,1,2,5" (CUDA_VISIBLE_DEVICES wants a plain list); invalid input is
+// returned unchanged.
+std::string idset_to_list(const std::string& idset);
+// Number of ids in an idset string, 0 when it is invalid or empty.
+size_t idset_count(const std::string& idset);
+
+}  // namespace corral::node

@@ -1,0 +1,290 @@
+#include "node/task_launcher.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "node/output_pattern.h"
+
+namespace corral::node {
+
+namespace {
+
+std::string errno_text(int err) { return std::strerror(err); }
+
+Error launch_error(int err, std::string what) { return io_error(std::move(what) + ": " + errno_text(err)); }
+
+// Only a missing command is "not found" (exit 127); a missing cwd or file is 126.
+Error exec_error(int err, const std::string& command) {
+  std::string msg = "cannot execute '" + command + "': " + errno_text(err);
+  return err == ENOENT ? not_found(std::move(msg)) : io_error(std::move(msg));
+}
+
+// Open files are never inherited by accident: everything here is O_CLOEXEC and only the
+// spawn file actions (dup2) give the child its 0/1/2.
+Result<UniqueFd> open_file(const std::string& path, int flags, const char* what) {
+  UniqueFd fd(::open(path.c_str(), flags | O_CLOEXEC, 0644));
+  if (!fd.valid()) return launch_error(errno, std::string("cannot open ") + what + " '" + path + "'");
+  return fd;
+}
+
+struct Pipe {
+  UniqueFd read, write;
+};
+
+Result<Pipe> make_pipe() {
+  int fds[2];
+  if (::pipe2(fds, O_CLOEXEC) != 0) return launch_error(errno, "cannot create a pipe");
+  Pipe p{UniqueFd(fds[0]), UniqueFd(fds[1])};
+  ::fcntl(p.read.get(), F_SETFL, O_NONBLOCK);
+  return p;
+}
+
+std::string env_value(const std::vector<std::string>& env, std::string_view key) {
+  for (const auto& kv : env) {
+    if (kv.size() > key.size() && kv.compare(0, key.size(), key) == 0 && kv[key.size()] == '=')
+      return kv.substr(key.size() + 1);
+  }
+  return {};
+}
+
+bool is_executable_file(const std::string& path, int& err) {
+  struct stat st{};
+  if (::stat(path.c_str(), &st) != 0) {
+    err = errno;
+    return false;
+  }
+  if (!S_ISREG(st.st_mode) || ::access(path.c_str(), X_OK) != 0) {
+    err = EACCES;
+    return false;
+  }
+  return true;
+}
+
+// RAII wrappers so every exit path destroys the spawn objects.
+struct SpawnActions {
+  posix_spawn_file_actions_t fa;
+  SpawnActions() { posix_spawn_file_actions_init(&fa); }
+  ~SpawnActions() { posix_spawn_file_actions_destroy(&fa); }
+  SpawnActions(const SpawnActions&) = delete;
+  SpawnActions& operator=(const SpawnActions&) = delete;
+};
+struct SpawnAttr {
+  posix_spawnattr_t attr;
+  SpawnAttr() {
+    posix_spawnattr_init(&attr);
+    // Own process group, so one killpg reaches the task's whole tree; signal state
+    // reset because the agent blocks SIGCHLD/SIGTERM/SIGINT and ignores SIGPIPE.
+    sigset_t empty, all;
+    sigemptyset(&empty);
+    sigfillset(&all);
+    posix_spawnattr_setpgroup(&attr, 0);
+    posix_spawnattr_setsigmask(&attr, &empty);
+    posix_spawnattr_setsigdefault(&attr, &all);
+    posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+  }
+  ~SpawnAttr() { posix_spawnattr_destroy(&attr); }
+  SpawnAttr(const SpawnAttr&) = delete;
+  SpawnAttr& operator=(const SpawnAttr&) = delete;
+};
+
+std::vector<char*> c_strings(std::vector<std::string>& v) {
+  std::vector<char*> out;
+  out.reserve(v.size() + 1);
+  for (auto& s : v) out.push_back(s.data());
+  out.push_back(nullptr);
+  return out;
+}
+
+Result<pid_t> do_spawn(const std::string& path, std::vector<std::string> argv, std::vector<std::string> env,
+                       SpawnActions& actions) {
+  SpawnAttr attr;
+  auto cargv = c_strings(argv);
+  auto cenv = c_strings(env);
+  pid_t pid = -1;
+  int rc = ::posix_spawn(&pid, path.c_str(), &actions.fa, &attr.attr, cargv.data(), cenv.data());
+  if (rc != 0) return exec_error(rc, argv[0]);
+  return pid;
+}
+
+// Where stdout and stderr go: a file opened here, or the write end of a capture pipe.
+struct Outputs {
+  UniqueFd out, err;  // what the child gets as 1 and 2
+  LaunchedProcess proc;
+};
+
+Result<Outputs> open_outputs(const LaunchRequest& req) {
+  Outputs o;
+  const int flags = O_WRONLY | O_CREAT | O_APPEND;
+  if (!req.output_path.empty()) {
+    auto f = open_file(req.output_path, flags, "output file");
+    if (!f) return f.error();
+    o.out = std::move(*f);
+  } else {
+    auto p = make_pipe();
+    if (!p) return p.error();
+    o.out = std::move(p->write);
+    o.proc.stdout_pipe = std::move(p->read);
+  }
+  if (req.merge_stderr || (!req.error_path.empty() && req.error_path == req.output_path)) {
+    o.err = UniqueFd(::fcntl(o.out.get(), F_DUPFD_CLOEXEC, 0));
+  } else if (!req.error_path.empty()) {
+    auto f = open_file(req.error_path, flags, "error file");
+    if (!f) return f.error();
+    o.err = std::move(*f);
+  } else {
+    auto p = make_pipe();
+    if (!p) return p.error();
+    o.err = std::move(p->write);
+    o.proc.stderr_pipe = std::move(p->read);
+  }
+  return o;
+}
+
+void write_message(int fd, const std::string& msg) {
+  std::string line = msg + "\n";
+  if (::write(fd, line.data(), line.size()) < 0) {
+    // the error is reported in the job's exit too
+  }
+}
+
+Result<LaunchedProcess> launch_direct(const LaunchRequest& req) {
+  auto outs = open_outputs(req);
+  if (!outs) return outs.error();
+  auto fail = [&](Error e) -> Result<LaunchedProcess> {
+    if (!req.error_path.empty() && !req.merge_stderr) write_message(outs->err.get(), e.message);
+    return e;
+  };
+  if (!req.cwd.empty()) {
+    struct stat st{};
+    if (::stat(req.cwd.c_str(), &st) != 0) return fail(launch_error(errno, "cannot change directory to '" + req.cwd + "'"));
+    if (!S_ISDIR(st.st_mode)) return fail(launch_error(ENOTDIR, "cannot change directory to '" + req.cwd + "'"));
+  }
+  auto in = open_file(req.input_path.empty() ? "/dev/null" : req.input_path, O_RDONLY, "input file");
+  if (!in) return fail(in.error());
+  auto exe = find_executable(req.argv.at(0), req.env, req.cwd);
+  if (!exe) return fail(exe.error());
+
+  SpawnActions actions;
+  posix_spawn_file_actions_adddup2(&actions.fa, in->get(), STDIN_FILENO);
+  posix_spawn_file_actions_adddup2(&actions.fa, outs->out.get(), STDOUT_FILENO);
+  posix_spawn_file_actions_adddup2(&actions.fa, outs->err.get(), STDERR_FILENO);
+  if (!req.cwd.empty()) posix_spawn_file_actions_addchdir_np(&actions.fa, req.cwd.c_str());
+  auto pid = do_spawn(*exe, req.argv, req.env, actions);
+  if (!pid) return fail(pid.error());
+  outs->proc.pid = *pid;
+  return std::move(outs->proc);
+}
+
+Result<UniqueFd> environment_memfd(const std::vector<std::string>& env) {
+  UniqueFd fd(::memfd_create("corral-task-env", MFD_CLOEXEC));
+  if (!fd.valid()) return launch_error(errno, "cannot create the task environment");
+  std::string data;
+  for (const auto& kv : env) {
+    data += kv;
+    data += '\0';
+  }
+  size_t off = 0;
+  while (off < data.size()) {
+    ssize_t n = ::write(fd.get(), data.data() + off, data.size() - off);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return launch_error(errno, "cannot write the task environment");
+    off += static_cast<size_t>(n);
+  }
+  return fd;
+}
+
+// Moves a descriptor above the range corral-imp's file actions write to (0-4), so the
+// dup2 sequence below can never overwrite a source before it is used.
+UniqueFd high_fd(const UniqueFd& fd) { return UniqueFd(::fcntl(fd.get(), F_DUPFD_CLOEXEC, 10)); }
+
+Result<LaunchedProcess> launch_via_imp(const LaunchRequest& req) {
+  LaunchedProcess proc;
+  UniqueFd null_in(::open("/dev/null", O_RDONLY | O_CLOEXEC));
+  UniqueFd out, err;
+  if (req.output_path.empty()) {
+    auto p = make_pipe();
+    if (!p) return p.error();
+    out = std::move(p->write);
+    proc.stdout_pipe = std::move(p->read);
+  } else {
+    out = UniqueFd(::open("/dev/null", O_WRONLY | O_CLOEXEC));
+  }
+  if (req.error_path.empty() && !req.merge_stderr) {
+    auto p = make_pipe();
+    if (!p) return p.error();
+    err = std::move(p->write);
+    proc.stderr_pipe = std::move(p->read);
+  } else {
+    err = UniqueFd(::fcntl(out.get(), F_DUPFD_CLOEXEC, 0));
+  }
+  auto envfd = environment_memfd(req.env);
+  if (!envfd) return envfd.error();
+  auto status = make_pipe();
+  if (!status) return status.error();
+  UniqueFd env_high = high_fd(*envfd), status_high = high_fd(status->write);
+
+  std::vector<std::string> argv = {req.imp_path, "--uid", std::to_string(req.uid), "--gid", std::to_string(req.gid)};
+  if (!req.cwd.empty()) argv.insert(argv.end(), {"--cwd", req.cwd});
+  argv.insert(argv.end(), {"--stdin", req.input_path.empty() ? "/dev/null" : req.input_path});
+  if (!req.output_path.empty()) argv.insert(argv.end(), {"--stdout", req.output_path});
+  if (!req.error_path.empty()) argv.insert(argv.end(), {"--stderr", req.error_path});
+  else if (req.merge_stderr && !req.output_path.empty()) argv.insert(argv.end(), {"--stderr", req.output_path});
+  argv.insert(argv.end(), {"--env-fd", "3", "--status-fd", "4", "--"});
+  argv.insert(argv.end(), req.argv.begin(), req.argv.end());
+
+  SpawnActions actions;
+  posix_spawn_file_actions_adddup2(&actions.fa, null_in.get(), STDIN_FILENO);
+  posix_spawn_file_actions_adddup2(&actions.fa, out.get(), STDOUT_FILENO);
+  posix_spawn_file_actions_adddup2(&actions.fa, err.get(), STDERR_FILENO);
+  posix_spawn_file_actions_adddup2(&actions.fa, env_high.get(), 3);
+  posix_spawn_file_actions_adddup2(&actions.fa, status_high.get(), 4);
+  // The helper runs as root: its own environment is fixed, never the user's.
+  auto pid = do_spawn(req.imp_path, argv, {"PATH=/usr/sbin:/usr/bin:/sbin:/bin"}, actions);
+  if (!pid) return pid.error();
+  proc.pid = *pid;
+  proc.status_pipe = std::move(status->read);
+  return proc;
+}
+
+}  // namespace
+
+int launch_failure_code(const Error& e) { return e.code == Errc::not_found ? 127 : 126; }
+
+Result<std::string> find_executable(const std::string& command, const std::vector<std::string>& env,
+                                    const std::string& cwd) {
+  if (command.empty()) return not_found("cannot execute '': empty command");
+  int err = ENOENT;
+  if (command.find('/') != std::string::npos) {
+    std::string path = resolve_path(command, cwd);
+    if (is_executable_file(path, err)) return path;
+    return exec_error(err, command);
+  }
+  std::string path_var = env_value(env, "PATH");
+  if (path_var.empty()) path_var = "/usr/local/bin:/usr/bin:/bin";
+  int first_err = ENOENT;
+  size_t start = 0;
+  while (start <= path_var.size()) {
+    size_t end = path_var.find(':', start);
+    if (end == std::string::npos) end = path_var.size();
+    std::string dir = path_var.substr(start, end - start);
+    std::string candidate = resolve_path((dir.empty() ? "." : dir) + "/" + command, cwd);
+    if (is_executable_file(candidate, err)) return candidate;
+    if (err == EACCES) first_err = EACCES;  // like execvp: report EACCES if seen anywhere
+    start = end + 1;
+  }
+  return exec_error(first_err, command);
+}
+
+Result<LaunchedProcess> launch_process(const LaunchRequest& req) {
+  if (req.argv.empty() || req.argv[0].empty()) return not_found("cannot execute: empty command");
+  return req.imp_path.empty() ? launch_direct(req) : launch_via_imp(req);
+}
+
+}  // namespace corral::node

@@ -1,0 +1,50 @@
+// Starting one process (a task or a perilog script) with posix_spawn, directly or
+// through corral-imp when it must run as another user.
+#pragma once
+
+#include <sys/types.h>
+
+#include <string>
+#include <vector>
+
+#include "node/unique_fd.h"
+#include "util/result.h"
+
+namespace corral::node {
+
+struct LaunchRequest {
+  std::vector<std::string> argv;
+  std::vector<std::string> env;  // KEY=VALUE
+  std::string cwd;               // empty: the agent's cwd
+  std::string input_path;        // absolute; empty: /dev/null
+  std::string output_path;       // absolute; empty: capture through a pipe
+  std::string error_path;        // absolute; empty: capture through a pipe
+  bool merge_stderr = false;     // stderr goes wherever stdout goes (perilogs)
+  // Non-empty: start `imp_path` (corral-imp) as root, which becomes uid/gid and then
+  // executes argv; files are then opened by the user, not by the agent.
+  std::string imp_path;
+  uid_t uid = 0;
+  gid_t gid = 0;
+};
+
+struct LaunchedProcess {
+  pid_t pid = -1;
+  UniqueFd stdout_pipe;  // read ends, non-blocking, when captured
+  UniqueFd stderr_pipe;
+  UniqueFd status_pipe;  // corral-imp's failure report (imp launches only)
+};
+
+// Exit code a failed launch is reported with: 127 when the command does not exist,
+// 126 for every other failure (cwd, files, permissions), as shells do.
+int launch_failure_code(const Error& e);
+
+// Errors are user-facing ("cannot execute 'foo': No such file or directory"); when the
+// error file was already open the message has been written to it too.
+Result<LaunchedProcess> launch_process(const LaunchRequest& req);
+
+// Searches `command` like execvp would, in the PATH of `env`, relative entries and
+// paths with a '/' taken relative to `cwd`. not_found / permission_denied errors.
+Result<std::string> find_executable(const std::string& command, const std::vector<std::string>& env,
+                                    const std::string& cwd);
+
+}  // namespace corral::node

@@ -1,0 +1,70 @@
+#include "sched/scheduler.h"
+
+#include "sched/feasibility.h"
+#include "sched/job_queue.h"
+#include "sched/resource_pool.h"
+#include "sched/schedule_pass.h"
+
+namespace corral::sched {
+
+struct Scheduler::Impl {
+  std::unique_ptr<topology::Placer> placer;
+  ResourcePool pool;
+  JobQueue queue;
+};
+
+Scheduler::Scheduler(std::unique_ptr<topology::Placer> placer) : impl_(std::make_unique<Impl>()) {
+  impl_->placer = placer ? std::move(placer) : topology::make_flat_placer();
+}
+
+Scheduler::~Scheduler() = default;
+
+uint32_t Scheduler::add_node(const NodeConfig& cfg) { return impl_->pool.add_node(cfg); }
+size_t Scheduler::node_count() const { return impl_->pool.size(); }
+const NodeConfig& Scheduler::node_config(uint32_t node) const { return impl_->pool.config(node); }
+
+std::optional<uint32_t> Scheduler::node_index(const std::string& name) const {
+  return impl_->pool.find(name);
+}
+
+void Scheduler::set_usable(uint32_t node, bool usable) { impl_->pool.set_usable(node, usable); }
+
+const topology::NodeState& Scheduler::node_state(uint32_t node) const {
+  return impl_->pool.state(node);
+}
+
+void Scheduler::enqueue(const PendingJob& job) { impl_->queue.push(job); }
+void Scheduler::dequeue(uint64_t jobid) { impl_->queue.erase(jobid); }
+
+void Scheduler::set_urgency(uint64_t jobid, unsigned urgency) {
+  impl_->queue.set_urgency(jobid, urgency);
+}
+
+size_t Scheduler::pending_count() const { return impl_->queue.size(); }
+
+std::optional<std::string> Scheduler::unsatisfiable(const Request& req) const {
+  return check_satisfiable(impl_->pool, req);
+}
+
+void Scheduler::allocate(uint64_t jobid, const Allocation& alloc, double end_time) {
+  impl_->queue.erase(jobid);  // a restored running job is no longer pending
+  impl_->pool.allocate(jobid, alloc, end_time);
+}
+
+void Scheduler::release_node(uint64_t jobid, uint32_t node) {
+  impl_->pool.release_node(jobid, node);
+}
+
+void Scheduler::release(uint64_t jobid) { impl_->pool.release(jobid); }
+bool Scheduler::is_allocated(uint64_t jobid) const { return impl_->pool.is_allocated(jobid); }
+
+std::vector<Decision> Scheduler::schedule(double now) {
+  return run_schedule_pass(*impl_->placer, impl_->pool, impl_->queue, now);
+}
+
+std::string Scheduler::reason(uint64_t jobid) const {
+  const QueuedJob* q = impl_->queue.find(jobid);
+  return q ? std::string(to_string(q->reason)) : std::string();
+}
+
+}  // namespace corral::sched

@@ -1,0 +1,580 @@
+#include "store/store.h"
+
+#include <sqlite3.h>
+
+#include <chrono>
+#include <condition_variable>
+#include <future>
+#include <mutex>
+#include <thread>
+#include <type_traits>
+#include <unordered_map>
+#include <variant>
+
+#include "store/sqlite_db.h"
+
+namespace corral::store {
+namespace {
+
+constexpr int64_t kSchemaVersion = 1;
+using Clock = std::chrono::steady_clock;
+
+constexpr const char* kSchema = R"sql(
+CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS jobs(
+  id INTEGER PRIMARY KEY,
+  userid INTEGER NOT NULL,
+  jobspec TEXT NOT NULL,
+  active INTEGER NOT NULL DEFAULT 1,
+  summary TEXT);
+CREATE INDEX IF NOT EXISTS jobs_active ON jobs(id) WHERE active = 1;
+CREATE INDEX IF NOT EXISTS jobs_inactive ON jobs(id) WHERE active = 0;
+CREATE TABLE IF NOT EXISTS events(
+  jobid INTEGER NOT NULL,
+  seq INTEGER NOT NULL,
+  timestamp REAL NOT NULL,
+  name TEXT NOT NULL,
+  context TEXT NOT NULL,
+  PRIMARY KEY(jobid, seq)) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS nodes(
+  name TEXT PRIMARY KEY,
+  cores INTEGER NOT NULL,
+  gpus INTEGER NOT NULL,
+  memory_mb INTEGER NOT NULL,
+  drained INTEGER NOT NULL,
+  reason TEXT NOT NULL,
+  reason_time REAL NOT NULL,
+  reason_userid INTEGER NOT NULL) WITHOUT ROWID;
+INSERT OR IGNORE INTO meta(key, value) VALUES ('schema_version', 1), ('next_jobid', 1);
+)sql";
+
+// SQLite integers are signed 64-bit; ids are stored bit for bit.
+int64_t sql_id(uint64_t id) { return static_cast<int64_t>(id); }
+uint64_t from_sql_id(int64_t id) { return static_cast<uint64_t>(id); }
+
+struct InsertJob {
+  uint64_t id;
+  uint32_t userid;
+  std::string jobspec;
+};
+struct AppendEvent {
+  uint64_t jobid;
+  job::Event ev;
+};
+struct FinishJob {
+  uint64_t jobid;
+  std::string summary;
+};
+struct PutNode {
+  NodeRecord node;
+};
+using Op = std::variant<InsertJob, AppendEvent, FinishJob, PutNode, Store::Done>;
+
+// Statements of the writer connection, prepared once.
+struct WriteStmts {
+  Stmt begin, commit, rollback;
+  Stmt insert_job, bump_next_jobid, next_seq, insert_event, finish_job, put_node;
+};
+
+// Statements of the read connection, prepared once.
+struct ReadStmts {
+  Stmt begin, end;
+  Stmt next_jobid, max_id, active_jobs, active_events, nodes;
+  Stmt eventlog, job, summaries, count_inactive;
+};
+
+Status prepare_all(Db& db, std::initializer_list<std::pair<Stmt*, const char*>> list) {
+  for (auto& [stmt, sql] : list) {
+    auto s = db.prepare(sql);
+    if (!s) return s.error();
+    *stmt = std::move(s.value());
+  }
+  return {};
+}
+
+Status prepare_writes(Db& db, WriteStmts& w) {
+  return prepare_all(
+      db, {
+              {&w.begin, "BEGIN IMMEDIATE"},
+              {&w.commit, "COMMIT"},
+              {&w.rollback, "ROLLBACK"},
+              {&w.insert_job,
+               "INSERT INTO jobs(id, userid, jobspec, active) VALUES(?1, ?2, ?3, 1)"},
+              {&w.bump_next_jobid,
+               "INSERT INTO meta(key, value) VALUES('next_jobid', ?1) "
+               "ON CONFLICT(key) DO UPDATE SET value = max(value, excluded.value)"},
+              {&w.next_seq, "SELECT COALESCE(MAX(seq) + 1, 0) FROM events WHERE jobid = ?1"},
+              {&w.insert_event,
+               "INSERT INTO events(jobid, seq, timestamp, name, context) "
+               "VALUES(?1, ?2, ?3, ?4, ?5)"},
+              {&w.finish_job, "UPDATE jobs SET active = 0, summary = ?2 WHERE id = ?1"},
+              {&w.put_node,
+               "INSERT OR REPLACE INTO nodes(name, cores, gpus, memory_mb, drained, reason, "
+               "reason_time, reason_userid) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)"},
+          });
+}
+
+Status prepare_reads(Db& db, ReadStmts& r) {
+  return prepare_all(
+      db, {
+              {&r.begin, "BEGIN"},
+              {&r.end, "COMMIT"},
+              {&r.next_jobid, "SELECT value FROM meta WHERE key = 'next_jobid'"},
+              {&r.max_id, "SELECT MAX(id) FROM jobs"},
+              {&r.active_jobs, "SELECT id, userid, jobspec FROM jobs WHERE active = 1 ORDER BY id"},
+              {&r.active_events,
+               "SELECT e.jobid, e.timestamp, e.name, e.context FROM jobs j "
+               "JOIN events e ON e.jobid = j.id WHERE j.active = 1 ORDER BY j.id, e.seq"},
+              {&r.nodes,
+               "SELECT name, cores, gpus, memory_mb, drained, reason, reason_time, reason_userid "
+               "FROM nodes ORDER BY name"},
+              {&r.eventlog,
+               "SELECT timestamp, name, context FROM events WHERE jobid = ?1 ORDER BY seq"},
+              {&r.job, "SELECT jobspec, active, summary FROM jobs WHERE id = ?1"},
+              {&r.summaries,
+               "SELECT summary FROM jobs WHERE active = 0 ORDER BY id DESC LIMIT ?1"},
+              {&r.count_inactive, "SELECT count(*) FROM jobs WHERE active = 0"},
+          });
+}
+
+// Runs a statement that returns no rows we need; the error says what was being done.
+Status exec_stmt(Db& db, Stmt& s, const std::string& what) {
+  int rc = s.step();
+  Status st;
+  if (rc != SQLITE_DONE && rc != SQLITE_ROW) st = db.error(what, rc);
+  s.reset();
+  return st;
+}
+
+// The first row's first column as an integer, or `fallback` when there is none / NULL.
+Result<int64_t> scalar(Db& db, Stmt& s, int64_t fallback, const std::string& what) {
+  StmtScope scope(s);
+  int rc = s.step();
+  if (rc == SQLITE_ROW) return s.is_null(0) ? fallback : s.int64(0);
+  if (rc == SQLITE_DONE) return fallback;
+  return db.error(what, rc);
+}
+
+Status configure_writer(Db& db, const StoreOptions& opts) {
+  // journal_mode answers with the mode in effect: some filesystems refuse WAL.
+  auto mode = db.prepare("PRAGMA journal_mode=WAL");
+  if (!mode) return mode.error();
+  int rc = mode->step();
+  if (rc != SQLITE_ROW) return db.error("enabling WAL journal mode", rc);
+  if (mode->text(0) != "wal")
+    return io_error("state database " + db.path() + ": the filesystem does not support " +
+                    "SQLite's WAL mode (journal mode is " + mode->text(0) + ")");
+  mode->reset();
+  std::string sync = opts.synchronous_full ? "FULL" : "NORMAL";
+  if (auto st = db.exec("PRAGMA synchronous=" + sync + "; PRAGMA busy_timeout=5000;"); !st)
+    return st;
+  if (auto st = db.exec("BEGIN IMMEDIATE;" + std::string(kSchema) + "COMMIT;"); !st) {
+    if (db.in_transaction()) (void)db.exec("ROLLBACK");
+    return st;
+  }
+  auto version = db.prepare("SELECT value FROM meta WHERE key = 'schema_version'");
+  if (!version) return version.error();
+  auto v = scalar(db, *version, 0, "reading the schema version");
+  if (!v) return v.error();
+  if (*v > kSchemaVersion)
+    return io_error("state database " + db.path() + " has schema version " +
+                    std::to_string(*v) + ", newer than this corral understands (" +
+                    std::to_string(kSchemaVersion) + "); use a newer corrald");
+  return {};
+}
+
+}  // namespace
+
+struct Store::Impl {
+  StoreOptions opts;
+  Db wdb, rdb;
+  WriteStmts w;  // writer thread only (after open)
+  ReadStmts r;   // under read_mu
+  std::mutex read_mu;
+
+  std::mutex mu;  // guards queue and stopping
+  std::condition_variable cv;
+  std::vector<Op> queue;
+  bool stopping = false;
+  std::thread writer;
+
+  // Next event sequence number of jobs written since start (writer thread only). Finished
+  // jobs are dropped so the map stays the size of the active set.
+  std::unordered_map<uint64_t, int64_t> next_seq;
+  Status unreported;  // a failure no callback has been told about yet (writer thread only)
+
+  ~Impl() { stop(); }
+
+  void push(Op op) {
+    bool was_empty;
+    {
+      std::lock_guard lock(mu);
+      was_empty = queue.empty();
+      queue.push_back(std::move(op));
+    }
+    if (was_empty) cv.notify_one();
+  }
+
+  void stop() {
+    if (!writer.joinable()) return;
+    {
+      std::lock_guard lock(mu);
+      stopping = true;
+    }
+    cv.notify_one();
+    writer.join();
+  }
+
+  // --- writer thread ---
+
+  void writer_loop() {
+    std::vector<Op> chunk;
+    while (wait_for_work(chunk)) commit_group(chunk);
+  }
+
+  bool wait_for_work(std::vector<Op>& chunk) {
+    std::unique_lock lock(mu);
+    cv.wait(lock, [&] { return stopping || !queue.empty(); });
+    if (queue.empty()) return false;  // stopping, and everything is written
+    chunk.swap(queue);
+    return true;
+  }
+
+  bool take_more(std::vector<Op>& chunk) {
+    std::lock_guard lock(mu);
+    if (queue.empty()) return false;
+    chunk.swap(queue);
+    return true;
+  }
+
+  // One transaction absorbs what arrives while it applies writes, until the queue is empty
+  // or commit_interval has passed since the group started. An empty queue commits at once:
+  // nobody should wait for a write that may never come, and while this commit syncs, the
+  // next group gathers by itself. (Lingering a fraction of the last commit's duration for
+  // more writes was tried; it showed no measurable gain and adds latency when idle.)
+  void commit_group(std::vector<Op>& chunk) {
+    auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                                       std::chrono::duration<double>(opts.commit_interval));
+    std::vector<Done> waiting;
+    bool writes_after_last_done = false;
+    Status st = exec_stmt(wdb, w.begin, "starting a transaction");
+    for (;;) {
+      for (auto& op : chunk) apply_or_collect(op, st, waiting, writes_after_last_done);
+      chunk.clear();
+      if (!st.ok() || Clock::now() >= deadline || !take_more(chunk)) break;
+    }
+    st = end_transaction(std::move(st));
+    report(waiting, st, writes_after_last_done);
+  }
+
+  // Every callback of the group gets its status. Writes lost after the group's last
+  // callback are reported to the next callback, whichever group it is in, so that no
+  // callback says "durable" after a write queued before it was rolled back.
+  void report(std::vector<Done>& waiting, const Status& st, bool writes_after_last_done) {
+    for (size_t i = 0; i < waiting.size(); ++i)
+      waiting[i](i == 0 && !unreported.ok() ? unreported : st);
+    if (!waiting.empty()) unreported = Status();
+    if (!st.ok() && writes_after_last_done && unreported.ok()) unreported = st;
+  }
+
+  void apply_or_collect(Op& op, Status& st, std::vector<Done>& waiting, bool& writes_pending) {
+    std::visit(
+        [&](auto& o) {
+          using T = std::decay_t<decltype(o)>;
+          if constexpr (std::is_same_v<T, Done>) {
+            if (!o) return;
+            waiting.push_back(std::move(o));
+            writes_pending = false;
+          } else {
+            writes_pending = true;
+            if (st.ok()) st = apply(o);
+          }
+        },
+        op);
+  }
+
+  Status end_transaction(Status st) {
+    if (st.ok()) st = exec_stmt(wdb, w.commit, "committing");
+    if (!st.ok()) {
+      if (wdb.in_transaction()) (void)exec_stmt(wdb, w.rollback, "rolling back");
+      next_seq.clear();  // the cached numbers may include rolled-back events
+    }
+    return st;
+  }
+
+  Status apply(const InsertJob& op) {
+    std::string what = "recording new job " + std::to_string(op.id);
+    w.insert_job.bind(1, sql_id(op.id));
+    w.insert_job.bind(2, static_cast<int64_t>(op.userid));
+    w.insert_job.bind(3, op.jobspec);
+    if (auto st = exec_stmt(wdb, w.insert_job, what); !st) return st;
+    // Ids are never reused, even after the highest job is purged from the table.
+    w.bump_next_jobid.bind(1, sql_id(op.id + 1));
+    if (auto st = exec_stmt(wdb, w.bump_next_jobid, what); !st) return st;
+    next_seq[op.id] = 0;
+    return {};
+  }
+
+  Status apply(const AppendEvent& op) {
+    std::string_view what = "appending an event";
+    auto it = next_seq.find(op.jobid);
+    if (it == next_seq.end()) {
+      w.next_seq.bind(1, sql_id(op.jobid));
+      auto seq = scalar(wdb, w.next_seq, 0, std::string(what));
+      if (!seq) return seq.error();
+      it = next_seq.emplace(op.jobid, *seq).first;
+    }
+    w.insert_event.bind(1, sql_id(op.jobid));
+    w.insert_event.bind(2, it->second);
+    w.insert_event.bind(3, op.ev.timestamp);
+    w.insert_event.bind(4, op.ev.name);
+    w.insert_event.bind(5, op.ev.context);
+    int rc = w.insert_event.step();
+    Status st;
+    if (rc != SQLITE_DONE)
+      st = wdb.error("appending event " + op.ev.name + " to job " + std::to_string(op.jobid),
+                     rc);
+    w.insert_event.reset();
+    if (st.ok()) ++it->second;
+    return st;
+  }
+
+  Status apply(const FinishJob& op) {
+    std::string what = "marking job " + std::to_string(op.jobid) + " inactive";
+    w.finish_job.bind(1, sql_id(op.jobid));
+    w.finish_job.bind(2, op.summary);
+    if (auto st = exec_stmt(wdb, w.finish_job, what); !st) return st;
+    if (wdb.changes() == 0)
+      return not_found("state database " + wdb.path() + ": " + what +
+                       ": the job was never recorded");
+    next_seq.erase(op.jobid);
+    return {};
+  }
+
+  Status apply(const PutNode& op) {
+    const NodeRecord& n = op.node;
+    w.put_node.bind(1, n.name);
+    w.put_node.bind(2, static_cast<int64_t>(n.cores));
+    w.put_node.bind(3, static_cast<int64_t>(n.gpus));
+    w.put_node.bind(4, static_cast<int64_t>(n.memory_mb));
+    w.put_node.bind(5, static_cast<int64_t>(n.drained));
+    w.put_node.bind(6, n.reason);
+    w.put_node.bind(7, n.reason_time);
+    w.put_node.bind(8, static_cast<int64_t>(n.reason_userid));
+    return exec_stmt(wdb, w.put_node, "recording node " + n.name);
+  }
+
+  // --- readers (hold read_mu) ---
+
+  // A read transaction so that everything read together is one consistent snapshot.
+  class ReadTxn {
+   public:
+    explicit ReadTxn(Impl& impl) : impl_(impl) {
+      ok_ = exec_stmt(impl_.rdb, impl_.r.begin, "starting a read transaction");
+    }
+    ~ReadTxn() {
+      if (ok_.ok()) (void)exec_stmt(impl_.rdb, impl_.r.end, "ending a read transaction");
+    }
+    ReadTxn(const ReadTxn&) = delete;
+    ReadTxn& operator=(const ReadTxn&) = delete;
+    const Status& status() const { return ok_; }
+
+   private:
+    Impl& impl_;
+    Status ok_;
+  };
+
+  Result<std::vector<job::Event>> events_of(uint64_t jobid) {
+    Stmt& s = r.eventlog;
+    StmtScope scope(s);
+    s.bind(1, sql_id(jobid));
+    std::vector<job::Event> out;
+    int rc;
+    while ((rc = s.step()) == SQLITE_ROW) out.push_back({s.real(0), s.text(1), s.text(2)});
+    if (rc != SQLITE_DONE)
+      return rdb.error("reading the eventlog of job " + std::to_string(jobid), rc);
+    return out;
+  }
+
+  struct JobRow {
+    std::string jobspec;
+    bool active = false;
+    std::string summary;
+  };
+  Result<JobRow> job_row(uint64_t jobid) {
+    Stmt& s = r.job;
+    StmtScope scope(s);
+    s.bind(1, sql_id(jobid));
+    int rc = s.step();
+    if (rc == SQLITE_ROW) return JobRow{s.text(0), s.int64(1) != 0, s.text(2)};
+    if (rc == SQLITE_DONE)
+      return not_found("job " + std::to_string(jobid) + " is not in state database " +
+                       rdb.path());
+    return rdb.error("reading job " + std::to_string(jobid), rc);
+  }
+
+  Status read_active(Snapshot& snap) {
+    {
+      Stmt& s = r.active_jobs;
+      StmtScope scope(s);
+      int rc;
+      while ((rc = s.step()) == SQLITE_ROW)
+        snap.active.push_back(
+            {from_sql_id(s.int64(0)), static_cast<uint32_t>(s.int64(1)), s.text(2), {}});
+      if (rc != SQLITE_DONE) return rdb.error("reading the active jobs", rc);
+    }
+    // Both queries are ordered by job id, so the events are merged in one pass.
+    Stmt& s = r.active_events;
+    StmtScope scope(s);
+    size_t j = 0;
+    int rc;
+    while ((rc = s.step()) == SQLITE_ROW) {
+      uint64_t id = from_sql_id(s.int64(0));
+      while (j < snap.active.size() && snap.active[j].id != id) ++j;
+      if (j == snap.active.size()) return rdb.error("reading the active eventlogs: out of order");
+      snap.active[j].events.push_back({s.real(1), s.text(2), s.text(3)});
+    }
+    if (rc != SQLITE_DONE) return rdb.error("reading the active eventlogs", rc);
+    return {};
+  }
+
+  Status read_nodes(Snapshot& snap) {
+    Stmt& s = r.nodes;
+    StmtScope scope(s);
+    int rc;
+    while ((rc = s.step()) == SQLITE_ROW) {
+      NodeRecord n;
+      n.name = s.text(0);
+      n.cores = static_cast<uint32_t>(s.int64(1));
+      n.gpus = static_cast<uint32_t>(s.int64(2));
+      n.memory_mb = static_cast<uint64_t>(s.int64(3));
+      n.drained = s.int64(4) != 0;
+      n.reason = s.text(5);
+      n.reason_time = s.real(6);
+      n.reason_userid = static_cast<uint32_t>(s.int64(7));
+      snap.nodes.push_back(std::move(n));
+    }
+    if (rc != SQLITE_DONE) return rdb.error("reading the nodes", rc);
+    return {};
+  }
+
+  Result<Snapshot> read_snapshot() {
+    Snapshot snap;
+    auto meta_next = scalar(rdb, r.next_jobid, 1, "reading the next job id");
+    if (!meta_next) return meta_next.error();
+    auto max_id = scalar(rdb, r.max_id, 0, "reading the highest job id");
+    if (!max_id) return max_id.error();
+    snap.next_jobid = std::max(from_sql_id(*meta_next), from_sql_id(*max_id) + 1);
+    if (auto st = read_active(snap); !st) return st.error();
+    if (auto st = read_nodes(snap); !st) return st.error();
+    return snap;
+  }
+};
+
+Result<std::unique_ptr<Store>> Store::open(const std::string& path, StoreOptions opts) {
+  auto impl = std::make_unique<Impl>();
+  impl->opts = opts;
+  auto wdb = Db::open(path, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX);
+  if (!wdb) return wdb.error();
+  impl->wdb = std::move(wdb.value());
+  if (auto st = configure_writer(impl->wdb, opts); !st) return st.error();
+  if (auto st = prepare_writes(impl->wdb, impl->w); !st) return st.error();
+
+  auto rdb = Db::open(path, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX);
+  if (!rdb) return rdb.error();
+  impl->rdb = std::move(rdb.value());
+  if (auto st = impl->rdb.exec("PRAGMA busy_timeout=5000"); !st) return st.error();
+  if (auto st = prepare_reads(impl->rdb, impl->r); !st) return st.error();
+
+  Impl& ref = *impl;
+  impl->writer = std::thread([&ref] { ref.writer_loop(); });
+  // The constructor is private, so make_unique cannot reach it.
+  return std::unique_ptr<Store>(new Store(std::move(impl)));
+}
+
+Store::Store(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+
+Store::~Store() { impl_->stop(); }
+
+void Store::insert_job(uint64_t id, uint32_t userid, const std::string& jobspec) {
+  impl_->push(InsertJob{id, userid, jobspec});
+}
+
+void Store::append_event(uint64_t jobid, const job::Event& ev) {
+  impl_->push(AppendEvent{jobid, ev});
+}
+
+void Store::finish_job(uint64_t jobid, const std::string& summary_json) {
+  impl_->push(FinishJob{jobid, summary_json});
+}
+
+void Store::put_node(const NodeRecord& node) { impl_->push(PutNode{node}); }
+
+void Store::on_durable(Done done) { impl_->push(std::move(done)); }
+
+Status Store::flush() {
+  if (std::this_thread::get_id() == impl_->writer.get_id())
+    return Error{Errc::internal,
+                 "Store::flush called from an on_durable callback: it would wait for itself"};
+  std::promise<Status> promise;
+  auto done = promise.get_future();
+  on_durable([&promise](const Status& st) { promise.set_value(st); });
+  return done.get();
+}
+
+Result<Snapshot> Store::load() {
+  if (auto st = flush(); !st) return st.error();
+  std::lock_guard lock(impl_->read_mu);
+  Impl::ReadTxn txn(*impl_);
+  if (!txn.status()) return txn.status().error();
+  return impl_->read_snapshot();
+}
+
+Result<std::vector<job::Event>> Store::read_eventlog(uint64_t jobid) {
+  std::lock_guard lock(impl_->read_mu);
+  Impl::ReadTxn txn(*impl_);
+  if (!txn.status()) return txn.status().error();
+  auto events = impl_->events_of(jobid);
+  if (events && events->empty()) {
+    // An empty eventlog is only an answer if the job exists.
+    if (auto row = impl_->job_row(jobid); !row) return row.error();
+  }
+  return events;
+}
+
+Result<std::string> Store::read_jobspec(uint64_t jobid) {
+  std::lock_guard lock(impl_->read_mu);
+  auto row = impl_->job_row(jobid);
+  if (!row) return row.error();
+  return std::move(row->jobspec);
+}
+
+Result<std::vector<std::string>> Store::inactive_summaries(size_t max) {
+  std::lock_guard lock(impl_->read_mu);
+  Stmt& s = impl_->r.summaries;
+  StmtScope scope(s);
+  s.bind(1, max == 0 ? int64_t{-1} : static_cast<int64_t>(max));  // LIMIT -1: no limit
+  std::vector<std::string> out;
+  int rc;
+  while ((rc = s.step()) == SQLITE_ROW) out.push_back(s.text(0));
+  if (rc != SQLITE_DONE) return impl_->rdb.error("reading inactive job summaries", rc);
+  return out;
+}
+
+Result<std::string> Store::inactive_summary(uint64_t jobid) {
+  std::lock_guard lock(impl_->read_mu);
+  auto row = impl_->job_row(jobid);
+  if (!row) return row.error();
+  if (row->active)
+    return not_found("job " + std::to_string(jobid) + " is still active: it has no summary yet");
+  return std::move(row->summary);
+}
+
+Result<uint64_t> Store::count_inactive() {
+  std::lock_guard lock(impl_->read_mu);
+  auto n = scalar(impl_->rdb, impl_->r.count_inactive, 0, "counting inactive jobs");
+  if (!n) return n.error();
+  return static_cast<uint64_t>(*n);
+}
+
+}  // namespace corral::store

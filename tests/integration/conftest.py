@@ -1,0 +1,215 @@
+"""Shared fixtures for corral's integration tests: real corrald and corral-node processes.
+
+The `cluster` fixture starts the controller and its agents directly (not through
+`corral start`) so a test can kill -9 and restart the controller or kill one agent.
+ctest sets CORRAL_BUILD_DIR (binaries in $CORRAL_BUILD_DIR/bin) and CORRAL_SOURCE_DIR.
+
+Size a cluster with a marker, `@pytest.mark.cluster(size=8, agents=2, cores=2)`, or by
+indirect parametrisation, `@pytest.mark.parametrize("cluster", [2, {"size": 4}],
+indirect=True)`. Tests that use `cluster` fail (never skip) when corrald is missing.
+"""
+import json
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+
+SOURCE_DIR = Path(os.environ.get("CORRAL_SOURCE_DIR", Path(__file__).resolve().parents[2]))
+BUILD_DIR = Path(os.environ.get("CORRAL_BUILD_DIR", SOURCE_DIR / "build"))
+BIN_DIR = BUILD_DIR / "bin"
+
+# Short timings keep failure detection tests fast.
+FAST_SETTINGS = (
+    "controller.heartbeat-interval=0.5s",
+    "controller.node-timeout=3s",
+    "controller.kill-grace=1s",
+)
+
+
+def pytest_configure(config):
+    config.addinivalue_line(
+        "markers", "cluster(size=4, agents=None, cores=4, gpus=0, memory='16GiB', sets=(), "
+        "config=None): shape of the `cluster` fixture")
+
+
+def binary(name):
+    """Path of a built executable; fails the test (not skips) when it is missing."""
+    path = BIN_DIR / name
+    if not os.access(path, os.X_OK):
+        pytest.fail(f"{path} is missing: build it first (cmake --build {BUILD_DIR} "
+                    f"--target {name}) or set CORRAL_BUILD_DIR", pytrace=False)
+    return str(path)
+
+
+def run_corral(*args, env=None, input=None, timeout=60, check=False, user=None):
+    """Runs build/bin/corral; returns the CompletedProcess (text mode)."""
+    cmd = [binary("corral"), *map(str, args)]
+    if user is not None:
+        cmd = ["setpriv", f"--reuid={user}", f"--regid={user}", "--clear-groups", *cmd]
+    proc = subprocess.run(cmd, env=env if env is not None else dict(os.environ),
+                          input=input, capture_output=True, text=True, timeout=timeout)
+    if check and proc.returncode != 0:
+        raise AssertionError(
+            f"{' '.join(cmd)} exited {proc.returncode}\n"
+            f"stdout:\n{proc.stdout}\nstderr:\n{proc.stderr}")
+    return proc
+
+
+def split_nodes(nodes, agents):
+    """The same split as `corral start`: contiguous, nearly equal parts."""
+    out, first = [], 0
+    for i in range(agents):
+        count = nodes // agents + (1 if i < nodes % agents else 0)
+        if count == 0:
+            continue
+        last = first + count - 1
+        out.append(f"node{first}" if count == 1 else f"node[{first}-{last}]")
+        first = last + 1
+    return out
+
+
+def log_tail(path, lines=20):
+    try:
+        text = Path(path).read_text(errors="replace").splitlines()
+    except OSError:
+        return f"  ({path} is missing)\n"
+    return f"  last lines of {path}:\n" + "".join(f"    {l}\n" for l in text[-lines:])
+
+
+class Cluster:
+    """A controller and K agents hosting node0..node{size-1} in a temporary directory."""
+
+    def __init__(self, size=4, agents=None, cores=4, gpus=0, memory="16GiB", sets=(),
+                 config=None):
+        self.size = size
+        self.agent_count = min(agents or min(size, 4), size)
+        self.cores, self.gpus, self.memory = cores, gpus, memory
+        self.sets = list(FAST_SETTINGS) + list(sets)
+        self.config = config
+        self.dir = tempfile.mkdtemp(prefix="corral-test-")
+        os.chmod(self.dir, 0o755)  # tests may run clients as other users
+        self.socket = os.path.join(self.dir, "corrald.sock")
+        self.uri = "unix:" + self.socket
+        self.env = dict(os.environ, CORRAL_URI=self.uri)
+        self.node_sets = split_nodes(size, self.agent_count)
+        self.controller = None
+        self.agents = [None] * len(self.node_sets)
+
+    # ------------------------------------------------------------ processes
+
+    def _spawn(self, args, log):
+        with open(log, "ab") as out:
+            return subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=out,
+                                    stderr=subprocess.STDOUT, start_new_session=True)
+
+    def start_controller(self):
+        args = [binary("corrald"), "--socket", self.socket,
+                "--state-dir", os.path.join(self.dir, "state"),
+                "--log-file", os.path.join(self.dir, "corrald.log")]
+        if self.config:
+            args += ["--config", str(self.config)]
+        for s in self.sets:
+            args += ["--set", s]
+        self.controller = self._spawn(args, os.path.join(self.dir, "corrald.out"))
+        return self.controller
+
+    def start_agent(self, i):
+        log = os.path.join(self.dir, f"agent-{i}.log")
+        args = [binary("corral-node"), "--controller", self.uri, "--nodes", self.node_sets[i],
+                "--cores", str(self.cores), "--gpus", str(self.gpus), "--memory", self.memory,
+                "--state-dir", os.path.join(self.dir, f"agent-{i}"), "--log-file", log]
+        self.agents[i] = self._spawn(args, os.path.join(self.dir, f"agent-{i}.out"))
+        return self.agents[i]
+
+    def start(self, timeout=30):
+        self.start_controller()
+        for i in range(len(self.node_sets)):
+            self.start_agent(i)
+        self.wait_nodes_up(self.size, timeout=timeout)
+        return self
+
+    @staticmethod
+    def _kill(proc, sig):
+        if proc is None or proc.poll() is not None:
+            return
+        proc.send_signal(sig)
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+    def kill_controller(self, sig=signal.SIGKILL):
+        self._kill(self.controller, sig)
+
+    def kill_agent(self, i, sig=signal.SIGKILL):
+        self._kill(self.agents[i], sig)
+
+    # ------------------------------------------------------------ queries
+
+    def corral(self, *args, check=True, input=None, user=None, timeout=60):
+        return run_corral(*args, env=self.env, input=input, timeout=timeout, check=check,
+                          user=user)
+
+    def nodes(self):
+        """`corral nodes --json` as a list of dicts ([] while the controller is down)."""
+        proc = self.corral("nodes", "--json", check=False, timeout=15)
+        if proc.returncode != 0:
+            return []
+        return json.loads(proc.stdout)
+
+    def wait_nodes_up(self, n, timeout=30):
+        deadline = time.monotonic() + timeout
+        up = 0
+        while time.monotonic() < deadline:
+            if self.controller is not None and self.controller.poll() is not None:
+                pytest.fail(f"corrald exited with {self.controller.returncode}\n{self.logs()}",
+                            pytrace=False)
+            up = sum(1 for node in self.nodes() if not node["state"].startswith("down"))
+            if up >= n:
+                return
+            time.sleep(0.2)
+        pytest.fail(f"only {up} of {n} nodes came up within {timeout}s\n{self.logs()}",
+                    pytrace=False)
+
+    def logs(self):
+        names = ["corrald.log", "corrald.out"]
+        for i in range(len(self.node_sets)):
+            names += [f"agent-{i}.log", f"agent-{i}.out"]
+        return "".join(log_tail(os.path.join(self.dir, n)) for n in names)
+
+    def stop(self):
+        for i in range(len(self.agents)):
+            self._kill(self.agents[i], signal.SIGTERM)
+        self._kill(self.controller, signal.SIGTERM)
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+@pytest.fixture
+def cluster(request):
+    opts = {}
+    marker = request.node.get_closest_marker("cluster")
+    if marker is not None:
+        opts.update(marker.kwargs)
+    param = getattr(request, "param", None)
+    if isinstance(param, int):
+        opts["size"] = param
+    elif isinstance(param, dict):
+        opts.update(param)
+    c = Cluster(**opts)
+    try:
+        c.start()
+        yield c
+    finally:
+        c.stop()
+
+
+@pytest.fixture
+def corral():
+    """`corral` without a cluster, for commands that need no controller."""
+    return run_corral

@@ -1,0 +1,366 @@
+// The agent's job execution end to end, without a controller: controller messages go
+// straight into Agent::handle and the batches it would send are collected.
+#include <gtest/gtest.h>
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "corral.pb.h"
+#include "job/jobspec.h"
+#include "node/agent.h"
+
+namespace corral::node {
+namespace {
+
+namespace fs = std::filesystem;
+
+class NodeAgent : public ::testing::Test {
+ protected:
+  void SetUp() override { make_agent(false); }
+  void make_agent(bool as_root) {
+    agent_.reset();
+    sent_.clear();
+    // The agent reads SIGCHLD from a signalfd.
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGCHLD);
+    pthread_sigmask(SIG_BLOCK, &set, nullptr);
+    dir_ = fs::temp_directory_path() / ("corral-agent-" + std::to_string(::getpid()));
+    fs::create_directories(dir_ / "state");
+    auto loop = EventLoop::create();
+    ASSERT_TRUE(loop);
+    loop_ = std::move(*loop);
+    AgentConfig c;
+    c.agent_id = "n[1-2]";
+    c.nodes = {{"n1", 4, 0, 1024}, {"n2", 4, 2, 1024}};
+    c.controller_uri = "unix:/tmp/test.sock";
+    c.state_dir = (dir_ / "state").string();
+    c.kill_grace = 0.2;
+    c.handle_termination = false;
+    c.as_root = as_root;
+    c.imp_path = (fs::read_symlink("/proc/self/exe").parent_path() / "corral-imp").string();
+    agent_ = std::make_unique<Agent>(*loop_, c, [this](uint64_t, v1::AgentMessage&& m) { sent_.push_back(m); });
+    ASSERT_TRUE(agent_->start());
+    auto reg = agent_->begin_register(1);
+    EXPECT_EQ(reg.register_().agent_id(), "n[1-2]");
+    EXPECT_EQ(reg.register_().nodes_size(), 2);
+    v1::ControllerMessage ack;
+    ack.set_register_ack(true);
+    agent_->on_registered(1, ack);
+  }
+  void TearDown() override {
+    agent_.reset();
+    fs::remove_all(dir_);
+  }
+
+  // Runs the loop until `done` holds (checked every 5 ms) or `seconds` pass.
+  bool run_until(const std::function<bool()>& done, double seconds = 10) {
+    bool ok = false;
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+    std::function<void()> check = [&] {
+      if (done()) {
+        ok = true;
+        loop_->stop();
+      } else if (std::chrono::steady_clock::now() > deadline) {
+        loop_->stop();
+      } else {
+        loop_->add_timer(0.005, check);
+      }
+    };
+    loop_->add_timer(0, check);
+    loop_->run();
+    return ok;
+  }
+
+  static std::string spec(job::JobRequest req) {
+    if (req.cwd.empty()) req.cwd = "/";
+    auto s = job::build_jobspec(req);
+    EXPECT_TRUE(s) << s.message();
+    return job::jobspec_to_string(*s);
+  }
+  static job::JobRequest command(std::vector<std::string> argv) {
+    job::JobRequest r;
+    r.command = std::move(argv);
+    r.environment = {{"PATH", "/usr/bin:/bin"}};
+    return r;
+  }
+
+  void start(uint64_t id, const std::string& jobspec, std::vector<std::tuple<std::string, uint32_t, uint32_t>> nodes,
+             uint32_t total_tasks = 1, uint32_t uid = ::getuid(), uint32_t gid = ::getgid()) {
+    v1::ControllerMessage m;
+    auto* s = m.add_start();
+    s->set_jobid(id);
+    s->set_userid(uid);
+    s->set_groupid(gid);
+    s->set_jobspec(jobspec);
+    s->set_nodelist("n[1-2]");
+    s->set_total_nodes(static_cast<uint32_t>(nodes.size()));
+    s->set_total_tasks(total_tasks);
+    uint32_t index = 0;
+    for (auto& [name, first, n] : nodes) {
+      auto* t = s->add_tasks();
+      t->set_node(name);
+      t->set_node_index(index++);
+      t->set_first_rank(first);
+      t->set_ntasks(n);
+      t->set_cores("0-1");
+    }
+    (*s->mutable_extra_env())["EXTRA"] = "yes";
+    agent_->handle(m);
+  }
+  void signal(uint64_t id, int sig, double kill_after = 0) {
+    v1::ControllerMessage m;
+    auto* s = m.add_signal();
+    s->set_jobid(id);
+    s->set_signal(sig);
+    s->set_kill_after(kill_after);
+    agent_->handle(m);
+  }
+
+  std::vector<v1::JobNodeExit> exits(uint64_t id) const {
+    std::vector<v1::JobNodeExit> out;
+    for (const auto& m : sent_)
+      for (const auto& e : m.exited())
+        if (e.jobid() == id) out.push_back(e);
+    return out;
+  }
+  bool started(uint64_t id, const std::string& node) const {
+    for (const auto& m : sent_)
+      for (const auto& s : m.started())
+        if (s.jobid() == id && s.node() == node) return true;
+    return false;
+  }
+  // All output of one stream, and whether its eof arrived.
+  std::pair<std::string, bool> output(uint64_t id, uint32_t rank, bool is_err) const {
+    std::string data;
+    bool eof = false;
+    for (const auto& m : sent_)
+      for (const auto& o : m.output())
+        if (o.jobid() == id && o.rank() == rank && o.stderr() == is_err) {
+          data += o.data();
+          eof |= o.eof();
+        }
+    return {data, eof};
+  }
+  std::function<bool()> exited(uint64_t id, size_t nodes = 1) {
+    return [this, id, nodes] { return exits(id).size() >= nodes; };
+  }
+
+  fs::path dir_;
+  std::unique_ptr<EventLoop> loop_;
+  std::unique_ptr<Agent> agent_;
+  std::vector<v1::AgentMessage> sent_;
+};
+
+TEST_F(NodeAgent, RunsACommandAndStreamsItsOutput) {
+  start(1, spec(command({"/bin/sh", "-c", "echo out; echo err >&2; exit 3"})), {{"n1", 0, 1}});
+  ASSERT_TRUE(run_until(exited(1)));
+  EXPECT_TRUE(started(1, "n1"));
+  auto e = exits(1).at(0);
+  EXPECT_EQ(e.node(), "n1");
+  EXPECT_EQ(e.waitstatus(), 3 << 8);
+  ASSERT_EQ(e.tasks_size(), 1);
+  EXPECT_EQ(e.tasks(0).waitstatus(), 3 << 8);
+  EXPECT_EQ(e.error(), "");
+  EXPECT_EQ(output(1, 0, false), std::make_pair(std::string("out\n"), true));
+  EXPECT_EQ(output(1, 0, true), std::make_pair(std::string("err\n"), true));
+}
+
+TEST_F(NodeAgent, TasksGetTheirEnvironment) {
+  start(2,
+        spec(command({"/bin/sh", "-c",
+                      "echo $CORRAL_JOBID $CORRAL_NODENAME $CORRAL_NODEID $CORRAL_TASK_RANK $CORRAL_LOCAL_RANK "
+                      "$CORRAL_NTASKS $CORRAL_NNODES $CORRAL_CPUS_ON_NODE $EXTRA $CORRAL_URI"})),
+        {{"n1", 0, 2}, {"n2", 2, 1}}, 3);
+  ASSERT_TRUE(run_until(exited(2, 2)));
+  EXPECT_EQ(output(2, 0, false).first, "2 n1 0 0 0 3 2 2 yes unix:/tmp/test.sock\n");
+  EXPECT_EQ(output(2, 1, false).first, "2 n1 0 1 1 3 2 2 yes unix:/tmp/test.sock\n");
+  EXPECT_EQ(output(2, 2, false).first, "2 n2 1 2 0 3 2 2 yes unix:/tmp/test.sock\n");
+  for (const auto& e : exits(2)) EXPECT_EQ(e.waitstatus(), 0);
+}
+
+TEST_F(NodeAgent, CommandNotFound) {
+  start(3, spec(command({"no-such-command-corral"})), {{"n1", 0, 1}});
+  ASSERT_TRUE(run_until(exited(3)));
+  auto e = exits(3).at(0);
+  EXPECT_EQ(e.waitstatus(), 127 << 8);
+  EXPECT_EQ(e.error(), "corral-node: n1: job 3: cannot execute 'no-such-command-corral': No such file or directory");
+  EXPECT_EQ(output(3, 0, true), std::make_pair(e.error() + "\n", true));
+  EXPECT_TRUE(output(3, 0, false).second);
+}
+
+TEST_F(NodeAgent, MissingCwd) {
+  auto req = command({"true"});
+  req.cwd = (dir_ / "nowhere").string();
+  start(4, spec(req), {{"n1", 0, 1}});
+  ASSERT_TRUE(run_until(exited(4)));
+  EXPECT_EQ(exits(4).at(0).waitstatus(), 126 << 8);
+  EXPECT_NE(exits(4).at(0).error().find("cannot change directory to"), std::string::npos);
+}
+
+TEST_F(NodeAgent, OutputToPatternFiles) {
+  auto req = command({"/bin/sh", "-c", "echo task $CORRAL_TASK_RANK; echo oops >&2"});
+  req.cwd = dir_.string();
+  req.output = "out-%j-%t.txt";
+  start(5, spec(req), {{"n1", 0, 2}}, 2);
+  ASSERT_TRUE(run_until(exited(5)));
+  auto slurp = [](const fs::path& p) {
+    std::ifstream f(p);
+    std::stringstream ss;
+    ss << f.rdbuf();
+    return ss.str();
+  };
+  EXPECT_EQ(slurp(dir_ / "out-5-0.txt"), "task 0\noops\n");
+  EXPECT_EQ(slurp(dir_ / "out-5-1.txt"), "task 1\noops\n");
+  EXPECT_EQ(output(5, 0, false).first, "");
+}
+
+TEST_F(NodeAgent, BatchScript) {
+  job::JobRequest req;
+  req.batch_script = "#!/bin/sh\necho batch $CORRAL_JOBID $0\n";
+  req.environment = {{"PATH", "/usr/bin:/bin"}};
+  start(6, spec(req), {{"n1", 0, 1}, {"n2", 1, 0}});
+  ASSERT_TRUE(run_until(exited(6, 2)));
+  EXPECT_EQ(output(6, 0, false).first, "batch 6 " + (dir_ / "state" / "job-6" / "script").string() + "\n");
+  v1::ControllerMessage forget;
+  forget.add_forget(6);
+  agent_->handle(forget);
+  EXPECT_FALSE(fs::exists(dir_ / "state" / "job-6"));
+}
+
+TEST_F(NodeAgent, MockJobsRunNoProcess) {
+  auto req = command({"no-such-command-corral"});
+  req.mock_duration = 0;
+  start(7, spec(req), {{"n1", 0, 1}, {"n2", 1, 1}}, 2);
+  // finished within the same iteration, no process involved
+  ASSERT_TRUE(run_until(exited(7, 2), 0.5));
+  for (const auto& e : exits(7)) EXPECT_EQ(e.waitstatus(), 0);
+  EXPECT_TRUE(started(7, "n1") && started(7, "n2"));
+
+  req.mock_duration = 100;
+  start(8, spec(req), {{"n1", 0, 1}});
+  run_until([] { return false; }, 0.05);
+  EXPECT_TRUE(exits(8).empty());
+  signal(8, SIGTERM);
+  ASSERT_TRUE(run_until(exited(8), 0.5));
+  EXPECT_EQ(exits(8).at(0).waitstatus(), SIGTERM);
+}
+
+TEST_F(NodeAgent, SignalKillsTheTree) {
+  start(9, spec(command({"/bin/sh", "-c", "sleep 100 & sleep 100"})), {{"n1", 0, 1}});
+  run_until([] { return false; }, 0.1);
+  signal(9, SIGTERM);
+  ASSERT_TRUE(run_until(exited(9), 5));
+  EXPECT_EQ(exits(9).at(0).waitstatus(), SIGTERM);
+  EXPECT_EQ(agent_->executor().live_processes(), 0u);
+}
+
+TEST_F(NodeAgent, KillAfterEscalatesToSigkill) {
+  start(10, spec(command({"/bin/sh", "-c", "trap '' TERM; echo ready; while :; do sleep 1; done"})), {{"n1", 0, 1}});
+  ASSERT_TRUE(run_until([&] { return output(10, 0, false).first == "ready\n"; }));
+  signal(10, SIGTERM, 0.2);
+  ASSERT_TRUE(run_until(exited(10), 5));
+  EXPECT_EQ(exits(10).at(0).waitstatus(), SIGKILL);
+}
+
+TEST_F(NodeAgent, ExitsAreKeptUntilForgotten) {
+  start(11, spec(command({"/bin/sh", "-c", "sleep 0.3"})), {{"n1", 0, 1}});
+  auto reg = agent_->begin_register(2);
+  ASSERT_EQ(reg.register_().running_size(), 1);
+  EXPECT_EQ(reg.register_().running(0).jobid(), 11u);
+  EXPECT_EQ(reg.register_().running(0).nodes(0), "n1");
+  // offline until acknowledged: nothing is sent, the exit is held for the session
+  size_t before = sent_.size();
+  ASSERT_TRUE(run_until([&] { return agent_->executor().live_processes() == 0; }));
+  EXPECT_EQ(sent_.size(), before);
+  v1::ControllerMessage ack;
+  ack.set_register_ack(true);
+  agent_->on_registered(2, ack);
+  EXPECT_EQ(exits(11).size(), 1u);
+  // the controller went away before persisting it: the next register carries it
+  agent_->on_disconnected(2);
+  reg = agent_->begin_register(3);
+  EXPECT_EQ(reg.register_().running_size(), 0);
+  ASSERT_EQ(reg.register_().exited_size(), 1);
+  EXPECT_EQ(reg.register_().exited(0).jobid(), 11u);
+  v1::ControllerMessage forget;
+  forget.set_register_ack(true);
+  forget.add_forget(11);
+  agent_->on_registered(3, forget);
+  EXPECT_EQ(agent_->begin_register(4).register_().exited_size(), 0);
+  EXPECT_EQ(agent_->executor().jobs(), 0u);
+}
+
+TEST_F(NodeAgent, PerilogResultAndTimeout) {
+  v1::ControllerMessage m;
+  auto* p = m.add_perilog();
+  p->set_jobid(12);
+  p->set_kind("prolog");
+  p->set_command("echo $CORRAL_PERILOG $CORRAL_NODENAME $CORRAL_JOBID $X; exit 2");
+  p->set_timeout(10);
+  p->add_nodes("n1");
+  p->add_nodes("n2");
+  (*p->mutable_env())["X"] = "x";
+  auto* q = m.add_perilog();
+  q->set_jobid(13);
+  q->set_kind("epilog");
+  q->set_command("echo started; sleep 100");
+  q->set_timeout(0.2);
+  q->add_nodes("n1");
+  agent_->handle(m);
+  auto results = [&] {
+    std::vector<v1::PerilogResult> r;
+    for (const auto& msg : sent_)
+      for (const auto& x : msg.perilog()) r.push_back(x);
+    return r;
+  };
+  ASSERT_TRUE(run_until([&] { return results().size() == 3; }, 5));
+  for (const auto& r : results()) {
+    if (r.jobid() == 12) {
+      EXPECT_EQ(r.waitstatus(), 2 << 8);
+      EXPECT_FALSE(r.timed_out());
+      EXPECT_EQ(r.output(), "prolog " + r.node() + " 12 x\n");
+    } else {
+      EXPECT_EQ(r.kind(), "epilog");
+      EXPECT_TRUE(r.timed_out());
+      EXPECT_EQ(r.waitstatus(), SIGTERM);
+      EXPECT_EQ(r.output(), "started\n");
+    }
+  }
+}
+
+TEST_F(NodeAgent, RootRunsTasksAsTheJobUserThroughImp) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root";
+  make_agent(true);
+  job::JobRequest req;
+  req.batch_script = "#!/bin/sh\nid -u; id -g; echo $CORRAL_JOBID\n";
+  req.environment = {{"PATH", "/usr/bin:/bin"}};
+  start(15, spec(req), {{"n1", 0, 1}}, 1, 65534, 65534);
+  start(16, spec(command({"no-such-command-corral"})), {{"n1", 0, 1}}, 1, 65534, 65534);
+  ASSERT_TRUE(run_until([&] { return exits(15).size() == 1 && exits(16).size() == 1; }));
+  EXPECT_EQ(output(15, 0, false).first, "65534\n65534\n15\n");
+  EXPECT_EQ(exits(15).at(0).waitstatus(), 0);
+  EXPECT_EQ(exits(16).at(0).waitstatus(), 127 << 8);
+  EXPECT_EQ(exits(16).at(0).error(),
+            "corral-node: n1: job 16: cannot execute 'no-such-command-corral': No such file or directory");
+  EXPECT_EQ(output(16, 0, true).first, "corral-imp: cannot execute 'no-such-command-corral': No such file or directory\n");
+}
+
+TEST_F(NodeAgent, ShutdownKillsEverything) {
+  start(14, spec(command({"/bin/sh", "-c", "trap '' TERM; sleep 100 & wait"})), {{"n1", 0, 1}});
+  run_until([] { return false; }, 0.1);
+  size_t before = sent_.size();
+  agent_->shutdown();
+  auto t0 = std::chrono::steady_clock::now();
+  loop_->run();  // the agent stops the loop once everything is gone
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(3));
+  EXPECT_EQ(agent_->executor().live_processes(), 0u);
+  EXPECT_EQ(sent_.size(), before);  // nothing reported after shutdown
+}
+
+}  // namespace
+}  // namespace corral::node

@@ -1,0 +1,272 @@
+// Process launch: exit statuses, output capture, failures, process-group kills and
+// (as root) corral-imp.
+#include <gtest/gtest.h>
+
+#include <poll.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "node/task_launcher.h"
+
+namespace corral::node {
+namespace {
+
+namespace fs = std::filesystem;
+
+int wait_for(pid_t pid) {
+  int st = 0;
+  while (::waitpid(pid, &st, 0) < 0 && errno == EINTR) {
+  }
+  return st;
+}
+
+std::string read_all(int fd) {
+  std::string out;
+  char buf[4096];
+  for (;;) {
+    pollfd p{fd, POLLIN, 0};
+    if (::poll(&p, 1, 5000) <= 0) break;
+    ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n <= 0) break;
+    out.append(buf, static_cast<size_t>(n));
+  }
+  return out;
+}
+
+std::string slurp(const fs::path& p) {
+  std::ifstream f(p);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+LaunchRequest sh(const std::string& script) {
+  LaunchRequest r;
+  r.argv = {"/bin/sh", "-c", script};
+  r.env = {"PATH=/usr/bin:/bin", "FOO=bar"};
+  r.cwd = "/";
+  return r;
+}
+
+class NodeLauncher : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() / ("corral-launch-" + std::to_string(::getpid()));
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+  fs::path dir_;
+};
+
+TEST_F(NodeLauncher, CollectsExitStatus) {
+  auto p = launch_process(sh("exit 3"));
+  ASSERT_TRUE(p) << p.message();
+  int st = wait_for(p->pid);
+  ASSERT_TRUE(WIFEXITED(st));
+  EXPECT_EQ(WEXITSTATUS(st), 3);
+}
+
+TEST_F(NodeLauncher, CapturesStdoutAndStderrSeparately) {
+  auto p = launch_process(sh("echo out $FOO; echo err >&2; pwd"));
+  ASSERT_TRUE(p) << p.message();
+  ASSERT_TRUE(p->stdout_pipe.valid());
+  ASSERT_TRUE(p->stderr_pipe.valid());
+  EXPECT_EQ(read_all(p->stdout_pipe.get()), "out bar\n/\n");
+  EXPECT_EQ(read_all(p->stderr_pipe.get()), "err\n");
+  wait_for(p->pid);
+}
+
+TEST_F(NodeLauncher, MergedStderrSharesThePipe) {
+  auto r = sh("echo a; echo b >&2");
+  r.merge_stderr = true;
+  auto p = launch_process(r);
+  ASSERT_TRUE(p) << p.message();
+  EXPECT_FALSE(p->stderr_pipe.valid());
+  EXPECT_EQ(read_all(p->stdout_pipe.get()), "a\nb\n");
+  wait_for(p->pid);
+}
+
+TEST_F(NodeLauncher, CommandNotFoundIs127) {
+  LaunchRequest r = sh("");
+  r.argv = {"no-such-command-corral"};
+  auto p = launch_process(r);
+  ASSERT_FALSE(p);
+  EXPECT_EQ(launch_failure_code(p.error()), 127);
+  EXPECT_EQ(p.message(), "cannot execute 'no-such-command-corral': No such file or directory");
+}
+
+TEST_F(NodeLauncher, NotExecutableIs126) {
+  std::ofstream(dir_ / "script") << "echo hi\n";
+  LaunchRequest r = sh("");
+  r.argv = {(dir_ / "script").string()};
+  auto p = launch_process(r);
+  ASSERT_FALSE(p);
+  EXPECT_EQ(launch_failure_code(p.error()), 126);
+  EXPECT_NE(p.message().find("Permission denied"), std::string::npos) << p.message();
+}
+
+TEST_F(NodeLauncher, MissingCwdIs126AndTheMessageReachesTheErrorFile) {
+  LaunchRequest r = sh("true");
+  r.cwd = (dir_ / "missing").string();
+  r.output_path = (dir_ / "out.txt").string();
+  r.error_path = r.output_path;
+  auto p = launch_process(r);
+  ASSERT_FALSE(p);
+  EXPECT_EQ(launch_failure_code(p.error()), 126);
+  EXPECT_NE(p.message().find("cannot change directory to '"), std::string::npos) << p.message();
+  EXPECT_EQ(slurp(dir_ / "out.txt"), p.message() + "\n");
+}
+
+TEST_F(NodeLauncher, RelativeCommandAndFilesUseCwd) {
+  {
+    std::ofstream f(dir_ / "prog");
+    f << "#!/bin/sh\necho \"from prog $1\"\necho to-err >&2\n";
+  }
+  fs::permissions(dir_ / "prog", fs::perms::owner_all);
+  LaunchRequest r = sh("");
+  r.argv = {"./prog", "x"};
+  r.cwd = dir_.string();
+  r.output_path = (dir_ / "o.txt").string();
+  r.error_path = (dir_ / "e.txt").string();
+  auto p = launch_process(r);
+  ASSERT_TRUE(p) << p.message();
+  EXPECT_EQ(wait_for(p->pid), 0);
+  EXPECT_EQ(slurp(dir_ / "o.txt"), "from prog x\n");
+  EXPECT_EQ(slurp(dir_ / "e.txt"), "to-err\n");
+  // O_APPEND: a second run adds to the file
+  auto q = launch_process(r);
+  ASSERT_TRUE(q);
+  wait_for(q->pid);
+  EXPECT_EQ(slurp(dir_ / "o.txt"), "from prog x\nfrom prog x\n");
+}
+
+TEST_F(NodeLauncher, UnwritableOutputFails) {
+  LaunchRequest r = sh("true");
+  r.output_path = (dir_ / "nodir" / "o.txt").string();
+  auto p = launch_process(r);
+  ASSERT_FALSE(p);
+  EXPECT_EQ(launch_failure_code(p.error()), 126);
+  EXPECT_NE(p.message().find("cannot open output file"), std::string::npos) << p.message();
+}
+
+TEST_F(NodeLauncher, KillpgReachesTheWholeTree) {
+  auto r = sh("sleep 100 & echo $!; sleep 100");
+  auto p = launch_process(r);
+  ASSERT_TRUE(p) << p.message();
+  // the first line is the pid of the background sleep
+  std::string line;
+  char c;
+  while (::read(p->stdout_pipe.get(), &c, 1) == 1 && c != '\n') line += c;
+  if (line.empty()) {
+    pollfd pf{p->stdout_pipe.get(), POLLIN, 0};
+    ::poll(&pf, 1, 5000);
+    while (::read(p->stdout_pipe.get(), &c, 1) == 1 && c != '\n') line += c;
+  }
+  pid_t bg = static_cast<pid_t>(std::stol(line));
+  EXPECT_EQ(::getpgid(bg), p->pid);  // the task's group is its own pid
+  ASSERT_EQ(::killpg(p->pid, SIGTERM), 0);
+  int st = wait_for(p->pid);
+  EXPECT_TRUE(WIFSIGNALED(st));
+  EXPECT_EQ(WTERMSIG(st), SIGTERM);
+  bool gone = false;
+  for (int i = 0; i < 200 && !gone; ++i) {
+    // the background sleep may be a zombie of ours (subreaper) or gone entirely
+    std::ifstream stat("/proc/" + std::to_string(bg) + "/stat");
+    std::string s;
+    std::getline(stat, s);
+    gone = s.empty() || s.find(") Z") != std::string::npos;
+    if (!gone) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_TRUE(gone);
+}
+
+TEST_F(NodeLauncher, SignalMaskIsResetInTheChild) {
+  sigset_t set, old;
+  sigemptyset(&set);
+  sigaddset(&set, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &set, &old);
+  auto p = launch_process(sh("kill -TERM $$; sleep 5"));
+  pthread_sigmask(SIG_SETMASK, &old, nullptr);
+  ASSERT_TRUE(p);
+  int st = wait_for(p->pid);
+  EXPECT_TRUE(WIFSIGNALED(st));
+}
+
+TEST_F(NodeLauncher, FindExecutableUsesTheTaskPath) {
+  auto found = find_executable("sh", {"PATH=/nonexistent:/bin"}, "/");
+  ASSERT_TRUE(found) << found.message();
+  EXPECT_EQ(*found, "/bin/sh");
+  EXPECT_FALSE(find_executable("sh", {"PATH=/nonexistent"}, "/"));
+}
+
+// corral-imp next to this test binary (both land in the build's bin/).
+std::string imp_path() {
+  auto self = fs::read_symlink("/proc/self/exe");
+  return (self.parent_path() / "corral-imp").string();
+}
+
+TEST_F(NodeLauncher, ImpRunsAsTheUserAndCreatesTheirFiles) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root";
+  if (!fs::exists(imp_path())) GTEST_SKIP() << "corral-imp not built next to the test";
+  fs::permissions(dir_, fs::perms::all);
+  LaunchRequest r = sh("id -u; id -g; echo $FOO $LD_PRELOAD; pwd; echo e >&2");
+  r.cwd = dir_.string();
+  r.output_path = (dir_ / "o.txt").string();
+  r.imp_path = imp_path();
+  r.uid = 65534;
+  r.gid = 65534;
+  auto p = launch_process(r);
+  ASSERT_TRUE(p) << p.message();
+  EXPECT_EQ(wait_for(p->pid), 0);
+  EXPECT_EQ(read_all(p->stderr_pipe.get()), "e\n");
+  EXPECT_EQ(slurp(dir_ / "o.txt"), "65534\n65534\nbar\n" + dir_.string() + "\n");
+  struct stat st{};
+  ASSERT_EQ(::stat((dir_ / "o.txt").c_str(), &st), 0);
+  EXPECT_EQ(st.st_uid, 65534u);
+}
+
+TEST_F(NodeLauncher, ImpReportsExecFailureOnTheStatusPipe) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root";
+  if (!fs::exists(imp_path())) GTEST_SKIP() << "corral-imp not built next to the test";
+  LaunchRequest r = sh("");
+  r.argv = {"no-such-command-corral"};
+  r.imp_path = imp_path();
+  r.uid = 65534;
+  r.gid = 65534;
+  auto p = launch_process(r);
+  ASSERT_TRUE(p) << p.message();
+  int st = wait_for(p->pid);
+  ASSERT_TRUE(WIFEXITED(st));
+  EXPECT_EQ(WEXITSTATUS(st), 127);
+  EXPECT_EQ(read_all(p->status_pipe.get()), "cannot execute 'no-such-command-corral': No such file or directory");
+  EXPECT_EQ(read_all(p->stderr_pipe.get()),
+            "corral-imp: cannot execute 'no-such-command-corral': No such file or directory\n");
+}
+
+TEST_F(NodeLauncher, ImpOpensFilesAsTheUser) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root";
+  if (!fs::exists(imp_path())) GTEST_SKIP() << "corral-imp not built next to the test";
+  fs::permissions(dir_, fs::perms::owner_all);  // root only: nobody cannot create files here
+  LaunchRequest r = sh("true");
+  r.output_path = (dir_ / "o.txt").string();
+  r.imp_path = imp_path();
+  r.uid = 65534;
+  r.gid = 65534;
+  auto p = launch_process(r);
+  ASSERT_TRUE(p) << p.message();
+  int st = wait_for(p->pid);
+  EXPECT_EQ(WEXITSTATUS(st), 126);
+  EXPECT_NE(read_all(p->status_pipe.get()).find("cannot open output file"), std::string::npos);
+  EXPECT_FALSE(fs::exists(dir_ / "o.txt"));
+}
+
+}  // namespace
+}  // namespace corral::node

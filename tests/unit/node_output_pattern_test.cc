@@ -1,0 +1,32 @@
+#include <gtest/gtest.h>
+
+#include "node/output_pattern.h"
+
+namespace corral::node {
+namespace {
+
+PatternVars vars() { return PatternVars{12, 3, 1, "node7", "myjob", "alice"}; }
+
+TEST(NodeOutputPattern, ExpandsEverySequence) {
+  EXPECT_EQ(expand_output_pattern("out-%j-%t-%n-%N-%x-%u.txt", vars()), "out-12-3-1-node7-myjob-alice.txt");
+}
+
+TEST(NodeOutputPattern, PercentPercentIsALiteralPercent) {
+  EXPECT_EQ(expand_output_pattern("100%%-%j", vars()), "100%-12");
+}
+
+TEST(NodeOutputPattern, UnknownAndTrailingPercentAreKept) {
+  EXPECT_EQ(expand_output_pattern("a%qb%", vars()), "a%qb%");
+  EXPECT_EQ(expand_output_pattern("%%%j", vars()), "%12");
+  EXPECT_EQ(expand_output_pattern("", vars()), "");
+}
+
+TEST(NodeOutputPattern, ResolvesRelativeToCwd) {
+  EXPECT_EQ(resolve_path("o.txt", "/home/a"), "/home/a/o.txt");
+  EXPECT_EQ(resolve_path("o.txt", "/home/a/"), "/home/a/o.txt");
+  EXPECT_EQ(resolve_path("/abs/o.txt", "/home/a"), "/abs/o.txt");
+  EXPECT_EQ(resolve_path("o.txt", ""), "o.txt");
+}
+
+}  // namespace
+}  // namespace corral::node
