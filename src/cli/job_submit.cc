@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
+#include "job/dependency.h"
 
 namespace corral::cli {
 
@@ -14,7 +15,12 @@ ParsedJob parse_or_exit(std::string_view cmd, const JobOptions& opts, const JobC
 }
 
 pb::SubmitRequest build_submit_request(std::string_view cmd, const ParsedJob& job) {
-  auto spec = job::build_jobspec(job.request);
+  job::JobRequest request = job.request;
+  // The controller holds a job only through its dependencies (RFC 26), so the begin time
+  // also travels as a begin-time dependency, as with flux submit --begin-time.
+  if (request.begin_time > 0)
+    request.dependencies.push_back(job::Dependency{"begin-time", 0, request.begin_time}.uri());
+  auto spec = job::build_jobspec(request);
   if (!spec) usage_error(cmd, spec.message());
   pb::SubmitRequest req;
   req.add_jobspecs(job::jobspec_to_string(*spec));

@@ -219,10 +219,12 @@ grpc::Status Controller::subscribe(const v1::WatchRequest& req,
     if (!events || events->empty())
       return {grpc::StatusCode::NOT_FOUND, fmt::format("job {} not found", id)};
     if (req.history()) {
-      for (const auto& ev : *events) *history.emplace_back().mutable_event() = to_proto(id, ev);
+      // Output first: the replayed `clean` ends an until_inactive subscription, and
+      // output offered after it would be dropped.
       if (auto ro = recent_output_.find(id); ro != recent_output_.end())
         for (const auto& c : ro->second) *history.emplace_back().mutable_output() =
             to_proto(id, c);
+      for (const auto& ev : *events) *history.emplace_back().mutable_event() = to_proto(id, ev);
     }
     inactive.push_back(id);
   }

@@ -179,6 +179,12 @@ grpc::Status Controller::submit(const Caller& c, const v1::SubmitRequest& req,
   if (urgency > 16 && !is_admin(c))
     return {grpc::StatusCode::PERMISSION_DENIED,
             "only the instance owner may raise urgency above the default of 16"};
+  // A non-root instance runs every task as its owner, so only the owner may submit.
+  if (owner_uid_ != 0 && c.uid != owner_uid_)
+    return {grpc::StatusCode::PERMISSION_DENIED,
+            fmt::format("this corral instance runs as uid {} and runs jobs only for that user; "
+                        "run corrald as root to serve other users",
+                        owner_uid_)};
   auto specs = parse_submission(req);
   if (!specs) return to_grpc(specs.error());
   {

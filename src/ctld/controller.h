@@ -144,6 +144,7 @@ class Controller final : public HookContext {
   uint64_t create_job(const Caller& c, job::Jobspec spec, unsigned urgency);
   Result<topology::Request> make_request(const job::Jobspec& spec, uint64_t jobid) const;
   std::string partition_of(const job::Jobspec& spec) const;
+  double effective_time_limit(const job::Jobspec& spec) const;
 
   // job_info.cc
   void fill_info(const JobRecord& job, v1::JobInfo* info) const;

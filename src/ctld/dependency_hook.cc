@@ -23,7 +23,9 @@ Status DependencyHook::validate(HookContext& ctx, const job::Jobspec& spec, uint
   for (const auto& uri : spec.dependencies) {
     auto dep = job::parse_dependency_uri(uri);
     if (!dep) return invalid("dependency " + uri + ": " + dep.message());
-    if (dep->scheme == "begin-time" || dep->scheme == "singleton") continue;
+    if (dep->scheme == "singleton")
+      return invalid("dependency singleton is not supported yet; use afterany:JOBID");
+    if (dep->scheme == "begin-time") continue;
     if (!ctx.find_job(dep->jobid) && !ctx.inactive_result(dep->jobid))
       return invalid(fmt::format("dependency {}: job {} does not exist", uri, dep->jobid));
   }
@@ -34,6 +36,13 @@ void DependencyHook::on_event(HookContext& ctx, const JobRecord& job, const job:
   if (ev.name == "validate") {
     for (const auto& uri : job.spec.dependencies)
       if (auto dep = job::parse_dependency_uri(uri)) arm(ctx, job.id, *dep, true);
+    // --begin is a begin-time dependency too.
+    if (job.spec.begin_time > 0) {
+      job::Dependency begin;
+      begin.scheme = "begin-time";
+      begin.time = job.spec.begin_time;
+      arm(ctx, job.id, begin, true);
+    }
     return;
   }
   if (ev.name == "start" || ev.name == "clean") target_changed(ctx, job.id, &job, ev.name);

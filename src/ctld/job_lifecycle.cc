@@ -254,6 +254,7 @@ void Controller::free_resources(JobRecord& job) {
     node.jobs.erase(job.id);
     if (!cfg_.housekeeping.empty() && node.link) {
       node.housekeeping_job = job.id;
+      update_usable(node);  // no new work on the node until its housekeeping finishes
       run_on_nodes(job.id, "housekeeping", cfg_.housekeeping, cfg_.housekeeping_timeout,
                    {n.name}, {{"CORRAL_JOB_USERID", std::to_string(job.userid)}});
     } else {

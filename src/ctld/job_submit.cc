@@ -7,6 +7,7 @@
 #include "job/dependency.h"
 #include "util/hostlist.h"
 #include "util/idset.h"
+#include "util/units.h"
 
 namespace corral::ctld {
 
@@ -108,10 +109,16 @@ Result<topology::Request> Controller::make_request(const job::Jobspec& spec,
   return r;
 }
 
+double Controller::effective_time_limit(const job::Jobspec& spec) const {
+  if (spec.duration > 0) return spec.duration;
+  return cfg_.default_time_limit > 0 ? cfg_.default_time_limit : cfg_.max_time_limit;
+}
+
 Status Controller::admit(const Caller& c, const job::Jobspec& spec) {
-  if (cfg_.max_time_limit > 0 && spec.duration > cfg_.max_time_limit)
-    return invalid(fmt::format("time limit {}s exceeds the maximum of {}s", spec.duration,
-                               cfg_.max_time_limit));
+  double limit = effective_time_limit(spec);
+  if (cfg_.max_time_limit > 0 && limit > cfg_.max_time_limit)
+    return invalid(fmt::format("time limit {} exceeds the maximum of {}", format_duration(limit),
+                               format_duration(cfg_.max_time_limit)));
   auto req = make_request(spec, 0);
   if (!req) return req.error();
   if (auto why = sched_.unsatisfiable(*req)) return invalid("unsatisfiable request: " + *why);
@@ -125,10 +132,10 @@ uint64_t Controller::create_job(const Caller& c, job::Jobspec spec, unsigned urg
   rec->id = next_id_++;
   rec->userid = c.uid;
   rec->groupid = c.gid;
-  if (spec.duration == 0 && cfg_.default_time_limit > 0) {
+  if (spec.duration == 0 && effective_time_limit(spec) > 0) {
     // The default limit becomes part of the stored jobspec, so replay sees the same job.
     auto doc = *spec.document;
-    doc["attributes"]["system"]["duration"] = cfg_.default_time_limit;
+    doc["attributes"]["system"]["duration"] = effective_time_limit(spec);
     if (auto s2 = job::jobspec_from_document(doc)) spec = std::move(*s2);
   }
   rec->jobspec_text = job::jobspec_to_string(spec);

@@ -69,6 +69,7 @@ int run(const Options& o) {
     std::cerr << "corrald: " << st.message() << "\n";
     return 1;
   }
+  std::filesystem::create_directories(std::filesystem::path(cfg->socket).parent_path(), ec);
   auto listener = ctld::PeerListener::open(cfg->socket);
   if (!listener) {
     std::cerr << "corrald: " << listener.message() << "\n";

@@ -292,7 +292,8 @@ grpc::Status Controller::set_node_state(const Caller& c, const v1::NodeStateRequ
   const bool drain = req.action() == v1::NodeStateRequest::DRAIN;
   if (!is_admin(c))
     return {grpc::StatusCode::PERMISSION_DENIED,
-            fmt::format("only root may {} nodes", drain ? "drain" : "resume")};
+            fmt::format("only root or the instance owner may {} nodes",
+                        drain ? "drain" : "resume")};
   auto hl = Hostlist::parse(req.hostlist());
   if (!hl) return {grpc::StatusCode::INVALID_ARGUMENT, "hostlist: " + hl.message()};
   if (hl->empty()) return {grpc::StatusCode::INVALID_ARGUMENT, "no nodes given"};

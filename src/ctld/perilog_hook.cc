@@ -82,8 +82,10 @@ void PerilogHook::on_perilog(HookContext& ctx, const JobRecord& job, const Peril
     if (!failures.empty()) ctx.raise_exception(job.id, "prolog", 0, "prolog failed: " + summary);
     ctx.prolog_finish(job.id, kProlog, failures.empty() ? 0 : 1);
   } else {
-    ctx.epilog_finish(job.id, kEpilog, failures.empty() ? 0 : 1);
+    // The exception goes first too: epilog-finish may free the job and retire it at once,
+    // and an event posted after that would be dropped.
     if (!failures.empty()) ctx.raise_exception(job.id, "epilog", 1, "epilog failed: " + summary);
+    ctx.epilog_finish(job.id, kEpilog, failures.empty() ? 0 : 1);
   }
 }
 

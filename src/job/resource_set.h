@@ -12,7 +12,7 @@
 namespace corral::job {
 
 struct RNode {
-  uint32_t rank = 0;     // the node's index in the cluster's node table
+  uint32_t rank = 0;     // position in the job's name-sorted nodelist
   std::string name;
   IdSet cores;
   IdSet gpus;

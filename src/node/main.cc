@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <memory>
+#include <set>
 #include <string>
 
 #include <CLI/CLI.hpp>
@@ -21,6 +22,7 @@
 #include "node/controller_link.h"
 #include "node/event_loop.h"
 #include "node/hardware.h"
+#include "node/orphans.h"
 #include "util/hostlist.h"
 #include "util/units.h"
 
@@ -176,6 +178,13 @@ int main(int argc, char** argv) {
   if (ec) return fail("--state-dir: cannot create '" + config.state_dir + "': " + ec.message());
   if (config.as_root && ::access(config.imp_path.c_str(), X_OK) != 0)
     spdlog::warn("{} is missing: jobs of other users will fail to start", config.imp_path);
+
+  std::set<std::string> names;
+  for (const auto& n : config.nodes) names.insert(n.name);
+  if (size_t n = kill_orphaned_tasks(o.controller, names); n > 0)
+    spdlog::warn("ended {} task process(es) of an earlier run of this agent: the controller "
+                 "has already declared them lost",
+                 n);
 
   auto loop = EventLoop::create();
   if (!loop) return fail(loop.message());

@@ -46,13 +46,14 @@ def binary(name):
     return str(path)
 
 
-def run_corral(*args, env=None, input=None, timeout=60, check=False, user=None):
+def run_corral(*args, env=None, input=None, timeout=60, check=False, user=None, cwd=None):
     """Runs build/bin/corral; returns the CompletedProcess (text mode)."""
     cmd = [binary("corral"), *map(str, args)]
     if user is not None:
         cmd = ["setpriv", f"--reuid={user}", f"--regid={user}", "--clear-groups", *cmd]
     proc = subprocess.run(cmd, env=env if env is not None else dict(os.environ),
-                          input=input, capture_output=True, text=True, timeout=timeout)
+                          input=input, capture_output=True, text=True, timeout=timeout,
+                          cwd=cwd)
     if check and proc.returncode != 0:
         raise AssertionError(
             f"{' '.join(cmd)} exited {proc.returncode}\n"
@@ -79,6 +80,42 @@ def log_tail(path, lines=20):
     except OSError:
         return f"  ({path} is missing)\n"
     return f"  last lines of {path}:\n" + "".join(f"    {l}\n" for l in text[-lines:])
+
+
+def wait_until(predicate, timeout=30, interval=0.2, what="the condition", cluster=None):
+    """Polls predicate() until it returns something truthy, which is returned; fails the
+    test after `timeout` seconds, with the cluster's logs when one is given."""
+    deadline = time.monotonic() + timeout
+    last = None
+    while time.monotonic() < deadline:
+        last = predicate()
+        if last:
+            return last
+        time.sleep(interval)
+    logs = cluster.logs() if cluster is not None else ""
+    pytest.fail(f"timed out after {timeout}s waiting for {what} (last: {last!r})\n{logs}",
+                pytrace=False)
+
+
+# Job helpers that take a Cluster (used by the lifecycle, dependency and batch tests).
+
+def submit_job(cluster, *args, **kw):
+    """`corral submit ARGS` (cwd=, env=, user= pass through); returns the job id."""
+    return int(cluster.corral("submit", *args, **kw).stdout.split()[0])
+
+
+def job_until(cluster, jobid, pred, timeout=20, what="the condition"):
+    """Polls `show job` until pred(job dict) holds; returns the job dict."""
+    def check():
+        info = cluster.job(jobid)
+        return info if pred(info) else None
+    return wait_until(check, timeout=timeout, interval=0.05,
+                      what=f"job {jobid}: {what}", cluster=cluster)
+
+
+def event_names(cluster, jobid):
+    """The names in a job's eventlog, in order."""
+    return [ev["name"] for ev in cluster.eventlog(jobid)]
 
 
 class Cluster:
@@ -152,9 +189,10 @@ class Cluster:
 
     # ------------------------------------------------------------ queries
 
-    def corral(self, *args, check=True, input=None, user=None, timeout=60):
-        return run_corral(*args, env=self.env, input=input, timeout=timeout, check=check,
-                          user=user)
+    def corral(self, *args, check=True, input=None, user=None, timeout=60, cwd=None,
+               env=None):
+        return run_corral(*args, env=env if env is not None else self.env, input=input,
+                          timeout=timeout, check=check, user=user, cwd=cwd)
 
     def nodes(self):
         """`corral nodes --json` as a list of dicts ([] while the controller is down)."""
@@ -182,6 +220,67 @@ class Cluster:
         for i in range(len(self.node_sets)):
             names += [f"agent-{i}.log", f"agent-{i}.out"]
         return "".join(log_tail(os.path.join(self.dir, n)) for n in names)
+
+
+    # ------------------------------------------------------------ helpers for tests
+
+    def restart_controller(self, timeout=30):
+        """Starts a new corrald on the same state directory and waits until it answers."""
+        self.start_controller()
+        wait_until(lambda: self.corral("queue", "--all", "--json", check=False,
+                                       timeout=15).returncode == 0,
+                   timeout=timeout, what="the restarted corrald to answer", cluster=self)
+
+    def shared_dir(self, name="shared"):
+        """A world-writable directory inside the cluster's directory, for jobs and clients
+        that run as other users."""
+        path = Path(self.dir) / name
+        path.mkdir(exist_ok=True)
+        os.chmod(path, 0o1777)
+        return path
+
+    def submit(self, *args, user=None):
+        """`corral submit ARGS`; returns the job id."""
+        proc = self.corral("submit", *args, user=user)
+        return int(proc.stdout.split()[0])
+
+    def job(self, jobid):
+        """`corral show job ID --json` as a dict."""
+        return json.loads(self.corral("show", "job", jobid, "--json").stdout)
+
+    def jobs(self):
+        """Every job the controller knows, active and inactive (`queue --all --json`)."""
+        return json.loads(self.corral("queue", "--all", "--json").stdout)
+
+    def eventlog(self, jobid):
+        """The job's eventlog as a list of {timestamp, name, context} dicts."""
+        out = self.corral("eventlog", jobid).stdout
+        return [json.loads(line) for line in out.splitlines() if line.strip()]
+
+    def node(self, name):
+        for n in self.nodes():
+            if n["name"] == name:
+                return n
+        return None
+
+    def wait_job(self, jobid, states=("INACTIVE",), timeout=30):
+        """Waits until the job is in one of `states`; returns its `show job` dict."""
+        if isinstance(states, str):
+            states = (states,)
+
+        def reached():
+            j = self.job(jobid)
+            return j if j["state"] in states else None
+        return wait_until(reached, timeout=timeout,
+                          what=f"job {jobid} to reach {'/'.join(states)}", cluster=self)
+
+    def wait_node(self, name, predicate, timeout=30, what=None):
+        """Waits until predicate(node dict) holds; returns the node dict."""
+        def check():
+            n = self.node(name)
+            return n if n is not None and predicate(n) else None
+        return wait_until(check, timeout=timeout, what=what or f"node {name} to change",
+                          cluster=self)
 
     def stop(self):
         for i in range(len(self.agents)):
@@ -213,3 +312,22 @@ def cluster(request):
 def corral():
     """`corral` without a cluster, for commands that need no controller."""
     return run_corral
+
+
+@pytest.fixture
+def make_cluster():
+    """A factory for clusters whose configuration a test prepares first (scripts, a TOML
+    config file): make_cluster(size=4, config=path, sets=[...]) starts one; all are
+    stopped at teardown."""
+    made = []
+
+    def make(**opts):
+        c = Cluster(**opts)
+        made.append(c)
+        return c.start()
+
+    try:
+        yield make
+    finally:
+        for c in made:
+            c.stop()
