@@ -2,6 +2,7 @@
 // exit with the job's status, like srun or flux run.
 #include <poll.h>
 #include <signal.h>
+#include <sys/eventfd.h>
 #include <sys/signalfd.h>
 #include <unistd.h>
 
@@ -48,18 +49,26 @@ class SignalFd {
     sigaddset(&set, SIGTERM);
     pthread_sigmask(SIG_BLOCK, &set, &old_);
     fd_ = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
+    wake_fd_ = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
   }
   ~SignalFd() {
     if (fd_ >= 0) ::close(fd_);
+    if (wake_fd_ >= 0) ::close(wake_fd_);
     pthread_sigmask(SIG_SETMASK, &old_, nullptr);
   }
   SignalFd(const SignalFd&) = delete;
   SignalFd& operator=(const SignalFd&) = delete;
 
+  // Ends a wait() in progress at once (the job is over: don't make the user wait).
+  void wake() const {
+    uint64_t one = 1;
+    (void)!::write(wake_fd_, &one, sizeof one);
+  }
+
   // The next signal within timeout_ms, or 0.
   int wait(int timeout_ms) const {
-    pollfd p{fd_, POLLIN, 0};
-    if (::poll(&p, 1, timeout_ms) <= 0) return 0;
+    pollfd p[2] = {{fd_, POLLIN, 0}, {wake_fd_, POLLIN, 0}};
+    if (::poll(p, 2, timeout_ms) <= 0 || !(p[0].revents & POLLIN)) return 0;
     signalfd_siginfo si{};
     if (::read(fd_, &si, sizeof si) != static_cast<ssize_t>(sizeof si)) return 0;
     return static_cast<int>(si.ssi_signo);
@@ -67,6 +76,7 @@ class SignalFd {
 
  private:
   int fd_ = -1;
+  int wake_fd_ = -1;
   sigset_t old_{};
 };
 
@@ -89,6 +99,7 @@ class AttachedJob {
       if (item.has_output()) on_output(item.output());
     });
     done_ = true;
+    signals_.wake();
     helper.join();
     progress_.clear();
     if (!st.ok()) fail_rpc("run", st.error());

@@ -4,7 +4,6 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
-#include "job/dependency.h"
 
 namespace corral::cli {
 
@@ -15,12 +14,7 @@ ParsedJob parse_or_exit(std::string_view cmd, const JobOptions& opts, const JobC
 }
 
 pb::SubmitRequest build_submit_request(std::string_view cmd, const ParsedJob& job) {
-  job::JobRequest request = job.request;
-  // The controller holds a job only through its dependencies (RFC 26), so the begin time
-  // also travels as a begin-time dependency, as with flux submit --begin-time.
-  if (request.begin_time > 0)
-    request.dependencies.push_back(job::Dependency{"begin-time", 0, request.begin_time}.uri());
-  auto spec = job::build_jobspec(request);
+  auto spec = job::build_jobspec(job.request);
   if (!spec) usage_error(cmd, spec.message());
   pb::SubmitRequest req;
   req.add_jobspecs(job::jobspec_to_string(*spec));

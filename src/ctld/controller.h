@@ -49,6 +49,7 @@ struct NodeEntry {
   uint32_t cores = 0, gpus = 0;
   uint64_t memory_mb = 0;
   std::shared_ptr<AgentLink> link;  // null while down
+  std::string incarnation;          // of the agent process serving the node
   bool drained = false;
   std::string reason;
   double reason_time = 0;
@@ -128,6 +129,8 @@ class Controller final : public HookContext {
   void advance(JobRecord& job);
   void advance_cleanup(JobRecord& job);
   void start_exec(JobRecord& job);
+  // Sends StartJob for the job's nodes in `only` (all exec nodes when empty).
+  void send_start(const JobRecord& job, const std::set<std::string>& only);
   std::map<std::string, unsigned> plan_exec(const JobRecord& job) const;
   void kill_job(JobRecord& job, int signal, double kill_after);
   void free_resources(JobRecord& job);

@@ -69,6 +69,13 @@ void Controller::apply_posted(uint64_t jobid, const job::Event& ev) {
 
 // Record fields that the state machine does not keep, for live events and replay alike.
 void Controller::absorb(JobRecord& job, const job::Event& ev) {
+  if (ev.name == "start") {
+    auto ctx = json::parse(ev.context, nullptr, false);
+    if (ctx.is_object() && ctx.contains("incarnations") && ctx["incarnations"].is_object())
+      for (const auto& [node, inc] : ctx["incarnations"].items())
+        if (inc.is_string()) job.start_incarnations[node] = inc.get<std::string>();
+    return;
+  }
   if (ev.name == "jobspec-update") {
     auto ctx = json::parse(ev.context, nullptr, false);
     if (!ctx.is_object() || !ctx.contains("jobspec")) return;
@@ -189,6 +196,14 @@ std::map<std::string, unsigned> Controller::plan_exec(const JobRecord& job) cons
 void Controller::start_exec(JobRecord& job) {
   if (!job.R || job.status.fatal_exception || job.status.prolog_failed) return;
   job.exec_tasks = plan_exec(job);
+  json incarnations = json::object();
+  for (const auto& [node, n] : job.exec_tasks)
+    incarnations[node] = nodes_[node_index_.at(node)].incarnation;
+  send_start(job, {});
+  post(job.id, job::make_event("start", json{{"incarnations", incarnations}}.dump()));
+}
+
+void Controller::send_start(const JobRecord& job, const std::set<std::string>& only) {
   const std::string nodelist = job.R->nodelist();
   // One StartJob per node agent, naming only that agent's nodes (an agent ignores a
   // second StartJob for a job it already runs).
@@ -198,6 +213,9 @@ void Controller::start_exec(JobRecord& job) {
     const auto& n = job.R->nodes[i];
     auto it = job.exec_tasks.find(n.name);
     if (it == job.exec_tasks.end()) continue;
+    uint32_t first_rank = rank;
+    rank += it->second;
+    if (!only.empty() && !only.count(n.name)) continue;
     const NodeEntry& entry = nodes_[node_index_.at(n.name)];
     const void* key = entry.link ? static_cast<const void*>(entry.link.get()) : &entry;
     auto [slot, fresh] = per_agent.try_emplace(key);
@@ -216,18 +234,16 @@ void Controller::start_exec(JobRecord& job) {
     auto* t = sj.add_tasks();
     t->set_node(n.name);
     t->set_node_index(static_cast<uint32_t>(i));
-    t->set_first_rank(rank);
+    t->set_first_rank(first_rank);
     t->set_ntasks(it->second);
     t->set_cores(n.cores.encode());
     t->set_gpus(n.gpus.encode());
-    rank += it->second;
   }
   for (auto& [key, entry] : per_agent) {
     v1::ControllerMessage msg;
     *msg.add_start() = std::move(entry.second);
     send_to_node(entry.first, msg);
   }
-  post(job.id, job::make_event("start"));
 }
 
 void Controller::kill_job(JobRecord& job, int signal, double kill_after) {

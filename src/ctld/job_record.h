@@ -42,6 +42,9 @@ struct JobRecord {
   // Execution, tracked per node name.
   std::map<std::string, unsigned> exec_tasks;  // node -> ntasks it runs (StartJob sent)
   std::set<std::string> exited;                // nodes that reported their tasks' exit
+  // node -> incarnation of the agent StartJob went to (from the start event), so a restart
+  // can tell "the agent never got it" (same incarnation) from "the agent restarted".
+  std::map<std::string, std::string> start_incarnations;
   int max_waitstatus = 0;
   std::map<std::string, std::string> extra_env;  // set by hooks for the tasks
   bool kill_sent = false;

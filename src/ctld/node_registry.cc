@@ -130,6 +130,7 @@ grpc::Status Controller::agent_register(const Caller& c, const v1::Register& reg
   for (const auto& r : reg.nodes()) {
     NodeEntry& n = ensure_node(r);
     n.link = link;
+    n.incarnation = reg.incarnation();
     n.down_reason.clear();
     for (auto& m : n.held) outbox_.push([link, m] { link->send(m); });
     n.held.clear();
@@ -171,6 +172,13 @@ void Controller::reconcile_agent(const v1::Register& reg) {
       JobRecord& job = *it->second;
       if (!job.exec_tasks.count(n.name) || job.exited.count(n.name) || known.count({id, n.name}))
         continue;
+      // The same agent process never got StartJob (corrald died first): send it again.
+      auto inc = job.start_incarnations.find(n.name);
+      if (!reg.incarnation().empty() && inc != job.start_incarnations.end() &&
+          inc->second == reg.incarnation()) {
+        send_start(job, {n.name});
+        continue;
+      }
       job.exited.insert(n.name);
       job.max_waitstatus = std::max(job.max_waitstatus, static_cast<int>(SIGKILL));
       if (!job.status.fatal_exception)

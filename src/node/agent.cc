@@ -88,6 +88,7 @@ v1::AgentMessage Agent::begin_register(uint64_t session) {
   v1::AgentMessage msg;
   auto* reg = msg.mutable_register_();
   reg->set_agent_id(config_.agent_id);
+  reg->set_incarnation(config_.incarnation);
   for (const auto& n : config_.nodes) {
     auto* r = reg->add_nodes();
     r->set_name(n.name);

@@ -10,6 +10,7 @@ namespace corral::node {
 
 struct AgentConfig {
   std::string agent_id;
+  std::string incarnation;  // unique per process start: tells the controller we restarted
   std::vector<NodeHardware> nodes;  // the nodes this process hosts
   std::string controller_uri;       // given to jobs as CORRAL_URI
   std::string state_dir;            // batch scripts live in STATE_DIR/job-ID/

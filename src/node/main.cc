@@ -7,6 +7,7 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <memory>
@@ -14,6 +15,7 @@
 #include <string>
 
 #include <CLI/CLI.hpp>
+#include <fmt/format.h>
 #include <spdlog/sinks/basic_file_sink.h>
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
@@ -169,6 +171,11 @@ int main(int argc, char** argv) {
     o.agent_id = hl.encode();
   }
   config.agent_id = o.agent_id;
+  config.incarnation = fmt::format(
+      "{}-{}", ::getpid(),
+      std::chrono::duration_cast<std::chrono::nanoseconds>(
+          std::chrono::system_clock::now().time_since_epoch())
+          .count());
   config.controller_uri = o.controller;
   config.state_dir = o.state_dir.empty() ? default_state_dir(o.agent_id) : o.state_dir;
   config.imp_path = imp_next_to_self();

@@ -1,14 +1,12 @@
 """Batch scripts (`corral batch` with #CORRAL directives) run once on the first node of
 their allocation; mock execution (--test-run-duration) runs nothing; `submit --cc`
 submits one job per id with {cc} substituted."""
-import json
 import signal
 import textwrap
-import time
 
 import pytest
 
-from conftest import event_names, job_until, submit_job
+from conftest import event_names, submit_job
 
 
 def batch(cluster, script_path, *args, cwd=None):

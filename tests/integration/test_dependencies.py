@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from conftest import event_names, job_until, submit_job
+from conftest import event_names, submit_job
 
 QUIET = ("-o", "/dev/null")
 
