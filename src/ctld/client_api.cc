@@ -5,11 +5,11 @@
 #include <algorithm>
 
 #include <fmt/format.h>
-#include <google/protobuf/util/json_util.h>
 #include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 
 #include "ctld/controller.h"
+#include "ctld/job_summary.h"
 
 namespace corral::ctld {
 
@@ -144,7 +144,7 @@ grpc::Status Controller::list_jobs(const v1::ListJobsRequest& req, v1::ListJobsR
     std::vector<v1::JobInfo> done;
     for (const auto& s : *sums) {
       v1::JobInfo info;
-      if (google::protobuf::util::JsonStringToMessage(s, &info).ok() && wanted(info))
+      if (summary_from_json(s, &info) && wanted(info))
         done.push_back(std::move(info));
     }
     std::reverse(done.begin(), done.end());  // oldest first, like the active ones
@@ -176,7 +176,7 @@ grpc::Status Controller::get_job(const v1::GetJobRequest& req, v1::JobInfo* rep)
   (void)store_->flush();  // readers see only committed writes
   auto sum = store_->inactive_summary(req.jobid());
   if (!sum) return {grpc::StatusCode::NOT_FOUND, fmt::format("job {} not found", req.jobid())};
-  if (!google::protobuf::util::JsonStringToMessage(*sum, rep).ok())
+  if (!summary_from_json(*sum, rep))
     return {grpc::StatusCode::INTERNAL, "stored job summary is unreadable"};
   if (auto spec = store_->read_jobspec(req.jobid())) rep->set_jobspec(*spec);
   auto events = store_->read_eventlog(req.jobid());

@@ -55,8 +55,8 @@ struct NodeEntry {
   double reason_time = 0;
   uint32_t reason_userid = 0;
   std::string down_reason = "never registered";
-  std::set<uint64_t> jobs;        // jobs holding resources here
-  uint64_t housekeeping_job = 0;  // housekeeping running for this job
+  std::set<uint64_t> jobs;          // jobs holding resources here
+  std::set<uint64_t> housekeeping;  // jobs whose housekeeping runs here: no new work until empty
   std::vector<std::string> partitions;
   std::vector<v1::ControllerMessage> held;  // commands waiting for the agent to connect
 };
@@ -152,6 +152,7 @@ class Controller final : public HookContext {
   // job_info.cc
   void fill_info(const JobRecord& job, v1::JobInfo* info) const;
   std::string username(uint32_t uid) const;
+  static std::string lookup_username(uint32_t uid);
 
   // node_registry.cc
   NodeEntry& ensure_node(const v1::NodeResources& res);
@@ -161,6 +162,8 @@ class Controller final : public HookContext {
   std::string node_state(const NodeEntry& node) const;
   void check_heartbeats();
   void reconcile_agent(const v1::Register& reg);
+  void reconcile_housekeeping(const v1::Register& reg);
+  void housekeeping_done(const v1::PerilogResult& result);
 
   // controller.cc
   void loop();
@@ -205,6 +208,9 @@ class Controller final : public HookContext {
   std::map<std::pair<uint64_t, std::string>, std::set<std::string>> perilogs_;
   // Output of recently finished interactive jobs, for clients that attach late.
   std::map<uint64_t, std::vector<OutputChunk>> recent_output_;
+  mutable std::unordered_map<uint32_t, std::string> usernames_;  // guarded by mu_
+  std::shared_ptr<const nlohmann::json> last_doc_;  // the last jobspec serialized
+  std::string last_doc_text_;
 };
 
 }  // namespace corral::ctld

@@ -8,6 +8,14 @@
 namespace corral::ctld {
 
 std::string Controller::username(uint32_t uid) const {
+  // Looking a user up reads /etc/passwd (or asks NSS); jobs of one user are many.
+  if (auto it = usernames_.find(uid); it != usernames_.end()) return it->second;
+  std::string name = lookup_username(uid);
+  usernames_.emplace(uid, name);
+  return name;
+}
+
+std::string Controller::lookup_username(uint32_t uid) {
   passwd pw{};
   passwd* res = nullptr;
   char buf[1024];

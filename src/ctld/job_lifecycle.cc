@@ -6,11 +6,11 @@
 #include <algorithm>
 
 #include <fmt/format.h>
-#include <google/protobuf/util/json_util.h>
 #include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 
 #include "ctld/controller.h"
+#include "ctld/job_summary.h"
 #include "util/hostlist.h"
 #include "util/natural_sort.h"
 
@@ -269,7 +269,7 @@ void Controller::free_resources(JobRecord& job) {
     NodeEntry& node = nodes_[*idx];
     node.jobs.erase(job.id);
     if (!cfg_.housekeeping.empty() && node.link) {
-      node.housekeeping_job = job.id;
+      node.housekeeping.insert(job.id);
       update_usable(node);  // no new work on the node until its housekeeping finishes
       run_on_nodes(job.id, "housekeeping", cfg_.housekeeping, cfg_.housekeeping_timeout,
                    {n.name}, {{"CORRAL_JOB_USERID", std::to_string(job.userid)}});
@@ -283,9 +283,7 @@ void Controller::free_resources(JobRecord& job) {
 void Controller::retire(JobRecord& job) {
   v1::JobInfo info;
   fill_info(job, &info);
-  std::string summary;
-  (void)google::protobuf::util::MessageToJsonString(info, &summary);
-  store_->finish_job(job.id, summary);
+  store_->finish_job(job.id, summary_to_json(info));
   if (job.interactive && !job.output.empty()) {
     recent_output_[job.id] = std::move(job.output);
     while (recent_output_.size() > 64) recent_output_.erase(recent_output_.begin());
@@ -350,10 +348,8 @@ void Controller::node_lost(NodeEntry& node, const std::string& why) {
     if (jt != jobs_.end())
       for (auto& h : hooks_) h->on_perilog(*this, *jt->second, o);
   }
-  if (node.housekeeping_job) {
-    sched_.release_node(node.housekeeping_job, node.index);
-    node.housekeeping_job = 0;
-  }
+  for (uint64_t id : node.housekeeping) sched_.release_node(id, node.index);
+  node.housekeeping.clear();
   drain_posts();
 }
 

@@ -138,7 +138,12 @@ uint64_t Controller::create_job(const Caller& c, job::Jobspec spec, unsigned urg
     doc["attributes"]["system"]["duration"] = effective_time_limit(spec);
     if (auto s2 = job::jobspec_from_document(doc)) spec = std::move(*s2);
   }
-  rec->jobspec_text = job::jobspec_to_string(spec);
+  // Copies of one jobspec (--cc) share their document: serialize it once.
+  if (spec.document != last_doc_) {
+    last_doc_ = spec.document;
+    last_doc_text_ = job::jobspec_to_string(spec);
+  }
+  rec->jobspec_text = last_doc_text_;
   rec->interactive = spec.output.path.empty();
   rec->partition = partition_of(spec);
   rec->spec = std::move(spec);

@@ -58,13 +58,13 @@ void Controller::persist_node(const NodeEntry& n) {
 }
 
 void Controller::update_usable(NodeEntry& node) {
-  sched_.set_usable(node.index, node.link && !node.drained && node.housekeeping_job == 0);
+  sched_.set_usable(node.index, node.link && !node.drained && node.housekeeping.empty());
   poke_scheduler();
 }
 
 std::string Controller::node_state(const NodeEntry& n) const {
   if (!n.link) return n.drained ? "down+drained" : "down";
-  if (n.drained) return n.jobs.empty() && n.housekeeping_job == 0 ? "drained" : "draining";
+  if (n.drained) return n.jobs.empty() && n.housekeeping.empty() ? "drained" : "draining";
   const auto& st = sched_.node_state(n.index);
   unsigned used = n.cores - static_cast<unsigned>(st.free_cores.count());
   if (used == 0 && n.jobs.empty()) return "idle";
@@ -187,6 +187,44 @@ void Controller::reconcile_agent(const v1::Register& reg) {
       touch(job);
     }
   }
+  reconcile_housekeeping(reg);
+}
+
+// The agent knows which housekeeping still runs: a restarted corrald adopts it (the
+// node stays out of scheduling until it reports), and what the agent no longer runs
+// ends here (its result, if it finished while disconnected, follows the register).
+void Controller::reconcile_housekeeping(const v1::Register& reg) {
+  std::map<std::string, std::set<uint64_t>> running;
+  for (const auto& p : reg.perilogs())
+    if (p.kind() == "housekeeping") running[p.node()].insert(p.jobid());
+  for (const auto& r : reg.nodes()) {
+    NodeEntry& n = nodes_[node_index_[r.name()]];
+    std::set<uint64_t>& now_running = running[n.name];
+    for (uint64_t id : n.housekeeping) {
+      if (now_running.count(id)) continue;
+      sched_.release_node(id, n.index);
+      auto pit = perilogs_.find({id, "housekeeping"});
+      if (pit != perilogs_.end() && pit->second.erase(n.name) && pit->second.empty())
+        perilogs_.erase(pit);
+    }
+    for (uint64_t id : now_running) perilogs_[{id, "housekeeping"}].insert(n.name);
+    n.housekeeping = std::move(now_running);
+    update_usable(n);
+  }
+}
+
+// Counted even when nothing waited for it (corrald restarted, or the node was down
+// meanwhile): a failure still drains the node.
+void Controller::housekeeping_done(const v1::PerilogResult& p) {
+  auto idx = node_index_.find(p.node());
+  if (idx == node_index_.end()) return;
+  NodeEntry& n = nodes_[idx->second];
+  if (p.waitstatus() != 0 || p.timed_out())
+    drain_node(n.name, fmt::format("housekeeping failed after job {}{}", p.jobid(),
+                                   p.timed_out() ? " (timed out)" : ""));
+  sched_.release_node(p.jobid(), n.index);
+  n.housekeeping.erase(p.jobid());
+  update_usable(n);
 }
 
 void Controller::agent_message(AgentLink& link, const v1::AgentMessage& msg) {
@@ -207,21 +245,14 @@ void Controller::agent_message(AgentLink& link, const v1::AgentMessage& msg) {
   for (const auto& p : msg.perilog()) {
     auto key = std::make_pair(p.jobid(), p.kind());
     auto pit = perilogs_.find(key);
-    if (pit == perilogs_.end() || !pit->second.erase(p.node())) continue;
-    if (pit->second.empty()) perilogs_.erase(pit);
-    PerilogOutcome o{p.node(), p.kind(), p.waitstatus(), p.timed_out(), p.output()};
+    bool pending = pit != perilogs_.end() && pit->second.erase(p.node());
+    if (pending && pit->second.empty()) perilogs_.erase(pit);
     if (p.kind() == "housekeeping") {
-      auto idx = node_index_.find(p.node());
-      if (idx == node_index_.end()) continue;
-      NodeEntry& n = nodes_[idx->second];
-      if (p.waitstatus() != 0 || p.timed_out())
-        drain_node(n.name, fmt::format("housekeeping failed after job {}{}", p.jobid(),
-                                       p.timed_out() ? " (timed out)" : ""));
-      sched_.release_node(p.jobid(), n.index);
-      n.housekeeping_job = 0;
-      update_usable(n);
+      housekeeping_done(p);
       continue;
     }
+    if (!pending) continue;
+    PerilogOutcome o{p.node(), p.kind(), p.waitstatus(), p.timed_out(), p.output()};
     auto jt = jobs_.find(p.jobid());
     if (jt != jobs_.end())
       for (auto& h : hooks_) h->on_perilog(*this, *jt->second, o);
@@ -290,7 +321,7 @@ grpc::Status Controller::list_nodes(const v1::ListNodesRequest& req, v1::ListNod
     for (const auto& p : n.partitions) ni->add_partitions(p);
     for (uint64_t j : n.jobs) ni->add_jobs(j);
     if (n.link) ni->set_agent(n.link->agent_id());
-    ni->set_housekeeping(n.housekeeping_job != 0);
+    ni->set_housekeeping(!n.housekeeping.empty());
   }
   return grpc::Status::OK;
 }

@@ -97,6 +97,7 @@ v1::AgentMessage Agent::begin_register(uint64_t session) {
     r->set_memory_mb(n.memory_mb);
   }
   jobs_->fill_register(*reg);
+  perilogs_->fill_register(*reg);
   return msg;
 }
 

@@ -74,15 +74,26 @@ void Outbox::flush() {
   switch (state_) {
     case State::online: sink_(session_, std::move(msg)); break;
     case State::registering: held_.push_back(std::move(msg)); break;
-    case State::offline:
+    case State::offline: keep_perilogs(msg); break;
     case State::closed: break;
   }
 }
 
+void Outbox::keep_perilogs(v1::AgentMessage& msg) {
+  for (auto& r : *msg.mutable_perilog()) unsent_perilogs_.push_back(std::move(r));
+}
+
+// The session is over: whatever it did not send yet would be dropped by the link.
+void Outbox::go_offline() {
+  state_ = State::offline;
+  flush();
+  for (auto& m : held_) keep_perilogs(m);
+  held_.clear();
+}
+
 void Outbox::set_registering(uint64_t session) {
   if (state_ == State::closed) return;
-  flush();  // what was produced before the register snapshot belongs to the old session
-  held_.clear();
+  go_offline();  // what was produced before the register snapshot belongs to the old session
   session_ = session;
   state_ = State::registering;
 }
@@ -91,15 +102,18 @@ void Outbox::set_online(uint64_t session) {
   if (state_ != State::registering || session != session_) return;
   flush();
   state_ = State::online;
+  // Perilogs that finished while disconnected go first, then what came after register.
+  std::vector<v1::PerilogResult> unsent;
+  unsent.swap(unsent_perilogs_);
+  for (auto& r : unsent) perilog(std::move(r));
+  flush();
   for (auto& m : held_) sink_(session_, std::move(m));
   held_.clear();
 }
 
 void Outbox::set_offline(uint64_t session) {
   if (state_ == State::closed || session != session_) return;
-  flush();
-  held_.clear();
-  state_ = State::offline;
+  go_offline();
 }
 
 void Outbox::close() {
@@ -107,6 +121,7 @@ void Outbox::close() {
   batch_.Clear();
   dirty_ = false;
   held_.clear();
+  unsent_perilogs_.clear();
 }
 
 }  // namespace corral::node

@@ -32,7 +32,8 @@ class Outbox {
               bool eof);
 
   // Hands the batch to the sink (online), keeps it until set_online (registering) or
-  // drops it (offline: exits are kept by the executor and resent with `register`).
+  // drops it (offline: exits are kept by the executor and resent with `register`;
+  // perilog results, which nothing else keeps, are kept here and sent once online).
   void flush();
 
   void set_registering(uint64_t session);
@@ -44,6 +45,8 @@ class Outbox {
  private:
   enum class State { offline, registering, online, closed };
   void grew(size_t bytes);
+  void go_offline();
+  void keep_perilogs(v1::AgentMessage& msg);
 
   Sink sink_;
   State state_ = State::offline;
@@ -54,6 +57,9 @@ class Outbox {
   // Open TaskOutput entry of this batch per (job, rank, stderr), to append small reads.
   std::map<std::tuple<uint64_t, uint32_t, bool>, int> open_output_;
   std::vector<v1::AgentMessage> held_;
+  // Finished perilogs no session took: a controller that restarted meanwhile would
+  // otherwise never learn that housekeeping failed.
+  std::vector<v1::PerilogResult> unsent_perilogs_;
 };
 
 }  // namespace corral::node

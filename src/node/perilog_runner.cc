@@ -171,4 +171,13 @@ void PerilogRunner::kill_all(int sig) {
   for (auto& [pid, run] : runs_) ::killpg(pid, sig);
 }
 
+void PerilogRunner::fill_register(v1::Register& reg) const {
+  for (const auto& [pid, run] : runs_) {
+    auto* r = reg.add_perilogs();
+    r->set_jobid(run.jobid);
+    r->set_kind(run.kind);
+    r->set_node(run.node);
+  }
+}
+
 }  // namespace corral::node

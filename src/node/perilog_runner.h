@@ -30,6 +30,8 @@ class PerilogRunner {
   bool on_child_exit(pid_t pid, int waitstatus);
   void kill_all(int sig);
   size_t live_processes() const { return runs_.size(); }
+  // What still runs, so a restarted controller keeps those nodes out of scheduling.
+  void fill_register(v1::Register& reg) const;
 
  private:
   struct Run {

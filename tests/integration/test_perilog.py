@@ -215,10 +215,6 @@ def test_controller_restart_during_prolog_and_epilog(make_cluster, tmp_path):
     assert all("drain" not in n["state"] for n in cluster.nodes()), cluster.nodes()
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "corrald keeps housekeeping only in memory (NodeEntry::housekeeping_job, perilogs_) and "
-    "the agent's Register message cannot report running housekeeping: after a restart the "
-    "node is schedulable while its housekeeping still runs, and a failure is ignored"))
 def test_housekeeping_survives_a_controller_restart(make_cluster, tmp_path):
     release = tmp_path / "release"
     hk = write_script(tmp_path / "housekeeping.sh", f"""\
@@ -238,3 +234,59 @@ def test_housekeeping_survives_a_controller_restart(make_cluster, tmp_path):
     finally:
         release.touch()
     drained_with(cluster, "node0", "housekeeping", str(job), timeout=10)
+
+
+def test_housekeeping_of_two_jobs_holds_the_node_until_both_end(make_cluster, tmp_path):
+    out = tmp_path / "out"
+    out.mkdir()
+    go = out / "go"
+    hk = write_script(tmp_path / "housekeeping.sh", f"""\
+        while [ ! -e {out}/release-$CORRAL_JOBID ]; do sleep 0.1; done
+        touch {out}/done-$CORRAL_JOBID
+        """)
+    cluster = make_cluster(size=1, sets=[f"job.housekeeping={hk}"])
+    task = f"while [ ! -e {go} ]; do sleep 0.1; done"
+    first = cluster.submit("-o", "/dev/null", "sh", "-c", task)
+    second = cluster.submit("-o", "/dev/null", "sh", "-c", task)
+    for job in (first, second):
+        cluster.wait_job(job, states=("RUN",))
+    go.touch()
+    cluster.wait_job(first)
+    cluster.wait_job(second)
+    assert cluster.node("node0")["housekeeping"] is True
+
+    # The first housekeeping to end does not return the node while the other runs.
+    (out / f"release-{first}").touch()
+    wait_until(lambda: (out / f"done-{first}").exists(), timeout=10,
+               what="the first housekeeping to end", cluster=cluster)
+    third = cluster.submit("-o", "/dev/null", "true")
+    time.sleep(1.5)
+    assert cluster.job(third)["state"] == "SCHED", cluster.job(third)
+    assert cluster.node("node0")["housekeeping"] is True
+
+    (out / f"release-{second}").touch()
+    assert cluster.wait_job(third)["result"] == "COMPLETED"
+
+
+def test_housekeeping_that_fails_while_the_controller_is_down_drains_the_node(
+        make_cluster, tmp_path):
+    release = tmp_path / "release"
+    done = tmp_path / "done"
+    hk = write_script(tmp_path / "housekeeping.sh", f"""\
+        while [ ! -e {release} ]; do sleep 0.1; done
+        touch {done}
+        exit 6
+        """)
+    cluster = make_cluster(size=1, sets=[f"job.housekeeping={hk}"])
+    job = cluster.submit("-o", "/dev/null", "true")
+    cluster.wait_job(job)
+    assert cluster.node("node0")["housekeeping"] is True
+    cluster.kill_controller()
+    time.sleep(0.5)  # the agent notices the lost stream
+    release.touch()
+    wait_until(done.exists, timeout=10, what="housekeeping to end")
+    time.sleep(0.5)
+    cluster.restart_controller()
+    cluster.wait_nodes_up(1)
+    node = drained_with(cluster, "node0", "housekeeping", str(job), timeout=10)
+    assert not node["housekeeping"], node

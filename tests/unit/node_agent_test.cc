@@ -333,6 +333,40 @@ TEST_F(NodeAgent, PerilogResultAndTimeout) {
   }
 }
 
+// A restarted controller learns from `register` what still runs, and gets the result of
+// what finished while it was away after the next register.
+TEST_F(NodeAgent, PerilogsAreReportedAcrossAReconnect) {
+  v1::ControllerMessage m;
+  auto* p = m.add_perilog();
+  p->set_jobid(17);
+  p->set_kind("housekeeping");
+  p->set_command("sleep 0.3; echo scrubbed; exit 1");
+  p->set_timeout(10);
+  p->add_nodes("n2");
+  agent_->handle(m);
+  agent_->on_disconnected(1);
+  auto reg = agent_->begin_register(2);
+  ASSERT_EQ(reg.register_().perilogs_size(), 1);
+  EXPECT_EQ(reg.register_().perilogs(0).jobid(), 17u);
+  EXPECT_EQ(reg.register_().perilogs(0).kind(), "housekeeping");
+  EXPECT_EQ(reg.register_().perilogs(0).node(), "n2");
+  agent_->on_disconnected(2);  // never acknowledged
+  run_until([] { return false; }, 0.8);
+  for (const auto& msg : sent_) EXPECT_EQ(msg.perilog_size(), 0);  // nobody to tell yet
+  EXPECT_EQ(agent_->begin_register(3).register_().perilogs_size(), 0);
+  size_t before = sent_.size();
+  v1::ControllerMessage ack;
+  ack.set_register_ack(true);
+  agent_->on_registered(3, ack);
+  std::vector<v1::PerilogResult> results;
+  for (size_t i = before; i < sent_.size(); ++i)
+    for (const auto& r : sent_[i].perilog()) results.push_back(r);
+  ASSERT_EQ(results.size(), 1u);
+  EXPECT_EQ(results[0].jobid(), 17u);
+  EXPECT_EQ(results[0].waitstatus(), 1 << 8);
+  EXPECT_EQ(results[0].output(), "scrubbed\n");
+}
+
 TEST_F(NodeAgent, RootRunsTasksAsTheJobUserThroughImp) {
   if (::geteuid() != 0) GTEST_SKIP() << "needs root";
   make_agent(true);
