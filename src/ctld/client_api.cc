@@ -166,7 +166,7 @@ grpc::Status Controller::get_job(const v1::GetJobRequest& req, v1::JobInfo* rep)
     if (it != jobs_.end()) {
       const JobRecord& job = *it->second;
       fill_info(job, rep);
-      rep->set_jobspec(job.jobspec_text);
+      rep->set_jobspec(*job.jobspec_text);
       if (job.R) rep->set_r(job::to_json(*job.R));
       if (req.with_eventlog())
         for (const auto& ev : job.events) rep->add_eventlog(job::encode_event(ev));

@@ -92,18 +92,28 @@ void Controller::restore(store::Snapshot snap) {
     n.reason_userid = r.reason_userid;
     n.down_reason = "not reconnected since corrald restarted";
   }
+  // Jobs submitted together share one jobspec: parse each distinct text once.
+  std::unordered_map<std::string, std::pair<std::shared_ptr<const std::string>,
+                                            std::shared_ptr<const job::Jobspec>>> parsed;
   for (auto& rec : snap.active) {
-    auto spec = job::parse_jobspec(rec.jobspec);
-    if (!spec) {
-      spdlog::error("job {}: stored jobspec no longer parses ({}); skipping it", rec.id,
-                    spec.message());
-      continue;
+    auto pit = parsed.find(rec.jobspec);
+    if (pit == parsed.end()) {
+      auto spec = job::parse_jobspec(rec.jobspec);
+      if (!spec) {
+        spdlog::error("job {}: stored jobspec no longer parses ({}); skipping it", rec.id,
+                      spec.message());
+        continue;
+      }
+      pit = parsed.emplace(rec.jobspec,
+                           std::make_pair(std::make_shared<const std::string>(rec.jobspec),
+                                          std::make_shared<const job::Jobspec>(
+                                              std::move(*spec)))).first;
     }
     auto job = std::make_unique<JobRecord>();
     job->id = rec.id;
     job->userid = rec.userid;
-    job->jobspec_text = rec.jobspec;
-    job->spec = std::move(*spec);
+    job->jobspec_text = pit->second.first;
+    job->spec = pit->second.second;
     for (auto& ev : rec.events) {
       if (auto st = job::apply_event(job->status, ev); !st.ok()) {
         spdlog::warn("job {}: replay: {}", rec.id, st.message());
@@ -116,8 +126,8 @@ void Controller::restore(store::Snapshot snap) {
       absorb(*job, ev);
       job->events.push_back(std::move(ev));
     }
-    job->partition = partition_of(job->spec);
-    job->interactive = job->spec.output.path.empty();
+    job->partition = partition_of(*job->spec);
+    job->interactive = job->spec->output.path.empty();
     const auto& st = job->status;
     if (job->R && (st.state == JobState::RUN || st.state == JobState::CLEANUP) && !st.freed) {
       sched_.allocate(job->id, job->alloc, job->R->expiration);
@@ -192,7 +202,7 @@ grpc::Status Controller::submit(const Caller& c, const v1::SubmitRequest& req,
     if (stopping_) return {grpc::StatusCode::UNAVAILABLE, "corrald is shutting down"};
     const nlohmann::json* last_admitted = nullptr;
     for (size_t i = 0; i < specs->size(); ++i) {
-      const auto& spec = (*specs)[i];
+      const auto& spec = *(*specs)[i];
       // Copies of one jobspec (--cc) share their document and are admitted once.
       if (last_admitted == spec.document.get()) continue;
       if (auto st = admit(c, spec); !st.ok()) {
@@ -201,7 +211,7 @@ grpc::Status Controller::submit(const Caller& c, const v1::SubmitRequest& req,
       }
       last_admitted = spec.document.get();
     }
-    for (auto& spec : *specs) rep->add_jobids(create_job(c, std::move(spec), urgency));
+    for (auto& spec : *specs) rep->add_jobids(create_job(c, spec, urgency));
     drain_posts();
     outbox_.seal();
   }

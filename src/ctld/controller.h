@@ -142,9 +142,11 @@ class Controller final : public HookContext {
   void run_schedule();
 
   // job_submit.cc
-  Result<std::vector<job::Jobspec>> parse_submission(const v1::SubmitRequest& req) const;
+  Result<std::vector<std::shared_ptr<const job::Jobspec>>> parse_submission(
+      const v1::SubmitRequest& req) const;
   Status admit(const Caller& c, const job::Jobspec& spec);
-  uint64_t create_job(const Caller& c, job::Jobspec spec, unsigned urgency);
+  uint64_t create_job(const Caller& c, std::shared_ptr<const job::Jobspec> spec,
+                      unsigned urgency);
   Result<topology::Request> make_request(const job::Jobspec& spec, uint64_t jobid) const;
   std::string partition_of(const job::Jobspec& spec) const;
   double effective_time_limit(const job::Jobspec& spec) const;
@@ -210,7 +212,8 @@ class Controller final : public HookContext {
   std::map<uint64_t, std::vector<OutputChunk>> recent_output_;
   mutable std::unordered_map<uint32_t, std::string> usernames_;  // guarded by mu_
   std::shared_ptr<const nlohmann::json> last_doc_;  // the last jobspec serialized
-  std::string last_doc_text_;
+  std::shared_ptr<const std::string> last_doc_text_;
+  std::shared_ptr<const job::Jobspec> last_limited_from_, last_limited_;
 };
 
 }  // namespace corral::ctld

@@ -34,13 +34,13 @@ Status DependencyHook::validate(HookContext& ctx, const job::Jobspec& spec, uint
 
 void DependencyHook::on_event(HookContext& ctx, const JobRecord& job, const job::Event& ev) {
   if (ev.name == "validate") {
-    for (const auto& uri : job.spec.dependencies)
+    for (const auto& uri : job.spec->dependencies)
       if (auto dep = job::parse_dependency_uri(uri)) arm(ctx, job.id, *dep, true);
     // --begin is a begin-time dependency too.
-    if (job.spec.begin_time > 0) {
+    if (job.spec->begin_time > 0) {
       job::Dependency begin;
       begin.scheme = "begin-time";
-      begin.time = job.spec.begin_time;
+      begin.time = job.spec->begin_time;
       arm(ctx, job.id, begin, true);
     }
     return;

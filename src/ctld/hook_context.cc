@@ -76,10 +76,10 @@ Status Controller::rewrite_jobspec(uint64_t jobid, const std::string& jobspec_js
     return invalid("the jobspec can only change before the job is allocated");
   auto spec = job::parse_jobspec(jobspec_json);
   if (!spec) return spec.error();
-  job.spec = std::move(*spec);
-  job.jobspec_text = job::jobspec_to_string(job.spec);
+  job.jobspec_text = std::make_shared<const std::string>(job::jobspec_to_string(*spec));
+  job.spec = std::make_shared<const job::Jobspec>(std::move(*spec));
   // The new jobspec is part of the eventlog, so a replay sees the same request.
-  post(jobid, job::make_event("jobspec-update", json{{"jobspec", json::parse(job.jobspec_text)}}
+  post(jobid, job::make_event("jobspec-update", json{{"jobspec", json::parse(*job.jobspec_text)}}
                                                     .dump()));
   if (job.in_scheduler) {
     sched_.dequeue(jobid);

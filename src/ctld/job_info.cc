@@ -28,7 +28,7 @@ void Controller::fill_info(const JobRecord& job, v1::JobInfo* info) const {
   info->set_id(job.id);
   info->set_userid(job.userid);
   info->set_username(username(job.userid));
-  info->set_name(job.spec.name);
+  info->set_name(job.spec->name);
   info->set_state(std::string(job::state_name(st.state)));
   if (st.state == job::JobState::INACTIVE) info->set_result(job::job_result(st));
   if (st.state < job::JobState::RUN && st.state != job::JobState::NEW) {
@@ -49,18 +49,18 @@ void Controller::fill_info(const JobRecord& job, v1::JobInfo* info) const {
     info->set_ncores(job.R->ncores());
     info->set_ngpus(job.R->ngpus());
   } else {
-    info->set_nnodes(job.spec.nnodes);
-    info->set_ncores(job.spec.ntasks * job.spec.cores_per_task);
-    info->set_ngpus(job.spec.ntasks * job.spec.gpus_per_task);
+    info->set_nnodes(job.spec->nnodes);
+    info->set_ncores(job.spec->ntasks * job.spec->cores_per_task);
+    info->set_ngpus(job.spec->ntasks * job.spec->gpus_per_task);
   }
-  info->set_ntasks(job.spec.ntasks);
+  info->set_ntasks(job.spec->ntasks);
   info->set_partition(job.partition);
-  info->set_duration(job.spec.duration);
+  info->set_duration(job.spec->duration);
   info->set_waitstatus(st.finished ? st.waitstatus : -1);
   info->set_exception_type(st.exception_type);
   info->set_exception_note(st.exception_note);
-  info->set_cwd(job.spec.cwd);
-  for (const auto& d : job.spec.dependencies) info->add_dependencies(d);
+  info->set_cwd(job.spec->cwd);
+  for (const auto& d : job.spec->dependencies) info->add_dependencies(d);
 }
 
 }  // namespace corral::ctld

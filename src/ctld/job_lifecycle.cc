@@ -80,8 +80,8 @@ void Controller::absorb(JobRecord& job, const job::Event& ev) {
     auto ctx = json::parse(ev.context, nullptr, false);
     if (!ctx.is_object() || !ctx.contains("jobspec")) return;
     if (auto spec = job::jobspec_from_document(ctx["jobspec"])) {
-      job.spec = std::move(*spec);
-      job.jobspec_text = job::jobspec_to_string(job.spec);
+      job.jobspec_text = std::make_shared<const std::string>(job::jobspec_to_string(*spec));
+      job.spec = std::make_shared<const job::Jobspec>(std::move(*spec));
     }
     return;
   }
@@ -94,7 +94,7 @@ void Controller::absorb(JobRecord& job, const job::Event& ev) {
     return;
   }
   job.alloc.shares.clear();
-  job.alloc.exclusive = job.spec.exclusive;
+  job.alloc.exclusive = job.spec->exclusive;
   const auto tasks = ctx.value("tasks", std::vector<unsigned>{});
   for (size_t i = 0; i < R->nodes.size(); ++i) {
     const auto& n = R->nodes[i];
@@ -182,7 +182,7 @@ void Controller::advance_cleanup(JobRecord& job) {
 std::map<std::string, unsigned> Controller::plan_exec(const JobRecord& job) const {
   std::map<std::string, unsigned> plan;
   if (!job.R) return plan;
-  if (!job.spec.batch_script.empty()) {
+  if (!job.spec->batch_script.empty()) {
     plan[job.R->nodes.front().name] = 1;
     return plan;
   }
@@ -225,9 +225,9 @@ void Controller::send_start(const JobRecord& job, const std::set<std::string>& o
       sj.set_jobid(job.id);
       sj.set_userid(job.userid);
       sj.set_groupid(job.groupid);
-      sj.set_jobspec(job.jobspec_text);
+      sj.set_jobspec(*job.jobspec_text);
       sj.set_nodelist(nodelist);
-      sj.set_total_tasks(job.spec.ntasks);
+      sj.set_total_tasks(job.spec->ntasks);
       sj.set_total_nodes(static_cast<uint32_t>(job.R->nodes.size()));
       for (const auto& [k, v] : job.extra_env) (*sj.mutable_extra_env())[k] = v;
     }
@@ -354,7 +354,7 @@ void Controller::node_lost(NodeEntry& node, const std::string& why) {
 }
 
 void Controller::enqueue(JobRecord& job) {
-  auto req = make_request(job.spec, job.id);
+  auto req = make_request(*job.spec, job.id);
   if (!req) {
     raise_exception(job.id, "alloc", 0, req.message());
     return;
@@ -363,7 +363,7 @@ void Controller::enqueue(JobRecord& job) {
   pj.req = std::move(*req);
   pj.urgency = job.status.urgency;
   pj.submit_order = job.id;
-  pj.duration = job.spec.duration;
+  pj.duration = job.spec->duration;
   sched_.enqueue(pj);
   job.in_scheduler = true;
   poke_scheduler();
@@ -382,7 +382,7 @@ void Controller::run_schedule() {
     job.in_scheduler = false;
     job::ResourceSet R;
     R.starttime = now();
-    R.expiration = job.spec.duration > 0 ? R.starttime + job.spec.duration : 0;
+    R.expiration = job.spec->duration > 0 ? R.starttime + job.spec->duration : 0;
     std::vector<unsigned> tasks;
     for (const auto& sh : d.alloc.shares) {
       const NodeEntry& node = nodes_[sh.node];

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <set>
 #include <string>
@@ -30,8 +31,9 @@ struct JobRecord {
   uint64_t id = 0;
   uint32_t userid = 0;
   uint32_t groupid = 0;
-  std::string jobspec_text;
-  job::Jobspec spec;
+  // Shared by the copies of one submission (--cc): thousands of jobs, one jobspec.
+  std::shared_ptr<const std::string> jobspec_text;
+  std::shared_ptr<const job::Jobspec> spec;
   job::JobStatus status;
   std::vector<job::Event> events;
 

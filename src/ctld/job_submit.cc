@@ -25,9 +25,9 @@ constexpr size_t kMaxJobsPerSubmit = 1'000'000;
 
 }  // namespace
 
-Result<std::vector<job::Jobspec>> Controller::parse_submission(
+Result<std::vector<std::shared_ptr<const job::Jobspec>>> Controller::parse_submission(
     const v1::SubmitRequest& req) const {
-  std::vector<job::Jobspec> specs;
+  std::vector<std::shared_ptr<const job::Jobspec>> specs;
   if (req.jobspecs_size() == 0) return invalid("submit: no jobspec given");
   if (!req.cc().empty()) {
     if (req.jobspecs_size() != 1) return invalid("submit: --cc takes exactly one jobspec");
@@ -37,17 +37,18 @@ Result<std::vector<job::Jobspec>> Controller::parse_submission(
       return invalid(fmt::format("--cc: at most {} jobs per submission", kMaxJobsPerSubmit));
     const std::string& text = req.jobspecs(0);
     bool templated = text.find("{cc}") != std::string::npos;
-    std::optional<job::Jobspec> shared;
+    std::shared_ptr<const job::Jobspec> shared;
     for (uint32_t id : ids->to_vector()) {
       if (!templated && shared) {
-        specs.push_back(*shared);
+        specs.push_back(shared);
         continue;
       }
       auto spec = job::parse_jobspec(templated ? replace_all(text, "{cc}", std::to_string(id))
                                                : text);
       if (!spec) return invalid("jobspec: " + spec.message());
-      if (!templated) shared = *spec;
-      specs.push_back(std::move(*spec));
+      auto p = std::make_shared<const job::Jobspec>(std::move(*spec));
+      if (!templated) shared = p;
+      specs.push_back(std::move(p));
     }
     return specs;
   }
@@ -56,7 +57,7 @@ Result<std::vector<job::Jobspec>> Controller::parse_submission(
     if (!spec)
       return invalid(req.jobspecs_size() == 1 ? "jobspec: " + spec.message()
                                               : fmt::format("jobspec {}: {}", i, spec.message()));
-    specs.push_back(std::move(*spec));
+    specs.push_back(std::make_shared<const job::Jobspec>(std::move(*spec)));
   }
   return specs;
 }
@@ -127,25 +128,32 @@ Status Controller::admit(const Caller& c, const job::Jobspec& spec) {
   return {};
 }
 
-uint64_t Controller::create_job(const Caller& c, job::Jobspec spec, unsigned urgency) {
+uint64_t Controller::create_job(const Caller& c, std::shared_ptr<const job::Jobspec> spec,
+                                unsigned urgency) {
   auto rec = std::make_unique<JobRecord>();
   rec->id = next_id_++;
   rec->userid = c.uid;
   rec->groupid = c.gid;
-  if (spec.duration == 0 && effective_time_limit(spec) > 0) {
+  if (spec->duration == 0 && effective_time_limit(*spec) > 0) {
     // The default limit becomes part of the stored jobspec, so replay sees the same job.
-    auto doc = *spec.document;
-    doc["attributes"]["system"]["duration"] = effective_time_limit(spec);
-    if (auto s2 = job::jobspec_from_document(doc)) spec = std::move(*s2);
+    // Copies of one submission share the rewritten jobspec too.
+    if (spec != last_limited_from_) {
+      last_limited_from_ = spec;
+      auto doc = *spec->document;
+      doc["attributes"]["system"]["duration"] = effective_time_limit(*spec);
+      auto s2 = job::jobspec_from_document(doc);
+      last_limited_ = s2 ? std::make_shared<const job::Jobspec>(std::move(*s2)) : spec;
+    }
+    spec = last_limited_;
   }
   // Copies of one jobspec (--cc) share their document: serialize it once.
-  if (spec.document != last_doc_) {
-    last_doc_ = spec.document;
-    last_doc_text_ = job::jobspec_to_string(spec);
+  if (spec->document != last_doc_) {
+    last_doc_ = spec->document;
+    last_doc_text_ = std::make_shared<const std::string>(job::jobspec_to_string(*spec));
   }
   rec->jobspec_text = last_doc_text_;
-  rec->interactive = spec.output.path.empty();
-  rec->partition = partition_of(spec);
+  rec->interactive = spec->output.path.empty();
+  rec->partition = partition_of(*spec);
   rec->spec = std::move(spec);
   uint64_t id = rec->id;
   store_->insert_job(id, c.uid, rec->jobspec_text);

@@ -44,7 +44,7 @@ void PerilogHook::launch(HookContext& ctx, const JobRecord& job, const std::stri
   std::map<std::string, std::string> env{
       {"CORRAL_JOB_USERID", std::to_string(job.userid)},
       {"CORRAL_JOB_NODELIST", job.R->nodelist()},
-      {"CORRAL_JOB_NAME", job.spec.name},
+      {"CORRAL_JOB_NAME", job.spec->name},
   };
   ctx.run_on_nodes(job.id, kind, cmd, prolog ? cfg_.prolog_timeout : cfg_.epilog_timeout, nodes,
                    env);

@@ -5,9 +5,9 @@
 namespace corral::ctld {
 
 void TimeLimitHook::arm(HookContext& ctx, const JobRecord& job, double started) {
-  if (job.spec.duration <= 0) return;
+  if (job.spec->duration <= 0) return;
   uint64_t id = job.id;
-  double limit = job.spec.duration;
+  double limit = job.spec->duration;
   ctx.at(started + limit, [&ctx, id, limit] {
     const JobRecord* j = ctx.find_job(id);
     if (!j || j->state() != job::JobState::RUN || j->status.fatal_exception) return;

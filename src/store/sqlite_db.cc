@@ -30,6 +30,8 @@ std::string Stmt::text(int col) const {
 }
 bool Stmt::is_null(int col) const { return sqlite3_column_type(s_.get(), col) == SQLITE_NULL; }
 
+int64_t Db::last_insert_rowid() const { return sqlite3_last_insert_rowid(db_.get()); }
+
 void Db::Closer::operator()(sqlite3* db) const { sqlite3_close_v2(db); }
 
 Result<Db> Db::open(const std::string& path, int flags) {

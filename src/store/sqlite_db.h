@@ -73,6 +73,7 @@ class Db {
   Error error(std::string_view what, int rc) const;
   bool in_transaction() const;
   int64_t changes() const;
+  int64_t last_insert_rowid() const;
   const std::string& path() const { return path_; }
   sqlite3* get() const { return db_.get(); }
 

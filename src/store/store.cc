@@ -21,10 +21,13 @@ using Clock = std::chrono::steady_clock;
 
 constexpr const char* kSchema = R"sql(
 CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS jobspecs(
+  id INTEGER PRIMARY KEY,
+  text TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS jobs(
   id INTEGER PRIMARY KEY,
   userid INTEGER NOT NULL,
-  jobspec TEXT NOT NULL,
+  spec_id INTEGER NOT NULL REFERENCES jobspecs(id),
   active INTEGER NOT NULL DEFAULT 1,
   summary TEXT);
 CREATE INDEX IF NOT EXISTS jobs_active ON jobs(id) WHERE active = 1;
@@ -55,7 +58,7 @@ uint64_t from_sql_id(int64_t id) { return static_cast<uint64_t>(id); }
 struct InsertJob {
   uint64_t id;
   uint32_t userid;
-  std::string jobspec;
+  std::shared_ptr<const std::string> jobspec;
 };
 struct AppendEvent {
   uint64_t jobid;
@@ -73,7 +76,7 @@ using Op = std::variant<InsertJob, AppendEvent, FinishJob, PutNode, Store::Done>
 // Statements of the writer connection, prepared once.
 struct WriteStmts {
   Stmt begin, commit, rollback;
-  Stmt insert_job, bump_next_jobid, next_seq, insert_event, finish_job, put_node;
+  Stmt insert_jobspec, insert_job, bump_next_jobid, next_seq, insert_event, finish_job, put_node;
 };
 
 // Statements of the read connection, prepared once.
@@ -98,8 +101,9 @@ Status prepare_writes(Db& db, WriteStmts& w) {
               {&w.begin, "BEGIN IMMEDIATE"},
               {&w.commit, "COMMIT"},
               {&w.rollback, "ROLLBACK"},
+              {&w.insert_jobspec, "INSERT INTO jobspecs(text) VALUES(?1)"},
               {&w.insert_job,
-               "INSERT INTO jobs(id, userid, jobspec, active) VALUES(?1, ?2, ?3, 1)"},
+               "INSERT INTO jobs(id, userid, spec_id, active) VALUES(?1, ?2, ?3, 1)"},
               {&w.bump_next_jobid,
                "INSERT INTO meta(key, value) VALUES('next_jobid', ?1) "
                "ON CONFLICT(key) DO UPDATE SET value = max(value, excluded.value)"},
@@ -121,7 +125,9 @@ Status prepare_reads(Db& db, ReadStmts& r) {
               {&r.end, "COMMIT"},
               {&r.next_jobid, "SELECT value FROM meta WHERE key = 'next_jobid'"},
               {&r.max_id, "SELECT MAX(id) FROM jobs"},
-              {&r.active_jobs, "SELECT id, userid, jobspec FROM jobs WHERE active = 1 ORDER BY id"},
+              {&r.active_jobs,
+               "SELECT j.id, j.userid, s.text FROM jobs j JOIN jobspecs s ON s.id = j.spec_id "
+               "WHERE j.active = 1 ORDER BY j.id"},
               {&r.active_events,
                "SELECT e.jobid, e.timestamp, e.name, e.context FROM jobs j "
                "JOIN events e ON e.jobid = j.id WHERE j.active = 1 ORDER BY j.id, e.seq"},
@@ -130,7 +136,9 @@ Status prepare_reads(Db& db, ReadStmts& r) {
                "FROM nodes ORDER BY name"},
               {&r.eventlog,
                "SELECT timestamp, name, context FROM events WHERE jobid = ?1 ORDER BY seq"},
-              {&r.job, "SELECT jobspec, active, summary FROM jobs WHERE id = ?1"},
+              {&r.job,
+               "SELECT s.text, j.active, j.summary FROM jobs j JOIN jobspecs s "
+               "ON s.id = j.spec_id WHERE j.id = ?1"},
               {&r.summaries,
                "SELECT summary FROM jobs WHERE active = 0 ORDER BY id DESC LIMIT ?1"},
               {&r.count_inactive, "SELECT count(*) FROM jobs WHERE active = 0"},
@@ -201,6 +209,8 @@ struct Store::Impl {
   // Next event sequence number of jobs written since start (writer thread only). Finished
   // jobs are dropped so the map stays the size of the active set.
   std::unordered_map<uint64_t, int64_t> next_seq;
+  std::shared_ptr<const std::string> last_spec;  // the jobspec row written last
+  int64_t last_spec_id = 0;
   Status unreported;  // a failure no callback has been told about yet (writer thread only)
 
   ~Impl() { stop(); }
@@ -298,6 +308,7 @@ struct Store::Impl {
     if (!st.ok()) {
       if (wdb.in_transaction()) (void)exec_stmt(wdb, w.rollback, "rolling back");
       next_seq.clear();  // the cached numbers may include rolled-back events
+      last_spec.reset();  // and the cached jobspec row may be rolled back too
     }
     return st;
   }
@@ -306,7 +317,14 @@ struct Store::Impl {
     std::string what = "recording new job " + std::to_string(op.id);
     w.insert_job.bind(1, sql_id(op.id));
     w.insert_job.bind(2, static_cast<int64_t>(op.userid));
-    w.insert_job.bind(3, op.jobspec);
+    // Consecutive jobs with the same jobspec (a --cc submission) share one row.
+    if (op.jobspec != last_spec && (!last_spec || *op.jobspec != *last_spec)) {
+      w.insert_jobspec.bind(1, *op.jobspec);
+      if (auto st = exec_stmt(wdb, w.insert_jobspec, what); !st) return st;
+      last_spec = op.jobspec;
+      last_spec_id = wdb.last_insert_rowid();
+    }
+    w.insert_job.bind(3, last_spec_id);
     if (auto st = exec_stmt(wdb, w.insert_job, what); !st) return st;
     // Ids are never reused, even after the highest job is purged from the table.
     w.bump_next_jobid.bind(1, sql_id(op.id + 1));
@@ -497,7 +515,11 @@ Store::Store(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Store::~Store() { impl_->stop(); }
 
 void Store::insert_job(uint64_t id, uint32_t userid, const std::string& jobspec) {
-  impl_->push(InsertJob{id, userid, jobspec});
+  insert_job(id, userid, std::make_shared<const std::string>(jobspec));
+}
+
+void Store::insert_job(uint64_t id, uint32_t userid, std::shared_ptr<const std::string> jobspec) {
+  impl_->push(InsertJob{id, userid, std::move(jobspec)});
 }
 
 void Store::append_event(uint64_t jobid, const job::Event& ev) {

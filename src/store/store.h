@@ -60,6 +60,9 @@ class Store {
 
   // Queued writes, applied in the order given.
   void insert_job(uint64_t id, uint32_t userid, const std::string& jobspec);
+  // Jobs submitted together usually share one jobspec: it is stored once, and passing the
+  // same pointer again costs no copy and no comparison.
+  void insert_job(uint64_t id, uint32_t userid, std::shared_ptr<const std::string> jobspec);
   void append_event(uint64_t jobid, const job::Event& ev);
   // The job became INACTIVE: `summary_json` is what listings show from now on; its eventlog
   // stays readable with read_eventlog but is no longer loaded at start.
