@@ -14,6 +14,7 @@
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
 #include "cli/job_format.h"
@@ -112,6 +113,19 @@ class AttachedJob {
       started_ = true;
       progress_.clear();
     }
+    // The stream carries the outcome, so no GetJob round trip is needed at the end.
+    if (ev.name() == "finish") {
+      auto ctx = nlohmann::json::parse(ev.context(), nullptr, false);
+      if (ctx.is_object()) outcome_.set_waitstatus(ctx.value("status", 0));
+    } else if (ev.name() == "exception" && outcome_.exception_type().empty()) {
+      auto ctx = nlohmann::json::parse(ev.context(), nullptr, false);
+      if (ctx.is_object() && ctx.value("severity", 0) == 0) {
+        outcome_.set_exception_type(ctx.value("type", "exception"));
+        outcome_.set_exception_note(ctx.value("note", ""));
+      }
+    } else if (ev.name() == "clean") {
+      cleaned_ = true;
+    }
   }
 
   void on_output(const pb::TaskOutput& out) {
@@ -137,13 +151,17 @@ class AttachedJob {
   }
 
   int finish() {
-    pb::GetJobRequest req;
-    req.set_jobid(id_);
-    pb::JobInfo info = expect_ok("run", client_.get_job(req));
+    pb::JobInfo info = cleaned_ ? outcome_ : fetch_job();
     if (!info.exception_type().empty())
       fmt::print(stderr, "corral: job {}: exception: {}: {}\n", id_, info.exception_type(),
                  info.exception_note());
     return job_exit_code(info);
+  }
+
+  pb::JobInfo fetch_job() {
+    pb::GetJobRequest req;
+    req.set_jobid(id_);
+    return expect_ok("run", client_.get_job(req));
   }
 
   void helper_loop() {
@@ -214,6 +232,15 @@ class AttachedJob {
   ProgressLine progress_;
   std::atomic<bool> started_{false};
   std::atomic<bool> done_{false};
+  bool cleaned_ = false;
+  pb::JobInfo outcome_ = initial_outcome();
+
+  static pb::JobInfo initial_outcome() {
+    pb::JobInfo info;
+    info.set_waitstatus(-1);
+    info.set_result("COMPLETED");
+    return info;
+  }
   std::map<std::pair<uint32_t, bool>, bool> line_start_;  // per (rank, stderr)
   // Used by the helper thread only:
   Clock::time_point begin_ = Clock::now();
