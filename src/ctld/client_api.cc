@@ -139,6 +139,9 @@ grpc::Status Controller::list_jobs(const v1::ListJobsRequest& req, v1::ListJobsR
     }
   }
   if (*mask & static_cast<uint32_t>(JobState::INACTIVE)) {
+    // A job retired after the scan above is committed by now; the dedup below drops a
+    // job that was seen both active and finished.
+    (void)store_->flush();
     auto sums = store_->inactive_summaries(req.max_entries());
     if (!sums) return to_grpc(sums.error());
     std::vector<v1::JobInfo> done;
@@ -148,8 +151,10 @@ grpc::Status Controller::list_jobs(const v1::ListJobsRequest& req, v1::ListJobsR
         done.push_back(std::move(info));
     }
     std::reverse(done.begin(), done.end());  // oldest first, like the active ones
-    done.insert(done.end(), std::make_move_iterator(out.begin()),
-                std::make_move_iterator(out.end()));
+    std::set<uint64_t> finished;
+    for (const auto& j : done) finished.insert(j.id());
+    for (auto& j : out)
+      if (!finished.count(j.id())) done.push_back(std::move(j));
     out = std::move(done);
     std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.id() < b.id(); });
   }

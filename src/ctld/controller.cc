@@ -2,6 +2,7 @@
 // client API entry points.
 #include "ctld/controller.h"
 
+#include <malloc.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -171,6 +172,11 @@ void Controller::loop() {
     if (sched_dirty_) run_schedule();
     drain_posts();
     outbox_.seal();
+    // glibc keeps the memory of many freed jobs; give it back once a wave has passed.
+    if (retired_since_trim_ >= 1000 && jobs_.size() < retired_since_trim_) {
+      retired_since_trim_ = 0;
+      malloc_trim(0);
+    }
     double wake = next_heartbeat_check_;
     if (!timers_.empty()) wake = std::min(wake, timers_.top().when);
     auto delay = std::chrono::duration<double>(std::max(0.0, wake - now()));

@@ -205,6 +205,7 @@ class Controller final : public HookContext {
   uint64_t timer_seq_ = 0;
   double next_heartbeat_check_ = 0;
   bool restart_grace_pending_ = false;
+  size_t retired_since_trim_ = 0;  // finished jobs whose memory glibc may still hold
 
   // Outstanding run_on_nodes: (jobid, kind) -> nodes that have not answered.
   std::map<std::pair<uint64_t, std::string>, std::set<std::string>> perilogs_;

@@ -295,6 +295,7 @@ void Controller::retire(JobRecord& job) {
     send_to_node(node, msg);
   }
   jobs_.erase(job.id);
+  ++retired_since_trim_;
 }
 
 void Controller::handle_exit(const v1::JobNodeExit& ex) {
