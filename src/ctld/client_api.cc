@@ -30,15 +30,6 @@ Result<uint32_t> state_mask(const google::protobuf::RepeatedPtrField<std::string
   return mask;
 }
 
-v1::JobEvent to_proto(uint64_t jobid, const job::Event& ev) {
-  v1::JobEvent e;
-  e.set_jobid(jobid);
-  e.set_timestamp(ev.timestamp);
-  e.set_name(ev.name);
-  e.set_context(ev.context);
-  return e;
-}
-
 v1::TaskOutput to_proto(uint64_t jobid, const OutputChunk& c) {
   v1::TaskOutput o;
   o.set_jobid(jobid);
@@ -208,6 +199,10 @@ grpc::Status Controller::subscribe(const v1::WatchRequest& req,
   std::vector<v1::WatchItem> history;
   std::vector<uint64_t> inactive;
   std::lock_guard lk(mu_);
+  // The store's readers see only committed writes; a watched job may have just finished.
+  bool any_finished = false;
+  for (uint64_t id : f.jobids) any_finished |= !jobs_.count(id);
+  if (any_finished) (void)store_->flush();
   for (uint64_t id : f.jobids) {
     auto it = jobs_.find(id);
     if (it != jobs_.end()) {
@@ -218,8 +213,6 @@ grpc::Status Controller::subscribe(const v1::WatchRequest& req,
           to_proto(id, c);
       continue;
     }
-    // The store's readers see only committed writes; the job may have just finished.
-    (void)store_->flush();
     auto events = store_->read_eventlog(id);
     if (!events || events->empty())
       return {grpc::StatusCode::NOT_FOUND, fmt::format("job {} not found", id)};

@@ -9,7 +9,6 @@
 #include <future>
 
 #include <fmt/format.h>
-#include <google/protobuf/util/json_util.h>
 #include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 

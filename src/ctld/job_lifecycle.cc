@@ -57,12 +57,7 @@ void Controller::apply_posted(uint64_t jobid, const job::Event& ev) {
   absorb(job, ev);
   job.events.push_back(ev);
   store_->append_event(jobid, ev);
-  v1::JobEvent jev;
-  jev.set_jobid(jobid);
-  jev.set_timestamp(ev.timestamp);
-  jev.set_name(ev.name);
-  jev.set_context(ev.context);
-  outbox_.push([this, jev = std::move(jev)] { hub_.publish_event(jev); });
+  outbox_.push([this, jev = to_proto(jobid, ev)] { hub_.publish_event(jev); });
   for (auto& h : hooks_) h->on_event(*this, job, ev);
   touch(job);
 }

@@ -4,6 +4,15 @@
 
 namespace corral::ctld {
 
+v1::JobEvent to_proto(uint64_t jobid, const job::Event& ev) {
+  v1::JobEvent e;
+  e.set_jobid(jobid);
+  e.set_timestamp(ev.timestamp);
+  e.set_name(ev.name);
+  e.set_context(ev.context);
+  return e;
+}
+
 Subscriber::Subscriber(WatchFilter f) : filter_(std::move(f)) {
   if (filter_.until_inactive) remaining_ = filter_.jobids;
 }

@@ -12,8 +12,11 @@
 #include <vector>
 
 #include "corral.pb.h"
+#include "job/eventlog.h"
 
 namespace corral::ctld {
+
+v1::JobEvent to_proto(uint64_t jobid, const job::Event& ev);
 
 struct WatchFilter {
   std::set<uint64_t> jobids;     // empty: all jobs
