@@ -193,4 +193,8 @@ def bin_dir(build_dir):
 
 
 def default_build_dir():
-    return os.environ.get("CORRAL_BUILD_DIR", "build")
+    """$CORRAL_BUILD_DIR, else the optimized build-rel/ when present, else build/."""
+    if "CORRAL_BUILD_DIR" in os.environ:
+        return os.environ["CORRAL_BUILD_DIR"]
+    root = Path(__file__).resolve().parent.parent
+    return str(root / "build-rel") if (root / "build-rel" / "bin").is_dir() else str(root / "build")
