@@ -149,6 +149,10 @@ Result<pb::CancelReply> Client::cancel(const pb::CancelRequest& req) {
 Result<pb::ListJobsReply> Client::list_jobs(const pb::ListJobsRequest& req) {
   return call_unary(*stub_->stub, &pb::Controller::Stub::ListJobs, req, uri_, kUnaryDeadline);
 }
+Result<pb::JobTable> Client::list_job_table(const pb::ListJobsRequest& req) {
+  return call_unary(*stub_->stub, &pb::Controller::Stub::ListJobTable, req, uri_,
+                    kUnaryDeadline);
+}
 Result<pb::JobInfo> Client::get_job(const pb::GetJobRequest& req) {
   return call_unary(*stub_->stub, &pb::Controller::Stub::GetJob, req, uri_, kUnaryDeadline);
 }
@@ -158,6 +162,11 @@ Result<pb::ListNodesReply> Client::list_nodes(const pb::ListNodesRequest& req) {
 Result<pb::NodeStateReply> Client::set_node_state(const pb::NodeStateRequest& req) {
   return call_unary(*stub_->stub, &pb::Controller::Stub::SetNodeState, req, uri_,
                     kUnaryDeadline);
+}
+Result<pb::GetTopologyReply> Client::get_topology(const std::string& name) {
+  pb::GetTopologyRequest req;
+  req.set_name(name);
+  return call_unary(*stub_->stub, &pb::Controller::Stub::GetTopology, req, uri_, kUnaryDeadline);
 }
 
 Result<pb::PingReply> Client::ping(double timeout_seconds) {

@@ -49,9 +49,11 @@ class Client {
   Result<pb::SubmitReply> submit(const pb::SubmitRequest& req);
   Result<pb::CancelReply> cancel(const pb::CancelRequest& req);
   Result<pb::ListJobsReply> list_jobs(const pb::ListJobsRequest& req);
+  Result<pb::JobTable> list_job_table(const pb::ListJobsRequest& req);
   Result<pb::JobInfo> get_job(const pb::GetJobRequest& req);
   Result<pb::ListNodesReply> list_nodes(const pb::ListNodesRequest& req);
   Result<pb::NodeStateReply> set_node_state(const pb::NodeStateRequest& req);
+  Result<pb::GetTopologyReply> get_topology(const std::string& name);  // "": all
   Result<pb::PingReply> ping(double timeout_seconds = 10);
   Status shutdown(double timeout_seconds = 10);
   std::unique_ptr<WatchStream> watch(const pb::WatchRequest& req);

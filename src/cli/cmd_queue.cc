@@ -1,14 +1,15 @@
 // corral queue: the jobs, as squeue shows them (or as JSON for scripts).
+#include <cstdio>
 #include <memory>
 #include <set>
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
-#include <nlohmann/json.hpp>
 
 #include "cli/client.h"
 #include "cli/commands.h"
 #include "cli/job_format.h"
+#include "cli/job_row.h"
 #include "cli/table.h"
 #include "cli/values.h"
 #include "job/eventlog.h"
@@ -44,10 +45,10 @@ std::string upper(std::string s) {
 struct StateFilter {
   uint32_t mask = 0;
   std::set<std::string> results;
-  bool keep(const pb::JobInfo& j) const {
+  bool keep(const JobRow& j) const {
     if (results.empty()) return true;
-    auto bit = job::parse_state_mask(j.state());
-    return results.count(j.result()) || (bit && (*bit & mask));
+    auto bit = job::parse_state_mask(j.state);
+    return results.count(std::string(j.result)) || (bit && (*bit & mask));
   }
 };
 
@@ -89,15 +90,14 @@ pb::ListJobsRequest make_request(const QueueState& st, StateFilter& filter) {
   return req;
 }
 
-std::string nodelist_or_reason(const pb::JobInfo& j) {
-  const std::string code = short_state(j);
-  if (code == "PD") return fmt::format("({})", j.reason().empty() ? "None" : j.reason());
-  if (!j.nodelist().empty()) return j.nodelist();
-  if (!j.exception_type().empty()) return fmt::format("({})", j.exception_type());
+std::string nodelist_or_reason(const JobRow& j) {
+  if (short_state(j) == "PD") return fmt::format("({})", j.reason.empty() ? "None" : j.reason);
+  if (!j.nodelist.empty()) return std::string(j.nodelist);
+  if (!j.exception_type.empty()) return fmt::format("({})", j.exception_type);
   return "";
 }
 
-void print_table(const pb::ListJobsReply& reply, bool header) {
+void print_table(const pb::JobTable& table, const std::vector<int>& rows, bool header) {
   using A = Table::Align;
   Table t({{"JOBID", A::right},
            {"USER"},
@@ -107,30 +107,49 @@ void print_table(const pb::ListJobsReply& reply, bool header) {
            {"NODES", A::right},
            {"NODELIST(REASON)"}});
   const double now = job::now();
-  for (const auto& j : reply.jobs()) {
-    t.add_row({std::to_string(j.id()),
-               j.username().empty() ? std::to_string(j.userid()) : j.username(), j.name(),
-               short_state(j), format_elapsed(run_time(j, now)), std::to_string(j.nnodes()),
-               nodelist_or_reason(j)});
+  t.render_to(stdout, rows.size(), [&](size_t i, std::vector<std::string>& cells) {
+    const JobRow j = row_at(table, rows[i]);
+    cells[0] = std::to_string(j.id);
+    if (j.username.empty())
+      cells[1] = std::to_string(j.userid);
+    else
+      cells[1] = j.username;
+    cells[2] = j.name;
+    cells[3] = short_state(j);
+    cells[4] = format_elapsed(run_time(j, now));
+    cells[5] = std::to_string(j.nnodes);
+    cells[6] = nodelist_or_reason(j);
+  }, header);
+}
+
+void print_json(const pb::JobTable& table, const std::vector<int>& rows) {
+  std::string out = rows.empty() ? "[" : "[\n  ";
+  for (size_t i = 0; i < rows.size(); ++i) {
+    if (i > 0) out += ",\n  ";
+    append_job_json(out, row_at(table, rows[i]), 2);
+    if (out.size() >= (1 << 20)) {
+      std::fwrite(out.data(), 1, out.size(), stdout);
+      out.clear();
+    }
   }
-  fmt::print("{}", t.render(header));
+  out += rows.empty() ? "]\n" : "\n]\n";
+  std::fwrite(out.data(), 1, out.size(), stdout);
 }
 
 void run_queue(const Globals& g, const QueueState& st) {
   StateFilter filter;
   pb::ListJobsRequest req = make_request(st, filter);
   Client client(resolve_uri(g.uri));
-  auto all = expect_ok("queue", client.list_jobs(req));
-  pb::ListJobsReply reply;
-  for (const auto& j : all.jobs())
-    if (filter.keep(j)) *reply.add_jobs() = j;
-  if (st.json) {
-    auto arr = nlohmann::json::array();
-    for (const auto& j : reply.jobs()) arr.push_back(job_to_json(j));
-    fmt::print("{}\n", arr.dump(2));
-    return;
-  }
-  print_table(reply, !st.noheader);
+  const auto table = expect_ok("queue", client.list_job_table(req));
+  if (!table_is_consistent(table)) fail("queue", "the controller sent a malformed job table");
+  std::vector<int> rows;  // the ones the filter keeps
+  rows.reserve(static_cast<size_t>(table.id_size()));
+  for (int i = 0; i < table.id_size(); ++i)
+    if (filter.keep(row_at(table, i))) rows.push_back(i);
+  if (st.json)
+    print_json(table, rows);
+  else
+    print_table(table, rows, !st.noheader);
 }
 
 }  // namespace

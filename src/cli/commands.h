@@ -35,6 +35,8 @@ void add_wait_command(CLI::App& app, Globals& g);
 void add_nodes_command(CLI::App& app, Globals& g);
 void add_drain_commands(CLI::App& app, Globals& g);  // drain and resume
 void add_start_command(CLI::App& app, Globals& g);
+void add_topo_command(CLI::App& app, Globals& g);  // topo check/show/generate
+void add_sim_command(CLI::App& app, Globals& g);   // the scheduling simulator
 
 // Exit codes: 0 success, 1 a failure reported by the controller or the job, 2 a usage
 // error found before anything was sent.

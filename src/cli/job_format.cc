@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "cli/job_row.h"
 #include "util/units.h"
 
 namespace corral::cli {
@@ -14,10 +15,6 @@ namespace corral::cli {
 namespace pb = corral::v1;
 
 namespace {
-
-bool is_pending(const std::string& state) {
-  return state == "NEW" || state == "DEPEND" || state == "PRIORITY" || state == "SCHED";
-}
 
 std::string or_none(const std::string& s, const char* none = "(null)") {
   return s.empty() ? none : s;
@@ -35,24 +32,6 @@ nlohmann::json embedded(const std::string& text) {
 }
 
 }  // namespace
-
-std::string short_state(const pb::JobInfo& job) {
-  const std::string& s = job.state();
-  if (is_pending(s)) return "PD";
-  if (s == "RUN") return "R";
-  if (s == "CLEANUP") return "CG";
-  if (s != "INACTIVE") return s;
-  if (job.result() == "COMPLETED") return "CD";
-  if (job.result() == "CANCELED") return "CA";
-  if (job.result() == "TIMEOUT") return "TO";
-  return "F";
-}
-
-double run_time(const pb::JobInfo& job, double now) {
-  if (job.t_run() <= 0) return 0;
-  double end = job.t_cleanup() > 0 ? job.t_cleanup() : now;
-  return end > job.t_run() ? end - job.t_run() : 0;
-}
 
 int shell_exit_code(int waitstatus) {
   if (waitstatus < 0) return 1;
@@ -103,7 +82,9 @@ std::string show_job_text(const pb::JobInfo& j, double now) {
                      or_none(format_timestamp(j.t_submit()), "Unknown"),
                      or_none(format_timestamp(j.t_run()), "Unknown"),
                      or_none(format_timestamp(j.t_cleanup()), "Unknown"));
-  out += fmt::format("   RunTime={} TimeLimit={}\n", format_elapsed(run_time(j, now)),
+  std::string deps_buffer;
+  const double ran = run_time(row_of(j, deps_buffer), now);
+  out += fmt::format("   RunTime={} TimeLimit={}\n", format_elapsed(ran),
                      time_limit(j.duration()));
   out += fmt::format("   NumNodes={} NumTasks={} NumCPUs={} NumGPUs={}\n", j.nnodes(), j.ntasks(),
                      j.ncores(), j.ngpus());
@@ -114,36 +95,10 @@ std::string show_job_text(const pb::JobInfo& j, double now) {
 }
 
 nlohmann::json job_to_json(const pb::JobInfo& j) {
-  nlohmann::json o = {
-      {"id", j.id()},
-      {"userid", j.userid()},
-      {"username", j.username()},
-      {"name", j.name()},
-      {"state", j.state()},
-      {"result", j.result()},
-      {"reason", j.reason()},
-      {"urgency", j.urgency()},
-      {"priority", j.priority()},
-      {"t_submit", j.t_submit()},
-      {"t_run", j.t_run()},
-      {"t_cleanup", j.t_cleanup()},
-      {"t_inactive", j.t_inactive()},
-      {"nodelist", j.nodelist()},
-      {"nnodes", j.nnodes()},
-      {"ntasks", j.ntasks()},
-      {"ncores", j.ncores()},
-      {"ngpus", j.ngpus()},
-      {"partition", j.partition()},
-      {"duration", j.duration()},
-      {"waitstatus", j.waitstatus()},
-      {"exit_code", j.waitstatus() >= 0 ? nlohmann::json(shell_exit_code(j.waitstatus()))
-                                        : nlohmann::json(nullptr)},
-      {"exception_type", j.exception_type()},
-      {"exception_note", j.exception_note()},
-      {"cwd", j.cwd()},
-      {"dependencies", nlohmann::json::array()},
-  };
-  for (const auto& d : j.dependencies()) o["dependencies"].push_back(d);
+  // One definition of a job's JSON keys (append_job_json), shared with `corral queue --json`.
+  std::string deps, text;
+  append_job_json(text, row_of(j, deps), 0);
+  nlohmann::json o = nlohmann::json::parse(text);
   if (!j.jobspec().empty()) o["jobspec"] = embedded(j.jobspec());
   if (!j.r().empty()) o["R"] = embedded(j.r());
   if (j.eventlog_size() > 0) {

@@ -10,12 +10,6 @@
 
 namespace corral::cli {
 
-// squeue's codes: PD pending, R running, CG completing, CD completed, F failed,
-// CA canceled, TO timeout.
-std::string short_state(const corral::v1::JobInfo& job);
-// Seconds the job has run (so far, or in all once it ended); 0 if it never started.
-double run_time(const corral::v1::JobInfo& job, double now);
-
 // A wait status as a shell exit code: exited -> status, signalled -> 128 + signal.
 int shell_exit_code(int waitstatus);
 // "code:signal" as Slurm prints ExitCode.

@@ -50,6 +50,10 @@ void add_job_options(CLI::App& app, JobOptions& o) {
       ->type_name("HOSTLIST")->group(g);
   app.add_option("-x,--exclude", o.exclude, "Never run on these nodes")
       ->type_name("HOSTLIST")->group(g);
+  app.add_option("--switches", o.switches,
+                 "At most COUNT leaf switches (or base blocks), waiting at most TIME for "
+                 "them (capped by the site) before taking any placement: COUNT[@TIME]")
+      ->type_name("COUNT[@TIME]")->group(g);
   app.add_option("-p,--partition", o.partition, "Partition (queue) to run in")
       ->type_name("NAME")->group(g);
   app.add_flag("--exclusive", o.exclusive, "Allocate whole nodes")->group(g);
@@ -96,6 +100,7 @@ JobOptions merge_job_options(const JobOptions& base, const JobOptions& over) {
   pick(out.input, over.input);
   pick(out.nodelist, over.nodelist);
   pick(out.exclude, over.exclude);
+  pick(out.switches, over.switches);
   pick(out.partition, over.partition);
   pick(out.dependency, over.dependency);
   pick(out.begin, over.begin);
@@ -187,8 +192,29 @@ Status parse_limits(const JobOptions& o, job::JobRequest& req) {
   return {};
 }
 
+// Topology hostlist functions (switch{s1}, blockwith{n3}) need the controller's topology.
+bool has_functions(const std::string& expr) { return expr.find('{') != std::string::npos; }
+
+Status parse_switches(const JobOptions& o, job::JobRequest& req) {
+  if (o.switches.empty()) return {};
+  const auto at = o.switches.find('@');
+  const std::string count = o.switches.substr(0, at);
+  auto n = parse_positive("--switches", count);
+  if (!n) return n.error();
+  req.switches = *n;
+  if (at != std::string::npos) {
+    auto secs = parse_duration(o.switches.substr(at + 1));
+    if (!secs) return named("--switches", o.switches, secs.error());
+    req.switch_wait = *secs;
+  }
+  return {};
+}
+
 Status parse_placement(const JobOptions& o, job::JobRequest& req) {
-  if (!o.nodelist.empty()) {
+  if (auto st = parse_switches(o, req); !st) return st;
+  if (has_functions(o.nodelist)) {
+    req.requested_nodes = o.nodelist;  // switch{s1} and friends: expanded by the controller
+  } else if (!o.nodelist.empty()) {
     auto hl = Hostlist::parse(o.nodelist);
     if (!hl) return named("-w/--nodelist", o.nodelist, hl.error());
     size_t n = hl->uniq().count();
@@ -200,7 +226,9 @@ Status parse_placement(const JobOptions& o, job::JobRequest& req) {
     }
     req.requested_nodes = o.nodelist;
   }
-  if (!o.exclude.empty()) {
+  if (has_functions(o.exclude)) {
+    req.excluded_nodes = o.exclude;
+  } else if (!o.exclude.empty()) {
     auto hl = Hostlist::parse(o.exclude);
     if (!hl) return named("-x/--exclude", o.exclude, hl.error());
     req.excluded_nodes = o.exclude;

@@ -22,7 +22,7 @@ namespace corral::cli {
 struct JobOptions {
   std::string nodes, ntasks, cpus_per_task, gpus_per_task, mem, time;
   std::string job_name, output, error, input;
-  std::string nodelist, exclude, partition;
+  std::string nodelist, exclude, partition, switches;
   std::string dependency, begin, export_env, chdir, urgency, cc, test_run_duration;
   bool exclusive = false;
   std::vector<std::string> setopt;

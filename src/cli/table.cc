@@ -12,6 +12,53 @@ void Table::add_row(std::vector<std::string> cells) {
   rows_.push_back(std::move(cells));
 }
 
+namespace {
+
+// One line of padded cells, trailing blanks dropped.
+void append_line(std::string& out, const std::vector<Table::Column>& cols,
+                 const std::vector<size_t>& width, const std::vector<std::string>& cells) {
+  const size_t start = out.size();
+  for (size_t c = 0; c < cells.size(); ++c) {
+    if (c > 0) out += "  ";
+    const size_t pad = width[c] - std::min(width[c], cells[c].size());
+    const bool last = c + 1 == cells.size();
+    if (cols[c].align == Table::Align::right) out.append(pad, ' ');
+    out += cells[c];
+    if (cols[c].align == Table::Align::left && !last) out.append(pad, ' ');
+  }
+  while (out.size() > start && out.back() == ' ') out.pop_back();
+  out += '\n';
+}
+
+}  // namespace
+
+void Table::render_to(std::FILE* out, size_t nrows, const CellSource& cells, bool header) const {
+  std::vector<size_t> width(columns_.size(), 0);
+  std::vector<std::string> row(columns_.size());
+  if (header)
+    for (size_t c = 0; c < columns_.size(); ++c) width[c] = columns_[c].header.size();
+  for (size_t i = 0; i < nrows; ++i) {
+    cells(i, row);
+    for (size_t c = 0; c < columns_.size(); ++c) width[c] = std::max(width[c], row[c].size());
+  }
+  std::string buf;
+  constexpr size_t kFlush = 1 << 20;
+  buf.reserve(kFlush + 4096);
+  if (header) {
+    for (size_t c = 0; c < columns_.size(); ++c) row[c] = columns_[c].header;
+    append_line(buf, columns_, width, row);
+  }
+  for (size_t i = 0; i < nrows; ++i) {
+    cells(i, row);
+    append_line(buf, columns_, width, row);
+    if (buf.size() >= kFlush) {
+      std::fwrite(buf.data(), 1, buf.size(), out);
+      buf.clear();
+    }
+  }
+  std::fwrite(buf.data(), 1, buf.size(), out);
+}
+
 std::string Table::render(bool header) const {
   std::vector<size_t> width(columns_.size(), 0);
   for (size_t c = 0; c < columns_.size(); ++c) {
@@ -19,26 +66,12 @@ std::string Table::render(bool header) const {
     for (const auto& row : rows_) width[c] = std::max(width[c], row[c].size());
   }
   std::string out;
-  auto emit = [&](const std::vector<std::string>& cells) {
-    std::string line;
-    for (size_t c = 0; c < cells.size(); ++c) {
-      if (c > 0) line += "  ";
-      const size_t pad = width[c] - cells[c].size();
-      const bool last = c + 1 == cells.size();
-      if (columns_[c].align == Align::right) line.append(pad, ' ');
-      line += cells[c];
-      if (columns_[c].align == Align::left && !last) line.append(pad, ' ');
-    }
-    while (!line.empty() && line.back() == ' ') line.pop_back();
-    out += line;
-    out += '\n';
-  };
   if (header) {
     std::vector<std::string> heads;
     for (const auto& col : columns_) heads.push_back(col.header);
-    emit(heads);
+    append_line(out, columns_, width, heads);
   }
-  for (const auto& row : rows_) emit(row);
+  for (const auto& row : rows_) append_line(out, columns_, width, row);
   return out;
 }
 

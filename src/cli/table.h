@@ -2,6 +2,8 @@
 // right-aligned, the last column never padded (so long node lists don't add blanks).
 #pragma once
 
+#include <cstdio>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -19,6 +21,12 @@ class Table {
   void add_row(std::vector<std::string> cells);  // missing cells are blank
   std::string render(bool header = true) const;
   size_t rows() const { return rows_.size(); }
+
+  // For listings of 100,000 rows: no row is stored. `cells(i, row)` fills row i's cells
+  // (called twice per row: for the widths, then to write), reusing `row`'s strings, and
+  // the text goes to `out` in large writes.
+  using CellSource = std::function<void(size_t, std::vector<std::string>&)>;
+  void render_to(std::FILE* out, size_t nrows, const CellSource& cells, bool header) const;
 
  private:
   std::vector<Column> columns_;

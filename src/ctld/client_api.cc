@@ -1,4 +1,4 @@
-// Client requests other than submit: cancel and signal, listings, one job's details,
+// Client requests other than submit and listings: cancel and signal, one job's details,
 // watch subscriptions, ping and shutdown.
 #include <signal.h>
 
@@ -17,19 +17,6 @@ using job::JobState;
 
 namespace {
 
-constexpr uint32_t kActiveMask = 0x3f;  // every state but INACTIVE
-
-Result<uint32_t> state_mask(const google::protobuf::RepeatedPtrField<std::string>& names) {
-  if (names.empty()) return kActiveMask;
-  uint32_t mask = 0;
-  for (const auto& n : names) {
-    auto m = job::parse_state_mask(n);
-    if (!m) return m.error();
-    mask |= *m;
-  }
-  return mask;
-}
-
 v1::TaskOutput to_proto(uint64_t jobid, const OutputChunk& c) {
   v1::TaskOutput o;
   o.set_jobid(jobid);
@@ -47,7 +34,7 @@ grpc::Status Controller::cancel(const Caller& c, const v1::CancelRequest& req,
                                 v1::CancelReply* rep) {
   if (req.signal() < 0 || req.signal() >= 65)
     return {grpc::StatusCode::INVALID_ARGUMENT, fmt::format("invalid signal {}", req.signal())};
-  auto mask = state_mask(req.states());
+  auto mask = listing_state_mask(req.states());
   if (!mask) return to_grpc(mask.error());
   {
     std::lock_guard lk(mu_);
@@ -104,54 +91,6 @@ grpc::Status Controller::cancel(const Caller& c, const v1::CancelRequest& req,
   }
   if (auto st = wait_durable(*store_); !st.ok())
     return {grpc::StatusCode::INTERNAL, st.message()};
-  return grpc::Status::OK;
-}
-
-grpc::Status Controller::list_jobs(const v1::ListJobsRequest& req, v1::ListJobsReply* rep) {
-  auto mask = state_mask(req.states());
-  if (!mask) return to_grpc(mask.error());
-  std::set<uint32_t> users(req.userids().begin(), req.userids().end());
-  std::set<uint64_t> ids(req.jobids().begin(), req.jobids().end());
-  auto wanted = [&](const v1::JobInfo& j) {
-    return (users.empty() || users.count(j.userid())) && (ids.empty() || ids.count(j.id())) &&
-           (req.partition().empty() || j.partition() == req.partition());
-  };
-  std::vector<v1::JobInfo> out;
-  {
-    std::lock_guard lk(mu_);
-    std::vector<const JobRecord*> sel;
-    for (const auto& [id, job] : jobs_)
-      if (static_cast<uint32_t>(job->state()) & *mask) sel.push_back(job.get());
-    std::sort(sel.begin(), sel.end(), [](auto* a, auto* b) { return a->id < b->id; });
-    for (const auto* job : sel) {
-      v1::JobInfo info;
-      fill_info(*job, &info);
-      if (wanted(info)) out.push_back(std::move(info));
-    }
-  }
-  if (*mask & static_cast<uint32_t>(JobState::INACTIVE)) {
-    // A job retired after the scan above is committed by now; the dedup below drops a
-    // job that was seen both active and finished.
-    (void)store_->flush();
-    auto sums = store_->inactive_summaries(req.max_entries());
-    if (!sums) return to_grpc(sums.error());
-    std::vector<v1::JobInfo> done;
-    for (const auto& s : *sums) {
-      v1::JobInfo info;
-      if (summary_from_json(s, &info) && wanted(info))
-        done.push_back(std::move(info));
-    }
-    std::reverse(done.begin(), done.end());  // oldest first, like the active ones
-    std::set<uint64_t> finished;
-    for (const auto& j : done) finished.insert(j.id());
-    for (auto& j : out)
-      if (!finished.count(j.id())) done.push_back(std::move(j));
-    out = std::move(done);
-    std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.id() < b.id(); });
-  }
-  size_t n = out.size();
-  if (req.max_entries() && n > req.max_entries()) n = req.max_entries();
-  for (size_t i = 0; i < n; ++i) *rep->add_jobs() = std::move(out[i]);
   return grpc::Status::OK;
 }
 

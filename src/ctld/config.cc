@@ -48,6 +48,9 @@ Status apply_key(Config& c, const std::string& section, const std::string& key,
     if (key == "kill-grace") return set_duration(c.kill_grace, n, where);
     if (key == "sync-full") return set_bool(c.sync_full, n, where);
     if (key == "commit-interval") return set_duration(c.commit_interval, n, where);
+  } else if (section == "topology") {
+    if (key == "file") return set_string(c.topology_file, n, where);
+    if (key == "max-switch-wait") return set_duration(c.max_switch_wait, n, where);
   } else if (section == "job") {
     if (key == "prolog") return set_string(c.prolog, n, where);
     if (key == "epilog") return set_string(c.epilog, n, where);
@@ -73,6 +76,7 @@ Status apply_partitions(Config& c, const toml::array& arr, const std::string& fi
       if (key == "name") st = set_string(p.name, v, where + ".name");
       else if (key == "nodes") st = set_string(p.nodes, v, where + ".nodes");
       else if (key == "default") st = set_bool(p.is_default, v, where + ".default");
+      else if (key == "topology") st = set_string(p.topology, v, where + ".topology");
       else st = invalid(fmt::format("{}.{}: unknown key", where, key));
       if (!st.ok()) return st;
     }

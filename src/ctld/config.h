@@ -12,8 +12,9 @@ namespace corral::ctld {
 
 struct PartitionConfig {
   std::string name;
-  std::string nodes;  // hostlist; empty = every node
+  std::string nodes;  // hostlist, may use switch{}/block{} functions; empty = every node
   bool is_default = false;
+  std::string topology;  // a topology of [topology].file by name; empty = its default
 };
 
 struct Config {
@@ -30,6 +31,9 @@ struct Config {
   double prolog_timeout = 300, epilog_timeout = 300, housekeeping_timeout = 300;
   double default_time_limit = 0;  // applied to jobs without -t; 0 = unlimited
   double max_time_limit = 0;      // jobs asking for more are refused; 0 = no maximum
+  // [topology]
+  std::string topology_file;      // topology.conf or topology.yaml; empty = flat placement
+  double max_switch_wait = 300;   // cap on --switches=COUNT@TIME waits, seconds
   // [[partition]]
   std::vector<PartitionConfig> partitions;
 };

@@ -55,6 +55,7 @@ Controller::~Controller() { stop(); }
 void Controller::add_hook(std::unique_ptr<JobHook> hook) { hooks_.push_back(std::move(hook)); }
 
 Status Controller::start() {
+  if (auto st = configure_topology(); !st) return st;
   auto snap = store_->load();
   if (!snap) return snap.error();
   start_time_ = now();

@@ -27,6 +27,7 @@
 #include "ctld/outbox.h"
 #include "ctld/watch_hub.h"
 #include "sched/scheduler.h"
+#include "topology/topology.h"
 #include "store/store.h"
 
 namespace grpc {
@@ -61,6 +62,9 @@ struct NodeEntry {
   std::vector<v1::ControllerMessage> held;  // commands waiting for the agent to connect
 };
 
+// The state mask of a listing's or cancel's state names; none means every active state.
+Result<uint32_t> listing_state_mask(const google::protobuf::RepeatedPtrField<std::string>& names);
+
 class Controller final : public HookContext {
  public:
   Controller(Config cfg, std::unique_ptr<store::Store> store);
@@ -78,6 +82,8 @@ class Controller final : public HookContext {
   grpc::Status submit(const Caller& c, const v1::SubmitRequest& req, v1::SubmitReply* rep);
   grpc::Status cancel(const Caller& c, const v1::CancelRequest& req, v1::CancelReply* rep);
   grpc::Status list_jobs(const v1::ListJobsRequest& req, v1::ListJobsReply* rep);
+  grpc::Status list_job_table(const v1::ListJobsRequest& req, v1::JobTable* rep);
+  grpc::Status get_topology(const v1::GetTopologyRequest& req, v1::GetTopologyReply* rep);
   grpc::Status get_job(const v1::GetJobRequest& req, v1::JobInfo* rep);
   grpc::Status subscribe(const v1::WatchRequest& req, std::shared_ptr<Subscriber>* sub);
   grpc::Status list_nodes(const v1::ListNodesRequest& req, v1::ListNodesReply* rep);
@@ -153,6 +159,16 @@ class Controller final : public HookContext {
 
   // job_info.cc
   void fill_info(const JobRecord& job, v1::JobInfo* info) const;
+  // Topology (topology_setup.cc). configure_topology loads [topology].file, adds a placer
+  // per topology and expands hostlist functions in partition node lists.
+  Status configure_topology();
+  uint32_t placer_of(const std::string& partition) const;
+  const topology::Topology* topology_of(const std::string& partition) const;
+  // A node list that may use switch{}/block{}/...with{} functions, as a plain hostlist.
+  Result<std::string> expand_nodes(const std::string& expr, const std::string& partition) const;
+  // The jobs a listing selects, in id order, each passed to `emit` (job_listing.cc).
+  grpc::Status for_each_listed(const v1::ListJobsRequest& req,
+                               const std::function<void(const v1::JobInfo&)>& emit);
   std::string username(uint32_t uid) const;
   static std::string lookup_username(uint32_t uid);
 
@@ -196,6 +212,11 @@ class Controller final : public HookContext {
   std::map<std::string, std::shared_ptr<AgentLink>> links_;
   std::map<std::string, std::vector<uint32_t>> partitions_;
   std::string default_partition_;
+  // Topologies (topology_setup.cc): placer index per topology name and per partition.
+  topology::TopologySet topo_;
+  std::map<std::string, uint32_t> topo_placer_;
+  std::map<std::string, uint32_t> partition_placer_;
+  uint32_t default_placer_ = 0;
 
   std::deque<std::pair<uint64_t, job::Event>> posts_;
   std::vector<uint64_t> dirty_;

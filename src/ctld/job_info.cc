@@ -1,6 +1,8 @@
 // JobInfo: what listings and `show job` print, built from a job record.
 #include <pwd.h>
 
+#include <algorithm>
+
 #include <nlohmann/json.hpp>
 
 #include "ctld/controller.h"
@@ -49,7 +51,7 @@ void Controller::fill_info(const JobRecord& job, v1::JobInfo* info) const {
     info->set_ncores(job.R->ncores());
     info->set_ngpus(job.R->ngpus());
   } else {
-    info->set_nnodes(job.spec->nnodes);
+    info->set_nnodes(std::max(1u, job.spec->nnodes));  // at least one node, as squeue shows
     info->set_ncores(job.spec->ntasks * job.spec->cores_per_task);
     info->set_ngpus(job.spec->ntasks * job.spec->gpus_per_task);
   }

@@ -200,6 +200,7 @@ void Controller::start_exec(JobRecord& job) {
 
 void Controller::send_start(const JobRecord& job, const std::set<std::string>& only) {
   const std::string nodelist = job.R->nodelist();
+  const topology::Topology* topo = topology_of(job.partition);
   // One StartJob per node agent, naming only that agent's nodes (an agent ignores a
   // second StartJob for a job it already runs).
   std::map<const void*, std::pair<std::string, v1::StartJob>> per_agent;
@@ -222,7 +223,9 @@ void Controller::send_start(const JobRecord& job, const std::set<std::string>& o
       sj.set_groupid(job.groupid);
       sj.set_jobspec(*job.jobspec_text);
       sj.set_nodelist(nodelist);
-      sj.set_total_tasks(job.spec->ntasks);
+      unsigned planned = 0;
+      for (const auto& [name, count] : job.exec_tasks) planned += count;
+      sj.set_total_tasks(job.spec->batch_script.empty() ? planned : job.spec->ntasks);
       sj.set_total_nodes(static_cast<uint32_t>(job.R->nodes.size()));
       for (const auto& [k, v] : job.extra_env) (*sj.mutable_extra_env())[k] = v;
     }
@@ -233,6 +236,11 @@ void Controller::send_start(const JobRecord& job, const std::set<std::string>& o
     t->set_ntasks(it->second);
     t->set_cores(n.cores.encode());
     t->set_gpus(n.gpus.encode());
+    if (topo) {
+      auto addr = topology::topology_addr(*topo, n.name);
+      (*t->mutable_env())["CORRAL_TOPOLOGY_ADDR"] = addr.addr;
+      (*t->mutable_env())["CORRAL_TOPOLOGY_ADDR_PATTERN"] = addr.pattern;
+    }
   }
   for (auto& [key, entry] : per_agent) {
     v1::ControllerMessage msg;
@@ -360,6 +368,13 @@ void Controller::enqueue(JobRecord& job) {
   pj.urgency = job.status.urgency;
   pj.submit_order = job.id;
   pj.duration = job.spec->duration;
+  if (pj.req.max_leaves > 0) {
+    // --switches=COUNT@TIME: wait at most TIME (capped by the site) from submission.
+    double wait = job.spec->switch_wait < 0 ? cfg_.max_switch_wait
+                                            : std::min(job.spec->switch_wait, cfg_.max_switch_wait);
+    pj.switches_until = job.status.t_submit + wait;
+    if (pj.switches_until > now()) at(pj.switches_until, [this] { poke_scheduler(); });
+  }
   sched_.enqueue(pj);
   job.in_scheduler = true;
   poke_scheduler();

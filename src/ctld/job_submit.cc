@@ -84,17 +84,23 @@ Result<topology::Request> Controller::make_request(const job::Jobspec& spec,
     return invalid(fmt::format("partition '{}' does not exist (partitions: {})", part,
                                names.empty() ? "none" : names));
   }
+  r.placer = placer_of(part);
+  r.max_leaves = spec.switches;
+  auto exclude = expand_nodes(spec.excluded_nodes, part);
+  if (!exclude) return invalid("exclude: " + exclude.message());
+  auto nodelist = expand_nodes(spec.requested_nodes, part);
+  if (!nodelist) return invalid("nodelist: " + nodelist.message());
   std::set<uint32_t> excluded;
-  if (!spec.excluded_nodes.empty()) {
-    auto hl = Hostlist::parse(spec.excluded_nodes);
+  if (!exclude->empty()) {
+    auto hl = Hostlist::parse(*exclude);
     if (!hl) return invalid("exclude: " + hl.message());
     for (const auto& h : hl->hosts())
       if (auto i = sched_.node_index(h)) excluded.insert(*i);
   }
   for (uint32_t i : pit->second)
     if (!excluded.count(i)) r.allowed_nodes.push_back(i);
-  if (!spec.requested_nodes.empty()) {
-    auto hl = Hostlist::parse(spec.requested_nodes);
+  if (!nodelist->empty()) {
+    auto hl = Hostlist::parse(*nodelist);
     if (!hl) return invalid("nodelist: " + hl.message());
     const Hostlist wanted = hl->uniq();
     for (const auto& h : wanted.hosts()) {
@@ -105,6 +111,17 @@ Result<topology::Request> Controller::make_request(const job::Jobspec& spec,
       if (!std::count(pit->second.begin(), pit->second.end(), *i))
         return invalid(fmt::format("requested node {} is not in partition {}", h, part));
       r.required_nodes.push_back(*i);
+    }
+    const topology::Topology* topo = topology_of(part);
+    if (auto why = topology::block_request_error(r);
+        why && topo && topo->kind == topology::Kind::block)
+      return invalid(*why);
+    // A node list from switch{}/block{} functions is only known here; like a plain -w
+    // without -N, it sets the node count (one task per node unless more were asked for).
+    const auto named = static_cast<unsigned>(r.required_nodes.size());
+    if (*nodelist != spec.requested_nodes && r.nnodes < named) {
+      r.nnodes = named;
+      r.ntasks = std::max(r.ntasks, named);
     }
   }
   return r;

@@ -333,7 +333,9 @@ grpc::Status Controller::set_node_state(const Caller& c, const v1::NodeStateRequ
     return {grpc::StatusCode::PERMISSION_DENIED,
             fmt::format("only root or the instance owner may {} nodes",
                         drain ? "drain" : "resume")};
-  auto hl = Hostlist::parse(req.hostlist());
+  auto plain = expand_nodes(req.hostlist(), default_partition_);
+  if (!plain) return {grpc::StatusCode::INVALID_ARGUMENT, "hostlist: " + plain.message()};
+  auto hl = Hostlist::parse(*plain);
   if (!hl) return {grpc::StatusCode::INVALID_ARGUMENT, "hostlist: " + hl.message()};
   if (hl->empty()) return {grpc::StatusCode::INVALID_ARGUMENT, "no nodes given"};
   if (drain && req.reason().empty())

@@ -34,6 +34,11 @@ grpc::Status RpcService::ListJobs(grpc::ServerContext*, const v1::ListJobsReques
   return ctl_.list_jobs(*req, rep);
 }
 
+grpc::Status RpcService::ListJobTable(grpc::ServerContext*, const v1::ListJobsRequest* req,
+                                      v1::JobTable* rep) {
+  return ctl_.list_job_table(*req, rep);
+}
+
 grpc::Status RpcService::GetJob(grpc::ServerContext*, const v1::GetJobRequest* req,
                                 v1::JobInfo* rep) {
   return ctl_.get_job(*req, rep);
@@ -60,6 +65,11 @@ grpc::Status RpcService::SetNodeState(grpc::ServerContext* ctx, const v1::NodeSt
                                       v1::NodeStateReply* rep) {
   auto c = caller(ctx);
   return c ? ctl_.set_node_state(*c, *req, rep) : kUnknownPeer;
+}
+
+grpc::Status RpcService::GetTopology(grpc::ServerContext*, const v1::GetTopologyRequest* req,
+                                     v1::GetTopologyReply* rep) {
+  return ctl_.get_topology(*req, rep);
 }
 
 grpc::Status RpcService::Ping(grpc::ServerContext* ctx, const v1::PingRequest*,

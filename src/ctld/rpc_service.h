@@ -18,6 +18,8 @@ class RpcService final : public v1::Controller::Service {
                       v1::CancelReply* rep) override;
   grpc::Status ListJobs(grpc::ServerContext* ctx, const v1::ListJobsRequest* req,
                         v1::ListJobsReply* rep) override;
+  grpc::Status ListJobTable(grpc::ServerContext* ctx, const v1::ListJobsRequest* req,
+                            v1::JobTable* rep) override;
   grpc::Status GetJob(grpc::ServerContext* ctx, const v1::GetJobRequest* req,
                       v1::JobInfo* rep) override;
   grpc::Status Watch(grpc::ServerContext* ctx, const v1::WatchRequest* req,
@@ -26,6 +28,8 @@ class RpcService final : public v1::Controller::Service {
                          v1::ListNodesReply* rep) override;
   grpc::Status SetNodeState(grpc::ServerContext* ctx, const v1::NodeStateRequest* req,
                             v1::NodeStateReply* rep) override;
+  grpc::Status GetTopology(grpc::ServerContext* ctx, const v1::GetTopologyRequest* req,
+                           v1::GetTopologyReply* rep) override;
   grpc::Status Ping(grpc::ServerContext* ctx, const v1::PingRequest* req,
                     v1::PingReply* rep) override;
   grpc::Status Shutdown(grpc::ServerContext* ctx, const v1::ShutdownRequest* req,

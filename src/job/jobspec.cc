@@ -114,6 +114,7 @@ class Reader {
   Status read_environment(const json& env);
   Status read_dependencies(const json& deps);
   Status read_constraints(const json& c);
+  Status read_switches(const json& sw, const std::string& path);
   Status read_exec(const json& exec);
   Status read_shell(const json& shell);
   Status read_file_stream(const json& parent, const std::string& path, const char* key,
@@ -445,9 +446,28 @@ Status Reader::read_constraints(const json& c) {
     if (v == nullptr) continue;
     auto s = string_field(*v, path + "." + key);
     if (!s) return s.status();
-    auto hl = Hostlist::parse(*s);
-    if (!hl) return at(path + "." + key, hl.message());
+    // switch{s1}, block{b1}, ...with{node}: the controller expands these on its topology.
+    if (s->find('{') == std::string::npos) {
+      auto hl = Hostlist::parse(*s);
+      if (!hl) return at(path + "." + key, hl.message());
+    }
     *out = *s;
+  }
+  if (const json* sw = child(c, "switches")) return read_switches(*sw, path + ".switches");
+  return {};
+}
+
+Status Reader::read_switches(const json& sw, const std::string& path) {
+  if (auto st = object_field(sw, path); !st) return st;
+  const json* count = child(sw, "count");
+  if (count == nullptr || !count->is_number_unsigned() || count->get<uint64_t>() == 0 ||
+      count->get<uint64_t>() > 1'000'000)
+    return at(path + ".count", "expected a whole number of switches from 1 to 1000000");
+  spec_.switches = count->get<unsigned>();
+  if (const json* wait = child(sw, "max_wait")) {
+    if (!wait->is_number() || wait->get<double>() < 0)
+      return at(path + ".max_wait", "expected a number of seconds, not negative");
+    spec_.switch_wait = wait->get<double>();
   }
   return {};
 }

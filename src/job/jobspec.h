@@ -40,6 +40,9 @@ struct Jobspec {
   std::string partition;             // attributes.system.queue
   std::string requested_nodes;       // attributes.system.constraints.hostlist (hostlist)
   std::string excluded_nodes;        // attributes.system.constraints.exclude (hostlist)
+  // attributes.system.constraints.switches {count, max_wait}: --switches=COUNT@TIME
+  unsigned switches = 0;             // at most this many leaf switches / base blocks; 0 = any
+  double switch_wait = -1;           // seconds to wait for them; <0 = the site maximum
   std::vector<std::string> dependencies;  // attributes.system.dependencies: RFC 26 URIs
   double begin_time = 0;             // attributes.system.begin-time (epoch seconds), 0 = now
   double mock_duration = -1;         // attributes.system.exec.test.run_duration; <0 = real
@@ -77,6 +80,8 @@ struct JobRequest {
   std::string partition;
   std::string requested_nodes;
   std::string excluded_nodes;
+  unsigned switches = 0;
+  double switch_wait = -1;
   std::vector<std::string> dependencies;
   double begin_time = 0;
   double mock_duration = -1;

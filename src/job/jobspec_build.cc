@@ -106,6 +106,10 @@ Result<json> system_attributes(const JobRequest& req) {
   if (!req.partition.empty()) sys["queue"] = req.partition;
   if (!req.requested_nodes.empty()) sys["constraints"]["hostlist"] = req.requested_nodes;
   if (!req.excluded_nodes.empty()) sys["constraints"]["exclude"] = req.excluded_nodes;
+  if (req.switches > 0) {
+    sys["constraints"]["switches"]["count"] = req.switches;
+    if (req.switch_wait >= 0) sys["constraints"]["switches"]["max_wait"] = req.switch_wait;
+  }
   if (req.begin_time > 0) sys["begin-time"] = req.begin_time;
   if (req.mock_duration >= 0) sys["exec"]["test"]["run_duration"] = req.mock_duration;
   if (!req.batch_script.empty()) sys["batch"]["script"] = req.batch_script;

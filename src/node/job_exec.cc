@@ -244,7 +244,9 @@ void JobExecutor::start_node(Job& job, uint32_t ni, const v1::NodeTasks& nt, con
   je.controller_uri = config_.controller_uri;
   je.user_name = user.name;
   je.home = user.home;
-  EnvMap node_env = build_node_env(spec.environment, je, to_env_map(msg.extra_env()));
+  EnvMap extra = to_env_map(msg.extra_env());
+  for (const auto& [k, v] : nt.env()) extra[k] = v;  // this node's own values win
+  EnvMap node_env = build_node_env(spec.environment, je, extra);
 
   const bool use_imp = config_.as_root && msg.userid() != ::getuid();
   node.tasks.resize(node.ntasks);

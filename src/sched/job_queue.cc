@@ -12,6 +12,7 @@ std::string_view to_string(WaitReason reason) {
     case WaitReason::Resources: return "Resources";
     case WaitReason::ReqNodeNotAvail: return "ReqNodeNotAvail";
     case WaitReason::JobHeldUser: return "JobHeldUser";
+    case WaitReason::Switches: return "Switches";
   }
   return "";
 }

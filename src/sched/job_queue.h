@@ -10,7 +10,7 @@
 
 namespace corral::sched {
 
-enum class WaitReason { None, Priority, Resources, ReqNodeNotAvail, JobHeldUser };
+enum class WaitReason { None, Priority, Resources, ReqNodeNotAvail, JobHeldUser, Switches };
 std::string_view to_string(WaitReason reason);
 
 inline constexpr unsigned kUrgencyHold = 0;

@@ -18,7 +18,18 @@ uint32_t ResourcePool::add_node(const NodeConfig& cfg) {
   states_.push_back(std::move(st));
   by_name_.emplace(cfg.name, node);
   index_.update(node, states_.back());
+  for (topology::Placer* w : watchers_) w->node_added(node, cfg.name, states_.back());
   return node;
+}
+
+void ResourcePool::add_watcher(topology::Placer* placer) {
+  watchers_.push_back(placer);
+  for (uint32_t n = 0; n < states_.size(); ++n) placer->node_added(n, configs_[n].name, states_[n]);
+}
+
+void ResourcePool::changed(uint32_t node) {
+  index_.update(node, states_[node]);
+  for (topology::Placer* w : watchers_) w->node_changed(node, states_[node]);
 }
 
 std::optional<uint32_t> ResourcePool::find(const std::string& name) const {
@@ -31,7 +42,7 @@ void ResourcePool::set_usable(uint32_t node, bool usable) {
   topology::NodeState& st = states_.at(node);
   if (st.usable == usable) return;
   st.usable = usable;
-  index_.update(node, st);
+  changed(node);
 }
 
 topology::NodeShare ResourcePool::take(const topology::NodeShare& want, bool exclusive) {
@@ -47,7 +58,7 @@ topology::NodeShare ResourcePool::take(const topology::NodeShare& want, bool exc
   st.free_memory_mb -= got.memory_mb;
   ++st.jobs;
   if (exclusive) st.exclusive_held = true;
-  index_.update(want.node, st);
+  changed(want.node);
   return got;
 }
 
@@ -58,7 +69,7 @@ void ResourcePool::give(const topology::NodeShare& share, bool exclusive) {
   st.free_memory_mb = std::min(st.memory_mb, st.free_memory_mb + share.memory_mb);
   if (st.jobs > 0) --st.jobs;
   if (exclusive) st.exclusive_held = false;
-  index_.update(share.node, st);
+  changed(share.node);
 }
 
 void ResourcePool::allocate(uint64_t jobid, const topology::Allocation& alloc, double end_time) {

@@ -31,6 +31,9 @@ class ResourcePool {
   const topology::FreeCoreIndex& index() const { return index_; }
   std::optional<uint32_t> find(const std::string& name) const;
   void set_usable(uint32_t node, bool usable);
+  // `placer` hears of every node (node_added now for those already present) and of every
+  // change to one (node_changed), so it can keep its own aggregates. Not owned.
+  void add_watcher(topology::Placer* placer);
 
   // Takes what the allocation names and is still free (a restored allocation that overlaps
   // another is clipped, so releasing it never frees someone else's cores).
@@ -50,12 +53,14 @@ class ResourcePool {
 
  private:
   topology::NodeShare take(const topology::NodeShare& want, bool exclusive);
+  void changed(uint32_t node);
   void give(const topology::NodeShare& share, bool exclusive);
 
   std::vector<NodeConfig> configs_;
   std::vector<topology::NodeState> states_;
   std::unordered_map<std::string, uint32_t> by_name_;
   topology::FreeCoreIndex index_;
+  std::vector<topology::Placer*> watchers_;
   std::unordered_map<uint64_t, Running> running_;
   std::multimap<double, uint64_t> ends_;
 };

@@ -8,13 +8,23 @@
 namespace corral::sched {
 
 struct Scheduler::Impl {
-  std::unique_ptr<topology::Placer> placer;
+  Placers placers;
   ResourcePool pool;
   JobQueue queue;
 };
 
 Scheduler::Scheduler(std::unique_ptr<topology::Placer> placer) : impl_(std::make_unique<Impl>()) {
-  impl_->placer = placer ? std::move(placer) : topology::make_flat_placer();
+  add_placer(placer ? std::move(placer) : topology::make_flat_placer());
+}
+
+uint32_t Scheduler::add_placer(std::unique_ptr<topology::Placer> placer) {
+  impl_->pool.add_watcher(placer.get());
+  impl_->placers.push_back(std::move(placer));
+  return static_cast<uint32_t>(impl_->placers.size() - 1);
+}
+
+const topology::Placer& Scheduler::placer(uint32_t index) const {
+  return *impl_->placers.at(index < impl_->placers.size() ? index : 0);
 }
 
 Scheduler::~Scheduler() = default;
@@ -43,7 +53,12 @@ void Scheduler::set_urgency(uint64_t jobid, unsigned urgency) {
 size_t Scheduler::pending_count() const { return impl_->queue.size(); }
 
 std::optional<std::string> Scheduler::unsatisfiable(const Request& req) const {
-  return check_satisfiable(impl_->pool, req);
+  if (auto why = check_satisfiable(impl_->pool, req)) return why;
+  const topology::Placer& p = placer(req.placer);
+  if (p.name() != "flat" && p.name() != "torus" && p.fewest_leaves(req) == 0)
+    return "the request does not fit in any single part of the " + p.name() +
+           " topology it is placed on (no switch or block holds that many nodes)";
+  return std::nullopt;
 }
 
 void Scheduler::allocate(uint64_t jobid, const Allocation& alloc, double end_time) {
@@ -59,7 +74,7 @@ void Scheduler::release(uint64_t jobid) { impl_->pool.release(jobid); }
 bool Scheduler::is_allocated(uint64_t jobid) const { return impl_->pool.is_allocated(jobid); }
 
 std::vector<Decision> Scheduler::schedule(double now) {
-  return run_schedule_pass(*impl_->placer, impl_->pool, impl_->queue, now);
+  return run_schedule_pass(impl_->placers, impl_->pool, impl_->queue, now);
 }
 
 std::string Scheduler::reason(uint64_t jobid) const {

@@ -30,6 +30,9 @@ struct PendingJob {
   unsigned urgency = 16;      // 0-31; higher first
   uint64_t submit_order = 0;  // usually the job id; lower first
   double duration = 0;        // time limit in seconds; 0 = unknown (runs "forever")
+  // --switches=COUNT@TIME: req.max_leaves applies until this time (absolute seconds), then
+  // the job takes any placement. 0 with max_leaves set: the limit applies forever.
+  double switches_until = 0;
 };
 
 struct Decision {
@@ -40,6 +43,10 @@ struct Decision {
 class Scheduler {
  public:
   explicit Scheduler(std::unique_ptr<topology::Placer> placer);  // null: the flat placer
+  // Another placer (a partition's topology); Request::placer selects it by the returned
+  // index. The first placer, given to the constructor, is index 0.
+  uint32_t add_placer(std::unique_ptr<topology::Placer> placer);
+  const topology::Placer& placer(uint32_t index) const;
   ~Scheduler();
   Scheduler(const Scheduler&) = delete;
   Scheduler& operator=(const Scheduler&) = delete;
@@ -75,7 +82,8 @@ class Scheduler {
   // EASY backfill allow. Started jobs are removed from the queue and allocated.
   std::vector<Decision> schedule(double now);
 
-  // Why a pending job waits: "Priority", "Resources", "ReqNodeNotAvail", ... ("" if unknown).
+  // Why a pending job waits: "Priority", "Resources", "ReqNodeNotAvail", "Switches", ...
+  // ("" if unknown).
   std::string reason(uint64_t jobid) const;
 
  private:

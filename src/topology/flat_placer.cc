@@ -5,77 +5,10 @@
 
 #include "topology/free_core_index.h"
 #include "topology/placement.h"
+#include "topology/share_builder.h"
 
 namespace corral::topology {
 namespace {
-
-unsigned cores_per_task(const Request& r) { return std::max(1u, r.cores_per_task); }
-
-unsigned free_core_count(const NodeState& st) {
-  return static_cast<unsigned>(st.free_cores.count());
-}
-
-// How many of the request's tasks `st` can take now; 0 if it cannot take the job at all.
-unsigned task_capacity(const Request& r, const NodeState& st) {
-  if (!st.usable || st.exclusive_held) return 0;
-  if (r.exclusive && st.jobs > 0) return 0;
-  if (st.free_memory_mb < r.mem_per_node_mb) return 0;
-  unsigned cap = free_core_count(st) / cores_per_task(r);
-  if (r.gpus_per_task > 0) {
-    cap = std::min(cap, static_cast<unsigned>(st.free_gpus.count()) / r.gpus_per_task);
-  }
-  return cap;
-}
-
-// The `n` lowest ids of `ids`: deterministic choices make R predictable.
-IdSet lowest(const IdSet& ids, uint64_t n) {
-  IdSet out;
-  for (auto [lo, hi] : ids.ranges()) {
-    if (n == 0) break;
-    uint64_t take = std::min<uint64_t>(uint64_t{hi} - lo + 1, n);
-    out.insert_range(lo, static_cast<uint32_t>(lo + take - 1));
-    n -= take;
-  }
-  return out;
-}
-
-NodeShare make_share(const Request& r, const NodeState& st, uint32_t node, unsigned ntasks) {
-  NodeShare share;
-  share.node = node;
-  share.ntasks = ntasks;
-  if (r.exclusive) {
-    // An exclusive job owns the whole node, whatever its tasks use.
-    share.cores = st.free_cores;
-    share.gpus = st.free_gpus;
-    share.memory_mb = st.memory_mb;
-  } else {
-    share.cores = lowest(st.free_cores, uint64_t{ntasks} * cores_per_task(r));
-    share.gpus = lowest(st.free_gpus, uint64_t{ntasks} * r.gpus_per_task);
-    share.memory_mb = r.mem_per_node_mb;
-  }
-  return share;
-}
-
-// `plan` holds (node, ntasks) pairs in any order.
-Allocation build(const Request& r, const std::vector<NodeState>& nodes,
-                 std::vector<std::pair<uint32_t, unsigned>> plan) {
-  std::sort(plan.begin(), plan.end());
-  Allocation alloc;
-  alloc.exclusive = r.exclusive;
-  alloc.shares.reserve(plan.size());
-  for (auto [node, ntasks] : plan) alloc.shares.push_back(make_share(r, nodes[node], node, ntasks));
-  return alloc;
-}
-
-bool in_sorted(const std::vector<uint32_t>& sorted, uint32_t id) {
-  return std::binary_search(sorted.begin(), sorted.end(), id);
-}
-
-std::vector<uint32_t> sorted_unique(std::vector<uint32_t> ids) {
-  std::sort(ids.begin(), ids.end());
-  ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
-  return ids;
-}
 
 // Tight packing: fewer free cores first, then the lower index.
 struct BestFit {
@@ -123,16 +56,6 @@ std::optional<uint32_t> single_node(const Request& r, const std::vector<NodeStat
   return best.node;
 }
 
-struct Candidate {
-  uint32_t node = 0;
-  unsigned cap = 0;   // tasks it can take
-  unsigned free = 0;  // free cores
-};
-
-bool tighter(const Candidate& a, const Candidate& b) {
-  return a.free != b.free ? a.free < b.free : a.node < b.node;
-}
-
 // Exactly nnodes nodes, tasks in block distribution: the lowest-indexed `extra` nodes get
 // one task more than the others.
 std::optional<Allocation> spread(const Request& r, const std::vector<NodeState>& nodes,
@@ -169,37 +92,11 @@ std::optional<Allocation> spread(const Request& r, const std::vector<NodeState>&
   return std::nullopt;
 }
 
-// As few nodes as possible: required nodes first, then the roomiest nodes, and for the last
-// node the tightest one that holds what is left.
 std::optional<Allocation> pack(const Request& r, const std::vector<NodeState>& nodes,
                                const std::vector<Candidate>& must, std::vector<Candidate> others) {
-  if (must.size() > r.ntasks) return std::nullopt;
-  std::vector<std::pair<uint32_t, unsigned>> plan;
-  unsigned remaining = r.ntasks - static_cast<unsigned>(must.size());
-  for (const Candidate& c : must) {
-    unsigned more = std::min(c.cap - 1, remaining);
-    plan.emplace_back(c.node, 1 + more);
-    remaining -= more;
-  }
-  if (remaining > 0) {
-    std::sort(others.begin(), others.end(), [](const Candidate& a, const Candidate& b) {
-      return a.cap != b.cap ? a.cap > b.cap : a.node < b.node;
-    });
-    size_t k = 0;
-    uint64_t sum = 0;
-    while (k < others.size() && sum < remaining) sum += others[k++].cap;
-    if (sum < remaining) return std::nullopt;
-    for (size_t i = 0; i + 1 < k; ++i) {
-      plan.emplace_back(others[i].node, others[i].cap);
-      remaining -= others[i].cap;
-    }
-    const Candidate* last = &others[k - 1];
-    for (size_t i = k; i < others.size(); ++i) {
-      if (others[i].cap >= remaining && tighter(others[i], *last)) last = &others[i];
-    }
-    plan.emplace_back(last->node, remaining);
-  }
-  return build(r, nodes, std::move(plan));
+  auto plan = pack_plan(r, must, std::move(others));
+  if (!plan) return std::nullopt;
+  return build(r, nodes, std::move(*plan));
 }
 
 std::optional<Allocation> multi_node(const Request& r, const std::vector<NodeState>& nodes) {

@@ -1,6 +1,7 @@
 // The placement interface: given a request and the pool's free resources, choose nodes
-// and the cores/GPUs on each. The topology issue adds tree/dragonfly/block/torus placers;
-// FlatPlacer is the one-dimensional best fit.
+// and the cores/GPUs on each. FlatPlacer is the one-dimensional best fit; the topology
+// placers (topology/topology_placers.h) keep per-switch / per-block aggregates current
+// through node_added/node_changed so a decision on 100,000 nodes need not scan them all.
 #pragma once
 
 #include <cstdint>
@@ -26,6 +27,10 @@ struct Request {
   bool exclusive = false;
   std::vector<uint32_t> required_nodes;  // node indices that must all be used (-w)
   std::vector<uint32_t> allowed_nodes;   // empty: any; else only these (partition minus -x)
+  // --switches=COUNT: at most this many leaf switches (tree, dragonfly) or base blocks
+  // (block) may be used; 0 = no limit. Flat and torus placers ignore it.
+  unsigned max_leaves = 0;
+  uint32_t placer = 0;  // which of the scheduler's placers (the partition's topology)
 };
 
 // One node's share of an allocation.
@@ -39,6 +44,7 @@ struct NodeShare {
 struct Allocation {
   std::vector<NodeShare> shares;  // ascending node index
   bool exclusive = false;         // whole nodes: no other job may share them
+  unsigned leaves = 0;            // leaf switches / base blocks used; 0 for flat and torus
 };
 
 // A read-only view of the pool the placer decides on.
@@ -56,6 +62,20 @@ class Placer {
  public:
   virtual ~Placer() = default;
   virtual std::string name() const = 0;
+  // The pool gained node `node` (indices are dense and given in order) named `name`.
+  // A topology placer that does not know the name never places on that node.
+  virtual void node_added(uint32_t node, const std::string& name, const NodeState& state) {
+    (void)node, (void)name, (void)state;
+  }
+  // Called after every change of a node's state (allocation, release, usable), also while
+  // the scheduler looks ahead in time (lend/unlend), so aggregates stay exact.
+  virtual void node_changed(uint32_t node, const NodeState& state) { (void)node, (void)state; }
+  // The fewest leaf switches / base blocks `req` could use on this topology if every node
+  // were free (0 for flat and torus, or when the request can never fit).
+  virtual unsigned fewest_leaves(const Request& req) const {
+    (void)req;
+    return 0;
+  }
   // The best placement on `nodes` now, or nullopt if the request does not fit.
   virtual std::optional<Allocation> place(const Request& req,
                                           const std::vector<NodeState>& nodes) const = 0;

@@ -1,0 +1,171 @@
+// Job listings: which jobs a ListJobs request selects, as JobInfo messages or as one
+// column-by-column JobTable (what `corral queue` asks for: 100,000 pending jobs answer in
+// tens of milliseconds instead of building and serializing 100,000 messages).
+#include <algorithm>
+#include <set>
+#include <string_view>
+#include <unordered_map>
+
+#include "ctld/controller.h"
+#include "ctld/job_summary.h"
+
+namespace corral::ctld {
+
+using job::JobState;
+
+namespace {
+
+constexpr uint32_t kActiveMask = 0x3f;  // every state but INACTIVE
+
+// Appends rows to a JobTable, interning repeated text.
+class TableBuilder {
+ public:
+  explicit TableBuilder(v1::JobTable* t) : t_(t) {
+    t_->add_strings("");
+    index_.emplace("", 0);
+    for (auto& l : last_) l.second = kNone;
+  }
+
+  void add(const v1::JobInfo& j) {
+    t_->add_id(j.id());
+    t_->add_userid(j.userid());
+    t_->add_username(intern(kUser, j.username()));
+    t_->add_name(intern(kName, j.name()));
+    t_->add_state(intern(kState, j.state()));
+    t_->add_result(intern(kResult, j.result()));
+    t_->add_reason(intern(kReason, j.reason()));
+    t_->add_urgency(j.urgency());
+    t_->add_priority(j.priority());
+    t_->add_t_submit(j.t_submit());
+    t_->add_t_run(j.t_run());
+    t_->add_t_cleanup(j.t_cleanup());
+    t_->add_t_inactive(j.t_inactive());
+    t_->add_nodelist(intern(kNodelist, j.nodelist()));
+    t_->add_nnodes(j.nnodes());
+    t_->add_ntasks(j.ntasks());
+    t_->add_ncores(j.ncores());
+    t_->add_ngpus(j.ngpus());
+    t_->add_partition(intern(kPartition, j.partition()));
+    t_->add_duration(j.duration());
+    t_->add_waitstatus(j.waitstatus());
+    t_->add_exception_type(intern(kExceptionType, j.exception_type()));
+    t_->add_exception_note(intern(kExceptionNote, j.exception_note()));
+    t_->add_cwd(intern(kCwd, j.cwd()));
+    deps_.clear();
+    for (const auto& d : j.dependencies()) deps_ += (deps_.empty() ? "" : ",") + d;
+    t_->add_dependencies(intern(kDeps, deps_));
+  }
+
+ private:
+  enum Column { kUser, kName, kState, kResult, kReason, kNodelist, kPartition,
+                kExceptionType, kExceptionNote, kCwd, kDeps, kColumns };
+
+  // Neighbouring jobs mostly repeat a column's value (one submission's jobs), so the
+  // previous value of the same column is checked before the dictionary.
+  uint32_t intern(Column c, const std::string& s) {
+    auto& [last, last_index] = last_[c];
+    if (last_index != kNone && s == last) return last_index;
+    uint32_t i;
+    if (auto it = index_.find(s); it != index_.end()) {
+      i = it->second;
+    } else {
+      i = static_cast<uint32_t>(t_->strings_size());
+      t_->add_strings(s);
+      index_.emplace(s, i);
+    }
+    last = s;
+    last_index = i;
+    return i;
+  }
+
+  static constexpr uint32_t kNone = ~0u;
+  std::pair<std::string, uint32_t> last_[kColumns];
+  v1::JobTable* t_;
+  std::unordered_map<std::string, uint32_t> index_;
+  std::string deps_;
+};
+
+}  // namespace
+
+Result<uint32_t> listing_state_mask(const google::protobuf::RepeatedPtrField<std::string>& names) {
+  if (names.empty()) return kActiveMask;
+  uint32_t mask = 0;
+  for (const auto& n : names) {
+    auto m = job::parse_state_mask(n);
+    if (!m) return m.error();
+    mask |= *m;
+  }
+  return mask;
+}
+
+grpc::Status Controller::for_each_listed(const v1::ListJobsRequest& req,
+                                         const std::function<void(const v1::JobInfo&)>& emit) {
+  auto mask = listing_state_mask(req.states());
+  if (!mask) return to_grpc(mask.error());
+  const std::set<uint32_t> users(req.userids().begin(), req.userids().end());
+  const std::set<uint64_t> ids(req.jobids().begin(), req.jobids().end());
+  auto wanted = [&](uint64_t id, uint32_t userid, const std::string& partition) {
+    return (users.empty() || users.count(userid)) && (ids.empty() || ids.count(id)) &&
+           (req.partition().empty() || partition == req.partition());
+  };
+  const size_t limit = req.max_entries() ? req.max_entries() : SIZE_MAX;
+  // One JobInfo is reused for the active jobs so its strings keep their buffers.
+  v1::JobInfo info;
+  std::vector<v1::JobInfo> active;
+  size_t n = 0;
+  {
+    std::lock_guard lk(mu_);
+    std::vector<const JobRecord*> sel;
+    for (const auto& [id, job] : jobs_) {
+      if ((static_cast<uint32_t>(job->state()) & *mask) &&
+          wanted(job->id, job->userid, job->partition))
+        sel.push_back(job.get());
+    }
+    std::sort(sel.begin(), sel.end(), [](auto* a, auto* b) { return a->id < b->id; });
+    const bool with_inactive = *mask & static_cast<uint32_t>(JobState::INACTIVE);
+    for (const JobRecord* job : sel) {
+      if (!with_inactive && n++ == limit) break;
+      info.Clear();
+      fill_info(*job, &info);
+      if (with_inactive)
+        active.push_back(info);
+      else
+        emit(info);
+    }
+    if (!with_inactive) return grpc::Status::OK;
+  }
+  // Finished jobs come from the store (newest `limit` of them), read after the scan above so
+  // a job retired meanwhile is committed by now; merged in id order, and a job seen both
+  // active and finished is shown finished.
+  (void)store_->flush();
+  auto sums = store_->inactive_summaries(req.max_entries());
+  if (!sums) return to_grpc(sums.error());
+  std::vector<v1::JobInfo> done;
+  for (const auto& s : *sums) {
+    info.Clear();
+    if (summary_from_json(s, &info) && wanted(info.id(), info.userid(), info.partition()))
+      done.push_back(info);
+  }
+  std::sort(done.begin(), done.end(), [](auto& a, auto& b) { return a.id() < b.id(); });
+  size_t d = 0;
+  for (const auto& job : active) {
+    for (; d < done.size() && done[d].id() <= job.id() && n < limit; ++d, ++n) emit(done[d]);
+    if (n >= limit) return grpc::Status::OK;
+    if (d > 0 && done[d - 1].id() == job.id()) continue;
+    emit(job);
+    ++n;
+  }
+  for (; d < done.size() && n < limit; ++d, ++n) emit(done[d]);
+  return grpc::Status::OK;
+}
+
+grpc::Status Controller::list_jobs(const v1::ListJobsRequest& req, v1::ListJobsReply* rep) {
+  return for_each_listed(req, [rep](const v1::JobInfo& j) { *rep->add_jobs() = j; });
+}
+
+grpc::Status Controller::list_job_table(const v1::ListJobsRequest& req, v1::JobTable* rep) {
+  TableBuilder table(rep);
+  return for_each_listed(req, [&table](const v1::JobInfo& j) { table.add(j); });
+}
+
+}  // namespace corral::ctld
