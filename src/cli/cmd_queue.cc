@@ -91,9 +91,10 @@ pb::ListJobsRequest make_request(const QueueState& st, StateFilter& filter) {
 }
 
 std::string nodelist_or_reason(const JobRow& j) {
-  if (short_state(j) == "PD") return fmt::format("({})", j.reason.empty() ? "None" : j.reason);
+  auto paren = [](std::string_view s) { return "(" + std::string(s) + ")"; };
+  if (short_state(j) == "PD") return paren(j.reason.empty() ? "None" : j.reason);
   if (!j.nodelist.empty()) return std::string(j.nodelist);
-  if (!j.exception_type.empty()) return fmt::format("({})", j.exception_type);
+  if (!j.exception_type.empty()) return paren(j.exception_type);
   return "";
 }
 
@@ -145,7 +146,7 @@ void run_queue(const Globals& g, const QueueState& st) {
   std::vector<int> rows;  // the ones the filter keeps
   rows.reserve(static_cast<size_t>(table.id_size()));
   for (int i = 0; i < table.id_size(); ++i)
-    if (filter.keep(row_at(table, i))) rows.push_back(i);
+    if (filter.results.empty() || filter.keep(row_at(table, i))) rows.push_back(i);
   if (st.json)
     print_json(table, rows);
   else

@@ -1,6 +1,7 @@
 #include "cli/table.h"
 
 #include <algorithm>
+#include <string_view>
 #include <utility>
 
 namespace corral::cli {
@@ -15,15 +16,17 @@ void Table::add_row(std::vector<std::string> cells) {
 namespace {
 
 // One line of padded cells, trailing blanks dropped.
+template <class Cells>
 void append_line(std::string& out, const std::vector<Table::Column>& cols,
-                 const std::vector<size_t>& width, const std::vector<std::string>& cells) {
+                 const std::vector<size_t>& width, const Cells& cells) {
   const size_t start = out.size();
-  for (size_t c = 0; c < cells.size(); ++c) {
+  for (size_t c = 0; c < cols.size(); ++c) {
+    const std::string_view cell = cells[c];
     if (c > 0) out += "  ";
-    const size_t pad = width[c] - std::min(width[c], cells[c].size());
-    const bool last = c + 1 == cells.size();
+    const size_t pad = width[c] - std::min(width[c], cell.size());
+    const bool last = c + 1 == cols.size();
     if (cols[c].align == Table::Align::right) out.append(pad, ' ');
-    out += cells[c];
+    out += cell;
     if (cols[c].align == Table::Align::left && !last) out.append(pad, ' ');
   }
   while (out.size() > start && out.back() == ' ') out.pop_back();
@@ -33,24 +36,41 @@ void append_line(std::string& out, const std::vector<Table::Column>& cols,
 }  // namespace
 
 void Table::render_to(std::FILE* out, size_t nrows, const CellSource& cells, bool header) const {
-  std::vector<size_t> width(columns_.size(), 0);
-  std::vector<std::string> row(columns_.size());
+  // Each row's cells are made once: their text goes into one buffer (with where each
+  // ends) while the widths are measured, then the lines are cut from it.
+  const size_t ncols = columns_.size();
+  std::vector<size_t> width(ncols, 0);
+  std::vector<std::string> row(ncols);
   if (header)
-    for (size_t c = 0; c < columns_.size(); ++c) width[c] = columns_[c].header.size();
+    for (size_t c = 0; c < ncols; ++c) width[c] = columns_[c].header.size();
+  std::string text;
+  std::vector<size_t> ends;
+  ends.reserve(nrows * ncols);
   for (size_t i = 0; i < nrows; ++i) {
     cells(i, row);
-    for (size_t c = 0; c < columns_.size(); ++c) width[c] = std::max(width[c], row[c].size());
+    for (size_t c = 0; c < ncols; ++c) {
+      text += row[c];
+      ends.push_back(text.size());
+      width[c] = std::max(width[c], row[c].size());
+    }
   }
   std::string buf;
   constexpr size_t kFlush = 1 << 20;
   buf.reserve(kFlush + 4096);
   if (header) {
-    for (size_t c = 0; c < columns_.size(); ++c) row[c] = columns_[c].header;
-    append_line(buf, columns_, width, row);
+    std::vector<std::string_view> heads;
+    for (const auto& col : columns_) heads.push_back(col.header);
+    append_line(buf, columns_, width, heads);
   }
+  std::vector<std::string_view> line(ncols);
+  size_t begin = 0;
   for (size_t i = 0; i < nrows; ++i) {
-    cells(i, row);
-    append_line(buf, columns_, width, row);
+    for (size_t c = 0; c < ncols; ++c) {
+      const size_t end = ends[i * ncols + c];
+      line[c] = std::string_view(text).substr(begin, end - begin);
+      begin = end;
+    }
+    append_line(buf, columns_, width, line);
     if (buf.size() >= kFlush) {
       std::fwrite(buf.data(), 1, buf.size(), out);
       buf.clear();

@@ -115,15 +115,22 @@ grpc::Status Controller::for_each_listed(const v1::ListJobsRequest& req,
   size_t n = 0;
   {
     std::lock_guard lk(mu_);
-    std::vector<const JobRecord*> sel;
-    for (const auto& [id, job] : jobs_) {
-      if ((static_cast<uint32_t>(job->state()) & *mask) &&
-          wanted(job->id, job->userid, job->partition))
-        sel.push_back(job.get());
-    }
-    std::sort(sel.begin(), sel.end(), [](auto* a, auto* b) { return a->id < b->id; });
+    // Sorted by the ids the map holds, so records are read once, in id order (which is
+    // mostly the order they were allocated in), rather than at random by the sort.
+    std::vector<std::pair<uint64_t, const JobRecord*>> sel;
+    sel.reserve(jobs_.size());
+    for (const auto& [id, job] : jobs_) sel.emplace_back(id, job.get());
+    std::sort(sel.begin(), sel.end(),
+              [](const auto& a, const auto& b) { return a.first < b.first; });
     const bool with_inactive = *mask & static_cast<uint32_t>(JobState::INACTIVE);
-    for (const JobRecord* job : sel) {
+    for (size_t k = 0; k < sel.size(); ++k) {
+      // Records are scattered in memory: ask for one a few jobs ahead while this one is
+      // filled, so listing 100,000 jobs is not one cache miss after another.
+      if (k + 8 < sel.size()) __builtin_prefetch(sel[k + 8].second);
+      const auto& [id, job] = sel[k];
+      if (!(static_cast<uint32_t>(job->state()) & *mask) ||
+          !wanted(id, job->userid, job->partition))
+        continue;
       if (!with_inactive && n++ == limit) break;
       info.Clear();
       fill_info(*job, &info);

@@ -25,8 +25,9 @@ bool JobQueue::Key::operator<(const Key& o) const {
 void JobQueue::push(const PendingJob& job) {
   erase(job.req.jobid);
   Key key{std::min(job.urgency, kUrgencyExpedite), job.submit_order, job.req.jobid};
-  jobs_.emplace(key, QueuedJob{job, WaitReason::None});
-  keys_.emplace(job.req.jobid, key);
+  auto [it, fresh] = jobs_.emplace(key, QueuedJob{job, WaitReason::None});
+  (void)fresh;
+  keys_.emplace(job.req.jobid, it);
 }
 
 void JobQueue::erase(uint64_t jobid) {
@@ -47,14 +48,13 @@ void JobQueue::set_urgency(uint64_t jobid, unsigned urgency) {
   auto node = jobs_.extract(it->second);
   node.key().urgency = std::min(urgency, kUrgencyExpedite);
   node.mapped().job.urgency = node.key().urgency;
-  it->second = node.key();
-  jobs_.insert(std::move(node));
+  it->second = jobs_.insert(std::move(node)).position;
 }
 
 const QueuedJob* JobQueue::find(uint64_t jobid) const {
   auto it = keys_.find(jobid);
   if (it == keys_.end()) return nullptr;
-  return &jobs_.at(it->second);
+  return &it->second->second;
 }
 
 }  // namespace corral::sched

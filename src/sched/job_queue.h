@@ -42,7 +42,9 @@ class JobQueue {
 
  private:
   Map jobs_;
-  std::unordered_map<uint64_t, Key> keys_;
+  // Where each job sits in jobs_ (map iterators stay valid), so find() by id costs one
+  // hash lookup: listings ask for the pending reason of every queued job.
+  std::unordered_map<uint64_t, Map::iterator> keys_;
 };
 
 }  // namespace corral::sched
