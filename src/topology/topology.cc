@@ -37,6 +37,12 @@ std::optional<uint32_t> Topology::leaf_of(const std::string& node) const {
   return it->second;
 }
 
+std::optional<uint32_t> Topology::chassis_of(const std::string& node) const {
+  auto it = node_chassis.find(node);
+  if (it == node_chassis.end()) return std::nullopt;
+  return it->second;
+}
+
 std::vector<std::string> Topology::nodes_under_switch(uint32_t sw) const {
   std::vector<std::string> out;
   std::vector<uint32_t> todo{sw};
@@ -149,14 +155,32 @@ Status index_blocks(Topology& t, const std::string& file) {
   return {};
 }
 
+Status index_chassis(Topology& t, const std::string& file) {
+  std::map<std::string, uint32_t> names;
+  for (uint32_t i = 0; i < t.chassis.size(); ++i) {
+    const Chassis& c = t.chassis[i];
+    if (!names.emplace(c.name, i).second)
+      return invalid(fmt::format("{}: chassis {} is defined twice", where(file, c.line), c.name));
+    for (const std::string& n : c.nodes) {
+      auto [it, fresh] = t.node_chassis.emplace(n, i);
+      if (!fresh && it->second != i)
+        return invalid(fmt::format("{}: node {} is in chassis {} and in chassis {}",
+                                   where(file, c.line), n, t.chassis[it->second].name, c.name));
+    }
+  }
+  return {};
+}
+
 }  // namespace
 
 Status Topology::finalize(const std::string& file) {
   switch_index.clear();
   block_index.clear();
   node_leaf.clear();
+  node_chassis.clear();
   if (auto st = index_switches(*this, file); !st) return st;
-  return index_blocks(*this, file);
+  if (auto st = index_blocks(*this, file); !st) return st;
+  return index_chassis(*this, file);
 }
 
 const Topology* TopologySet::find(const std::string& n) const {

@@ -36,6 +36,16 @@ struct Block {
   unsigned line = 0;
 };
 
+// A chassis: nodes that share a near-node storage appliance (a Rabbit) with its own
+// capacity. Independent of the network kind; the storage issue schedules storage per
+// chassis. topology.conf: `ChassisName=c0 Nodes=node[0-15] Storage=38TB`.
+struct Chassis {
+  std::string name;
+  std::vector<std::string> nodes;
+  uint64_t storage_bytes = 0;  // 0: not given
+  unsigned line = 0;
+};
+
 struct TorusNode {
   std::string name;
   std::array<int, 3> coord{};
@@ -54,6 +64,8 @@ struct Topology {
                                      // size times 1, 2, 4, ... up to all blocks
   // torus
   std::vector<TorusNode> torus;      // coordinates given or derived from the names
+  // near-node storage groups, any kind
+  std::vector<Chassis> chassis;
   // flat: no structure
   std::vector<std::string> flat_nodes;  // flat / torus with names only: the node list
 
@@ -61,13 +73,14 @@ struct Topology {
   std::optional<uint32_t> find_switch(const std::string& name) const;
   std::optional<uint32_t> find_block(const std::string& name) const;
   std::optional<uint32_t> leaf_of(const std::string& node) const;   // switch or block index
+  std::optional<uint32_t> chassis_of(const std::string& node) const;
   std::vector<std::string> nodes_under_switch(uint32_t sw) const;   // all leaves below
   std::vector<std::string> all_nodes() const;
   // Derived indices (names to switch/block, node to leaf). Returns an error for
   // inconsistencies: unknown child switch, cycles, a node on two leaves, duplicate names.
   Status finalize(const std::string& file);
 
-  std::map<std::string, uint32_t> switch_index, block_index, node_leaf;
+  std::map<std::string, uint32_t> switch_index, block_index, node_leaf, node_chassis;
 };
 
 // Several named topologies (topology.yaml) or one (topology.conf); partitions name one.

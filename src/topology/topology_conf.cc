@@ -9,6 +9,7 @@
 
 #include "topology/topology.h"
 #include "topology/topology_build.h"
+#include "util/units.h"
 
 namespace corral::topology {
 
@@ -76,9 +77,10 @@ class ConfParser {
     if (kind == "topologyparam") return param_line(*fields);
     if (kind == "nodename") return torus_node_line(*fields);
     if (kind == "torusnodes") return torus_nodes_line(*fields);
+    if (kind == "chassisname") return chassis_line(*fields);
     return invalid(
         fmt::format("{}: unknown key '{}' (a line starts with SwitchName, BlockName, BlockSizes, "
-                    "TopologyParam, NodeName or TorusNodes)",
+                    "TopologyParam, NodeName, TorusNodes or ChassisName)",
                     at(), fields->front().key));
   }
 
@@ -164,6 +166,29 @@ class ConfParser {
     if (!nodes) return nodes.status();
     b.nodes = std::move(*nodes);
     topo_.blocks.push_back(std::move(b));
+    return {};
+  }
+
+  // ChassisName lines stand beside any network kind: they do not enter a section.
+  Status chassis_line(const std::vector<Field>& f) {
+    if (auto st = only_keys(f, {"nodes", "storage"}, "ChassisName lines take Nodes= and Storage=");
+        !st)
+      return st;
+    Chassis c;
+    c.name = f.front().value;
+    c.line = line_;
+    if (auto st = detail::check_unit_name(c.name, "chassis", file_, line_); !st) return st;
+    const Field* n = get(f, "nodes");
+    if (!n) return invalid(fmt::format("{}: chassis {} has no Nodes=", at(), c.name));
+    auto nodes = detail::expand_hostlist(n->value, n->key, file_, line_);
+    if (!nodes) return nodes.status();
+    c.nodes = std::move(*nodes);
+    if (const Field* s = get(f, "storage")) {
+      auto bytes = parse_size(s->value);
+      if (!bytes) return invalid(fmt::format("{}: Storage={}: {}", at(), s->value, bytes.message()));
+      c.storage_bytes = *bytes;
+    }
+    topo_.chassis.push_back(std::move(c));
     return {};
   }
 

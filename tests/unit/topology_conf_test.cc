@@ -167,6 +167,26 @@ TEST(TopologyConf, TorusFromNamesAndCoords) {
   EXPECT_EQ(t.torus[2].coord, (std::array<int, 3>{3, 4, 5}));
 }
 
+TEST(TopologyConf, ChassisBesideTheNetwork) {
+  Topology t = parse_ok(
+      "SwitchName=s0 Nodes=node[0-3]\n"
+      "ChassisName=c0 Nodes=node[0-1] Storage=38TB\n"
+      "ChassisName=c1 Nodes=node[2-3]\n");
+  EXPECT_EQ(t.kind, Kind::tree);
+  ASSERT_EQ(t.chassis.size(), 2u);
+  EXPECT_EQ(t.chassis[*t.chassis_of("node1")].name, "c0");
+  EXPECT_EQ(t.chassis[0].storage_bytes, 38'000'000'000'000ull);
+  EXPECT_EQ(t.chassis[1].storage_bytes, 0u);
+  EXPECT_FALSE(t.chassis_of("node9"));
+  EXPECT_NE(parse_error("ChassisName=c0 Nodes=n[0-1]\nChassisName=c1 Nodes=n1\n")
+                .find("t.conf:2: node n1 is in chassis c0 and in chassis c1"),
+            std::string::npos);
+  EXPECT_NE(parse_error("ChassisName=c0 Nodes=n0 Storage=lots\n").find("t.conf:1: Storage=lots"),
+            std::string::npos);
+  EXPECT_NE(parse_error("ChassisName=c0\n").find("t.conf:1: chassis c0 has no Nodes="),
+            std::string::npos);
+}
+
 TEST(TopologyConf, EmptyFileIsFlat) {
   Topology t = parse_ok("# nothing here\n\n");
   EXPECT_EQ(t.kind, Kind::flat);
