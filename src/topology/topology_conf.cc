@@ -153,19 +153,24 @@ class ConfParser {
     return {};
   }
 
+  // The name (first field) and the expanded Nodes= of a BlockName or ChassisName line.
+  Result<std::pair<std::string, std::vector<std::string>>> named_nodes(
+      const std::vector<Field>& f, const char* kind) {
+    std::string name = f.front().value;
+    if (auto st = detail::check_unit_name(name, kind, file_, line_); !st) return st.error();
+    const Field* n = get(f, "nodes");
+    if (!n) return invalid(fmt::format("{}: {} {} has no Nodes=", at(), kind, name));
+    auto nodes = detail::expand_hostlist(n->value, n->key, file_, line_);
+    if (!nodes) return nodes.error();
+    return std::make_pair(std::move(name), std::move(*nodes));
+  }
+
   Status block_line(const std::vector<Field>& f) {
     if (auto st = enter(Section::block); !st) return st;
     if (auto st = only_keys(f, {"nodes"}, "BlockName lines take Nodes="); !st) return st;
-    Block b;
-    b.name = f.front().value;
-    b.line = line_;
-    if (auto st = detail::check_unit_name(b.name, "block", file_, line_); !st) return st;
-    const Field* n = get(f, "nodes");
-    if (!n) return invalid(fmt::format("{}: block {} has no Nodes=", at(), b.name));
-    auto nodes = detail::expand_hostlist(n->value, n->key, file_, line_);
-    if (!nodes) return nodes.status();
-    b.nodes = std::move(*nodes);
-    topo_.blocks.push_back(std::move(b));
+    auto unit = named_nodes(f, "block");
+    if (!unit) return unit.status();
+    topo_.blocks.push_back(Block{std::move(unit->first), std::move(unit->second), line_});
     return {};
   }
 
@@ -174,15 +179,9 @@ class ConfParser {
     if (auto st = only_keys(f, {"nodes", "storage"}, "ChassisName lines take Nodes= and Storage=");
         !st)
       return st;
-    Chassis c;
-    c.name = f.front().value;
-    c.line = line_;
-    if (auto st = detail::check_unit_name(c.name, "chassis", file_, line_); !st) return st;
-    const Field* n = get(f, "nodes");
-    if (!n) return invalid(fmt::format("{}: chassis {} has no Nodes=", at(), c.name));
-    auto nodes = detail::expand_hostlist(n->value, n->key, file_, line_);
-    if (!nodes) return nodes.status();
-    c.nodes = std::move(*nodes);
+    auto unit = named_nodes(f, "chassis");
+    if (!unit) return unit.status();
+    Chassis c{std::move(unit->first), std::move(unit->second), 0, line_};
     if (const Field* s = get(f, "storage")) {
       auto bytes = parse_size(s->value);
       if (!bytes) return invalid(fmt::format("{}: Storage={}: {}", at(), s->value, bytes.message()));
