@@ -1,0 +1,44 @@
+// The PMI-1 "simple" wire protocol MPICH's PMI client speaks over PMI_FD: one command per
+// line, "cmd=NAME key=value key=value\n", replies in the same shape. Values may contain
+// '=' (MPICH sends "value=segments=4"), never spaces or newlines.
+#pragma once
+
+#include <cstddef>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "util/result.h"
+
+namespace corral::node::pmi {
+
+// The limits get_maxes announces. MPICH's simple PMI client formats and reads every line
+// in a 1024-byte buffer, so "cmd=put kvsname=<256> key=<64> value=<V>" must fit in it:
+// hence 512 for values. MPICH splits longer values into "KEY-seg-i/n" keys by itself.
+// kLineMax is the longest line the server buffers before it gives up on a task.
+inline constexpr std::size_t kKvsNameMax = 256;
+inline constexpr std::size_t kKeyMax = 64;
+inline constexpr std::size_t kValueMax = 512;
+inline constexpr std::size_t kLineMax = 4096;
+
+struct Command {
+  std::string name;  // "put", "barrier_in", ...; for a multi-line command, "spawn"
+  std::map<std::string, std::string> args;
+  // "mcmd=NAME": the first line of a multi-line command that runs up to a line "endcmd".
+  bool multi_line = false;
+
+  const std::string* arg(const std::string& key) const;
+};
+
+// `line` without its '\n'. invalid_argument errors name what is wrong with the line.
+Result<Command> parse_line(std::string_view line);
+
+// "cmd=NAME k=v ...\n". Whitespace inside a value is replaced by '_' so a reply always
+// parses back into the same pairs (messages are the only values that could have any).
+std::string format_reply(std::string_view name,
+                         const std::vector<std::pair<std::string, std::string>>& args = {});
+
+}  // namespace corral::node::pmi
