@@ -10,7 +10,8 @@ PKGS=(
   libsqlite3-dev sqlite3
   nlohmann-json3-dev libyaml-cpp-dev libtomlplusplus-dev libcli11-dev
   libspdlog-dev libfmt-dev
-  libhwloc-dev
+  libhwloc-dev libssl-dev
+  mpich libmpich-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   procps util-linux python3 python3-pytest
 )

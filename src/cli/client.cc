@@ -169,6 +169,17 @@ Result<pb::GetTopologyReply> Client::get_topology(const std::string& name) {
   return call_unary(*stub_->stub, &pb::Controller::Stub::GetTopology, req, uri_, kUnaryDeadline);
 }
 
+Result<std::string> Client::hook_query(const std::string& hook, const std::string& what,
+                                       const std::string& args_json) {
+  pb::HookQueryRequest req;
+  req.set_hook(hook);
+  req.set_what(what);
+  req.set_args_json(args_json);
+  auto rep = call_unary(*stub_->stub, &pb::Controller::Stub::HookQuery, req, uri_, kUnaryDeadline);
+  if (!rep) return rep.error();
+  return std::move(*rep->mutable_json());
+}
+
 Result<pb::PingReply> Client::ping(double timeout_seconds) {
   return call_unary(*stub_->stub, &pb::Controller::Stub::Ping, pb::PingRequest{}, uri_,
                     timeout_seconds);

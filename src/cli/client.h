@@ -54,6 +54,9 @@ class Client {
   Result<pb::ListNodesReply> list_nodes(const pb::ListNodesRequest& req);
   Result<pb::NodeStateReply> set_node_state(const pb::NodeStateRequest& req);
   Result<pb::GetTopologyReply> get_topology(const std::string& name);  // "": all
+  // `corral <hook> ...`: the hook's JSON answer.
+  Result<std::string> hook_query(const std::string& hook, const std::string& what,
+                                 const std::string& args_json);
   Result<pb::PingReply> ping(double timeout_seconds = 10);
   Status shutdown(double timeout_seconds = 10);
   std::unique_ptr<WatchStream> watch(const pb::WatchRequest& req);

@@ -37,6 +37,7 @@ void add_drain_commands(CLI::App& app, Globals& g);  // drain and resume
 void add_start_command(CLI::App& app, Globals& g);
 void add_topo_command(CLI::App& app, Globals& g);  // topo check/show/generate
 void add_sim_command(CLI::App& app, Globals& g);   // the scheduling simulator
+void add_slingshot_command(CLI::App& app, Globals& g);  // slingshot pool/clean
 
 // Exit codes: 0 success, 1 a failure reported by the controller or the job, 2 a usage
 // error found before anything was sent.

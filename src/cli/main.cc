@@ -39,6 +39,7 @@ void build_app(CLI::App& app, Globals& g) {
   add_drain_commands(app, g);
   add_topo_command(app, g);
   add_sim_command(app, g);
+  add_slingshot_command(app, g);
   corral::add_hostlist_command(app);
 }
 

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <functional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace corral::cli {
@@ -27,6 +28,12 @@ class Table {
   // the text goes to `out` in large writes.
   using CellSource = std::function<void(size_t, std::vector<std::string>&)>;
   void render_to(std::FILE* out, size_t nrows, const CellSource& cells, bool header) const;
+
+  // The same without a string per cell: `cells(i, views)` points views[0..columns) at row
+  // i's text, which must stay valid until the next call. Called twice per row (widths,
+  // then the write), so it should be cheap.
+  using CellViews = std::function<void(size_t, std::string_view*)>;
+  void render_views(std::FILE* out, size_t nrows, const CellViews& cells, bool header) const;
 
  private:
   std::vector<Column> columns_;

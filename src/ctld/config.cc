@@ -4,6 +4,7 @@
 
 #include <toml++/toml.h>
 
+#include "fabric/slingshot/vni_pool.h"
 #include "util/units.h"
 
 namespace corral::ctld {
@@ -38,6 +39,33 @@ Status set_bool(bool& out, const toml::node& n, const std::string& where) {
   return {};
 }
 
+Status set_uint(unsigned& out, const toml::node& n, const std::string& where, unsigned max) {
+  auto v = n.value<int64_t>();
+  if (!v || *v < 0 || *v > max)
+    return invalid(fmt::format("{}: expected an integer from 0 to {}", where, max));
+  out = static_cast<unsigned>(*v);
+  return {};
+}
+
+Status apply_slingshot_key(fabric::slingshot::SlingshotConfig& s, const std::string& key,
+                           const toml::node& n, const std::string& where) {
+  if (key == "enabled") return set_bool(s.enabled, n, where);
+  if (key == "vni-pool") {
+    if (auto st = set_string(s.vni_pool, n, where); !st.ok()) return st;
+    if (auto pool = fabric::slingshot::VniPool::create(s.vni_pool); !pool)
+      return invalid(fmt::format("{}: {}", where, pool.message()));
+    return {};
+  }
+  if (key == "vnis-per-job")
+    return set_uint(s.vnis_per_job, n, where, fabric::slingshot::kMaxVnisPerService);
+  if (key == "vni-reserve-fatal") return set_bool(s.vni_reserve_fatal, n, where);
+  if (key == "command") return set_string(s.command, n, where);
+  if (key == "prolog-timeout") return set_duration(s.prolog_timeout, n, where);
+  if (key == "epilog-retry") return set_duration(s.epilog_retry, n, where);
+  if (key == "housekeeping-timeout") return set_duration(s.housekeeping_timeout, n, where);
+  return invalid(fmt::format("{}: unknown key", where));
+}
+
 Status apply_key(Config& c, const std::string& section, const std::string& key,
                  const toml::node& n, const std::string& where) {
   if (section == "controller") {
@@ -51,6 +79,8 @@ Status apply_key(Config& c, const std::string& section, const std::string& key,
   } else if (section == "topology") {
     if (key == "file") return set_string(c.topology_file, n, where);
     if (key == "max-switch-wait") return set_duration(c.max_switch_wait, n, where);
+  } else if (section == "slingshot") {
+    return apply_slingshot_key(c.slingshot, key, n, where);
   } else if (section == "job") {
     if (key == "prolog") return set_string(c.prolog, n, where);
     if (key == "epilog") return set_string(c.epilog, n, where);

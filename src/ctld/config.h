@@ -6,6 +6,7 @@
 #include <utility>
 #include <vector>
 
+#include "fabric/slingshot/slingshot_config.h"
 #include "util/result.h"
 
 namespace corral::ctld {
@@ -36,6 +37,8 @@ struct Config {
   double max_switch_wait = 300;   // cap on --switches=COUNT@TIME waits, seconds
   // [[partition]]
   std::vector<PartitionConfig> partitions;
+  // [slingshot]
+  fabric::slingshot::SlingshotConfig slingshot;
 };
 
 // Reads `path` (may be empty: defaults only), then applies overrides "section.key=value".

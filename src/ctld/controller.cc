@@ -141,6 +141,10 @@ void Controller::restore(store::Snapshot snap) {
     uint64_t id = job->id;
     jobs_.emplace(id, std::move(job));
   }
+  for (auto& h : hooks_) {
+    auto saved = snap.hook_state.find(std::string(h->name()));
+    h->on_load(*this, saved == snap.hook_state.end() ? SavedState{} : saved->second);
+  }
   for (auto& [id, job] : jobs_) {
     for (auto& h : hooks_) h->on_restart(*this, *job);
     touch(*job);

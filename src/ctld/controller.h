@@ -22,8 +22,8 @@
 
 #include "ctld/agent_link.h"
 #include "ctld/config.h"
-#include "ctld/hook.h"
-#include "ctld/job_record.h"
+#include "ctld/hook_names.h"
+#include "ctld/listing_rows.h"
 #include "ctld/outbox.h"
 #include "ctld/watch_hub.h"
 #include "sched/scheduler.h"
@@ -84,6 +84,8 @@ class Controller final : public HookContext {
   grpc::Status list_jobs(const v1::ListJobsRequest& req, v1::ListJobsReply* rep);
   grpc::Status list_job_table(const v1::ListJobsRequest& req, v1::JobTable* rep);
   grpc::Status get_topology(const v1::GetTopologyRequest& req, v1::GetTopologyReply* rep);
+  grpc::Status hook_query(const Caller& c, const v1::HookQueryRequest& req,
+                          v1::HookQueryReply* rep);
   grpc::Status get_job(const v1::GetJobRequest& req, v1::JobInfo* rep);
   grpc::Status subscribe(const v1::WatchRequest& req, std::shared_ptr<Subscriber>* sub);
   grpc::Status list_nodes(const v1::ListNodesRequest& req, v1::ListNodesReply* rep);
@@ -112,12 +114,18 @@ class Controller final : public HookContext {
   void epilog_start(uint64_t jobid, std::string description) override;
   void epilog_finish(uint64_t jobid, std::string description, int status) override;
   void set_task_env(uint64_t jobid, std::string key, std::string value) override;
+  void job_note(uint64_t jobid, std::string text) override;
   Status rewrite_jobspec(uint64_t jobid, const std::string& jobspec_json) override;
   void run_on_nodes(uint64_t jobid, const std::string& kind, const std::string& command,
                     double timeout, const std::vector<std::string>& nodes,
                     const std::map<std::string, std::string>& env) override;
   void drain_node(const std::string& node, const std::string& reason) override;
+  bool node_drained(const std::string& node) const override;
+  bool node_exists(const std::string& node) const override;
   void at(double when, std::function<void()> fn) override;
+  void save_state(std::string_view hook, const std::string& key,
+                  const std::string& value) override;
+  void erase_state(std::string_view hook, const std::string& key) override;
 
  private:
   struct Timer {
@@ -129,6 +137,8 @@ class Controller final : public HookContext {
 
   // job_lifecycle.cc
   void post(uint64_t jobid, job::Event ev);
+  // A run_on_nodes result to the hooks: on_perilog, or on_perilog_inactive once the job ended.
+  void deliver_perilog(uint64_t jobid, const PerilogOutcome& o);
   void drain_posts();
   void apply_posted(uint64_t jobid, const job::Event& ev);
   void absorb(JobRecord& job, const job::Event& ev);
@@ -207,6 +217,7 @@ class Controller final : public HookContext {
 
   uint64_t next_id_ = 1;
   std::unordered_map<uint64_t, std::unique_ptr<JobRecord>> jobs_;
+  ListingRows listing_;  // what `corral queue` shows of jobs_, kept as they change
   std::vector<NodeEntry> nodes_;  // by scheduler index
   std::unordered_map<std::string, uint32_t> node_index_;
   std::map<std::string, std::shared_ptr<AgentLink>> links_;

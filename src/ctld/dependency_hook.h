@@ -7,7 +7,7 @@
 #include <memory>
 #include <vector>
 
-#include "ctld/hook.h"
+#include "ctld/hook_names.h"
 #include "job/dependency.h"
 
 namespace corral::ctld {

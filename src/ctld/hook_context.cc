@@ -68,6 +68,11 @@ void Controller::set_task_env(uint64_t jobid, std::string key, std::string value
   if (it != jobs_.end()) it->second->extra_env[std::move(key)] = std::move(value);
 }
 
+void Controller::job_note(uint64_t jobid, std::string text) {
+  auto it = jobs_.find(jobid);
+  if (it != jobs_.end()) it->second->notes.push_back(std::move(text));
+}
+
 Status Controller::rewrite_jobspec(uint64_t jobid, const std::string& jobspec_json) {
   auto it = jobs_.find(jobid);
   if (it == jobs_.end()) return not_found("no such active job");
@@ -106,6 +111,52 @@ void Controller::run_on_nodes(uint64_t jobid, const std::string& kind,
     for (const auto& [k, v] : env) (*p->mutable_env())[k] = v;
     send_to_node(n, msg);
   }
+}
+
+void Controller::deliver_perilog(uint64_t jobid, const PerilogOutcome& o) {
+  auto jt = jobs_.find(jobid);
+  for (auto& h : hooks_) {
+    if (jt != jobs_.end())
+      h->on_perilog(*this, *jt->second, o);
+    else
+      h->on_perilog_inactive(*this, jobid, o);
+  }
+}
+
+bool Controller::node_exists(const std::string& node) const { return node_index_.count(node) > 0; }
+
+bool Controller::node_drained(const std::string& node) const {
+  auto it = node_index_.find(node);
+  return it != node_index_.end() && nodes_[it->second].drained;
+}
+
+void Controller::save_state(std::string_view hook, const std::string& key,
+                            const std::string& value) {
+  store_->put_hook_state(std::string(hook), key, value);
+}
+
+void Controller::erase_state(std::string_view hook, const std::string& key) {
+  store_->erase_hook_state(std::string(hook), key);
+}
+
+grpc::Status Controller::hook_query(const Caller& c, const v1::HookQueryRequest& req,
+                                    v1::HookQueryReply* rep) {
+  HookQuery q{req.what(), req.args_json().empty() ? "{}" : req.args_json(), c.uid, is_admin(c)};
+  if (!json::accept(q.args_json))
+    return {grpc::StatusCode::INVALID_ARGUMENT, "hook query: the arguments are not valid JSON"};
+  std::lock_guard lk(mu_);
+  for (auto& h : hooks_) {
+    if (h->name() != req.hook()) continue;
+    auto r = h->query(*this, q);
+    drain_posts();
+    outbox_.seal();
+    if (!r) return to_grpc(r.error());
+    rep->set_json(std::move(*r));
+    return grpc::Status::OK;
+  }
+  return {grpc::StatusCode::NOT_FOUND,
+          fmt::format("no hook '{}' is loaded in corrald (is it enabled in the configuration?)",
+                      req.hook())};
 }
 
 void Controller::at(double when, std::function<void()> fn) {

@@ -41,6 +41,7 @@ void Controller::drain_posts() {
       if (it == jobs_.end()) continue;
       it->second->dirty = false;
       advance(*it->second);
+      listing_.changed(id, jobs_);
     }
   }
   draining_ = false;
@@ -228,6 +229,7 @@ void Controller::send_start(const JobRecord& job, const std::set<std::string>& o
       sj.set_total_tasks(job.spec->batch_script.empty() ? planned : job.spec->ntasks);
       sj.set_total_nodes(static_cast<uint32_t>(job.R->nodes.size()));
       for (const auto& [k, v] : job.extra_env) (*sj.mutable_extra_env())[k] = v;
+      for (const auto& note : job.notes) sj.add_notes(note);
     }
     auto* t = sj.add_tasks();
     t->set_node(n.name);
@@ -348,9 +350,7 @@ void Controller::node_lost(NodeEntry& node, const std::string& why) {
     perilogs_[key].erase(node.name);
     if (perilogs_[key].empty()) perilogs_.erase(key);
     if (kind == "housekeeping") continue;
-    auto jt = jobs_.find(jobid);
-    if (jt != jobs_.end())
-      for (auto& h : hooks_) h->on_perilog(*this, *jt->second, o);
+    deliver_perilog(jobid, o);
   }
   for (uint64_t id : node.housekeeping) sched_.release_node(id, node.index);
   node.housekeeping.clear();

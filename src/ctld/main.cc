@@ -20,6 +20,7 @@
 #include "ctld/perilog_hook.h"
 #include "ctld/rpc_service.h"
 #include "ctld/time_limit_hook.h"
+#include "fabric/slingshot/slingshot_hook.h"
 
 namespace {
 
@@ -28,6 +29,14 @@ struct Options {
   std::vector<std::string> sets;
   std::string socket, state_dir, log_file, log_level = "info";
 };
+
+// corral-slingshot is installed next to corrald unless [slingshot] command says otherwise.
+std::string default_slingshot_command() {
+  std::error_code ec;
+  auto exe = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (ec) return "corral-slingshot";
+  return (exe.parent_path() / "corral-slingshot").string();
+}
 
 void setup_logging(const Options& o) {
   if (!o.log_file.empty()) spdlog::set_default_logger(spdlog::basic_logger_mt("corrald", o.log_file));
@@ -65,6 +74,16 @@ int run(const Options& o) {
   ctl.add_hook(std::make_unique<ctld::TimeLimitHook>());
   ctl.add_hook(std::make_unique<ctld::PerilogHook>(ctld::PerilogConfig{
       cfg->prolog, cfg->epilog, cfg->prolog_timeout, cfg->epilog_timeout}));
+  if (cfg->slingshot.enabled) {
+    auto sc = cfg->slingshot;
+    if (sc.command.empty()) sc.command = default_slingshot_command();
+    auto hook = fabric::slingshot::SlingshotHook::create(std::move(sc));
+    if (!hook) {
+      std::cerr << "corrald: [slingshot] " << hook.message() << "\n";
+      return 2;
+    }
+    ctl.add_hook(std::move(*hook));
+  }
   if (auto st = ctl.start(); !st.ok()) {
     std::cerr << "corrald: " << st.message() << "\n";
     return 1;

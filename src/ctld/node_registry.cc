@@ -253,9 +253,7 @@ void Controller::agent_message(AgentLink& link, const v1::AgentMessage& msg) {
     }
     if (!pending) continue;
     PerilogOutcome o{p.node(), p.kind(), p.waitstatus(), p.timed_out(), p.output()};
-    auto jt = jobs_.find(p.jobid());
-    if (jt != jobs_.end())
-      for (auto& h : hooks_) h->on_perilog(*this, *jt->second, o);
+    deliver_perilog(p.jobid(), o);
   }
   drain_posts();
   outbox_.seal();
@@ -356,7 +354,11 @@ grpc::Status Controller::set_node_state(const Caller& c, const v1::NodeStateRequ
     rep->add_nodes(h);
     spdlog::info("node {} {} by uid {}{}", h, drain ? "drained" : "resumed", c.uid,
                  drain ? ": " + req.reason() : "");
+    if (!drain)
+      for (auto& hk : hooks_) hk->on_node_resume(*this, h);
   }
+  drain_posts();
+  outbox_.seal();
   Status st = store_->flush();
   if (!st.ok()) return {grpc::StatusCode::INTERNAL, st.message()};
   return grpc::Status::OK;

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "ctld/hook.h"
+#include "ctld/hook_names.h"
 
 namespace corral::ctld {
 

@@ -72,6 +72,12 @@ grpc::Status RpcService::GetTopology(grpc::ServerContext*, const v1::GetTopology
   return ctl_.get_topology(*req, rep);
 }
 
+grpc::Status RpcService::HookQuery(grpc::ServerContext* ctx, const v1::HookQueryRequest* req,
+                                   v1::HookQueryReply* rep) {
+  auto c = caller(ctx);
+  return c ? ctl_.hook_query(*c, *req, rep) : kUnknownPeer;
+}
+
 grpc::Status RpcService::Ping(grpc::ServerContext* ctx, const v1::PingRequest*,
                               v1::PingReply* rep) {
   auto c = caller(ctx);

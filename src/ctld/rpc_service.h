@@ -32,6 +32,8 @@ class RpcService final : public v1::Controller::Service {
                            v1::GetTopologyReply* rep) override;
   grpc::Status Ping(grpc::ServerContext* ctx, const v1::PingRequest* req,
                     v1::PingReply* rep) override;
+  grpc::Status HookQuery(grpc::ServerContext* ctx, const v1::HookQueryRequest* req,
+                         v1::HookQueryReply* rep) override;
   grpc::Status Shutdown(grpc::ServerContext* ctx, const v1::ShutdownRequest* req,
                         v1::ShutdownReply* rep) override;
   grpc::Status AgentStream(

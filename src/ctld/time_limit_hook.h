@@ -5,7 +5,7 @@
 
 #include <memory>
 
-#include "ctld/hook.h"
+#include "ctld/hook_names.h"
 
 namespace corral::ctld {
 

@@ -18,6 +18,9 @@ struct AgentConfig {
   bool as_root = false;             // tasks of other users go through corral-imp
   double kill_grace = 2.0;          // SIGTERM -> SIGKILL delay (shutdown, perilog timeouts)
   bool handle_termination = true;   // SIGTERM/SIGINT shut the agent down (off in tests)
+  // The Slingshot NIC backend (fabric/slingshot open_cxi_device spec): "sim:DIR[:CONFIG]",
+  // "libcxi" or "none". Given to prolog/epilog commands as CORRAL_CXI.
+  std::string cxi = "none";
 
   bool hosts(const std::string& node) const {
     for (const auto& n : nodes)

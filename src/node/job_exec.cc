@@ -16,6 +16,7 @@
 
 #include "job/jobspec.h"
 #include "node/output_pattern.h"
+#include "node/slingshot_task_env.h"
 #include "node/task_env.h"
 #include "node/task_launcher.h"
 
@@ -247,8 +248,14 @@ void JobExecutor::start_node(Job& job, uint32_t ni, const v1::NodeTasks& nt, con
   EnvMap extra = to_env_map(msg.extra_env());
   for (const auto& [k, v] : nt.env()) extra[k] = v;  // this node's own values win
   EnvMap node_env = build_node_env(spec.environment, je, extra);
+  if (auto st = add_slingshot_env(config_.cxi, node.name, msg.userid(), extra, node_env); !st) {
+    out_.started(job.id, node.name);
+    fail_node(job, node, st.message());
+    return;
+  }
 
   const bool use_imp = config_.as_root && msg.userid() != ::getuid();
+  if (node.index == 0 && msg.notes_size() > 0 && node.ntasks > 0) write_notes(job, node, msg, spec, user, cwd);
   node.tasks.resize(node.ntasks);
   for (uint32_t i = 0; i < node.ntasks; ++i) {
     Task& task = node.tasks[i];
@@ -293,6 +300,29 @@ void JobExecutor::start_node(Job& job, uint32_t ni, const v1::NodeTasks& nt, con
 }
 
 // ------------------------------------------------------------------ output
+
+// Hooks' notes (a prolog's warnings) go where the first task's stderr goes, before it starts.
+void JobExecutor::write_notes(const Job& job, const Node& node, const v1::StartJob& msg, const job::Jobspec& spec,
+                              const UserInfo& user, const std::string& cwd) {
+  std::string text;
+  for (const auto& n : msg.notes()) text += n + "\n";
+  PatternVars vars{job.id, node.first_rank, node.index, node.name, spec.name, user.name};
+  const auto& pattern = spec.error.path.empty() ? spec.output.path : spec.error.path;
+  if (pattern.empty()) {
+    out_.output(job.id, node.first_rank, node.name, true, text, false);
+    return;
+  }
+  std::string path = resolve_path(expand_output_pattern(pattern, vars), cwd);
+  UniqueFd fd(::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644));
+  if (!fd.valid()) {
+    spdlog::warn("job {}: cannot write notes to {}: {}", job.id, path, std::strerror(errno));
+    return;
+  }
+  // Created by the agent (root) on behalf of the job's user, who must own it.
+  if (config_.as_root && msg.userid() != ::getuid()) (void)::fchown(fd.get(), msg.userid(), msg.groupid());
+  if (::write(fd.get(), text.data(), text.size()) < 0)
+    spdlog::warn("job {}: cannot write notes to {}: {}", job.id, path, std::strerror(errno));
+}
 
 void JobExecutor::watch_stream(uint64_t jobid, uint32_t ni, uint32_t ti, bool is_err, int fd) {
   auto st = loop_.add_fd(fd, EPOLLIN, [this, jobid, ni, ti, is_err](uint32_t) { on_readable(jobid, ni, ti, is_err); });

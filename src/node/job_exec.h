@@ -78,6 +78,8 @@ class JobExecutor {
   };
 
   void start_mock(Job& job, const v1::StartJob& msg, double seconds);
+  void write_notes(const Job& job, const Node& node, const v1::StartJob& msg, const job::Jobspec& spec,
+                   const UserInfo& user, const std::string& cwd);
   void finish_mock(uint64_t jobid, int waitstatus);
   void start_real(Job& job, const v1::StartJob& msg, const job::Jobspec& spec);
   void start_node(Job& job, uint32_t ni, const v1::NodeTasks& nt, const v1::StartJob& msg, const job::Jobspec& spec,

@@ -43,6 +43,8 @@ struct Options {
   std::string agent_id;
   std::string log_level = "info";
   std::string log_file;
+  std::string cxi = "auto";
+  std::string cxi_sim_config;
 };
 
 int fail(const std::string& msg) {
@@ -129,6 +131,23 @@ void ensure_std_fds() {
     if (::fcntl(fd, F_GETFD) < 0 && ::open("/dev/null", O_RDWR) < 0) return;
 }
 
+// --cxi and --cxi-sim-config as an open_cxi_device spec.
+Result<std::string> cxi_spec(const Options& o, const std::string& state_dir) {
+  std::string kind = o.cxi;
+  if (kind == "auto") kind = ::access("/dev/cxi0", F_OK) == 0 ? "libcxi" : "sim";
+  if (!o.cxi_sim_config.empty() && kind != "sim")
+    return invalid("--cxi-sim-config applies to simulated NICs only (--cxi sim), not --cxi " + kind);
+  if (kind == "libcxi" || kind == "none") return kind;
+  if (kind != "sim") return invalid("--cxi: unknown backend '" + o.cxi + "' (auto, libcxi, sim, none)");
+  std::error_code ec;
+  auto dir = std::filesystem::absolute(state_dir, ec).string() + "/cxi";
+  if (o.cxi_sim_config.empty()) return "sim:" + dir;
+  auto cfg = std::filesystem::absolute(o.cxi_sim_config, ec);
+  if (ec || ::access(cfg.c_str(), R_OK) != 0)
+    return invalid("--cxi-sim-config: cannot read '" + o.cxi_sim_config + "'");
+  return "sim:" + dir + ":" + cfg.string();
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -153,6 +172,13 @@ int main(int argc, char** argv) {
   app.add_option("--agent-id", o.agent_id, "Stable name of this agent (default: the hostlist of its nodes)");
   app.add_option("--log-level", o.log_level, "trace, debug, info, warn, error, critical or off")->capture_default_str();
   app.add_option("--log-file", o.log_file, "Log to this file instead of stderr");
+  app.add_option("--cxi", o.cxi,
+                 "Slingshot NICs: auto (libcxi where /dev/cxi0 exists, else simulated), libcxi, "
+                 "sim (simulated NICs, state under STATE_DIR/cxi) or none")
+      ->capture_default_str();
+  app.add_option("--cxi-sim-config", o.cxi_sim_config,
+                 "TOML file shaping the simulated NICs: count, capacity, system services, faults "
+                 "(docs/slingshot-nic.md)");
   CLI11_PARSE(app, argc, argv);
 
   block_signals();
@@ -179,6 +205,9 @@ int main(int argc, char** argv) {
   config.controller_uri = o.controller;
   config.state_dir = o.state_dir.empty() ? default_state_dir(o.agent_id) : o.state_dir;
   config.imp_path = imp_next_to_self();
+  auto cxi = cxi_spec(o, config.state_dir);
+  if (!cxi) return fail(cxi.message());
+  config.cxi = *cxi;
   config.as_root = ::geteuid() == 0;
   std::error_code ec;
   std::filesystem::create_directories(config.state_dir, ec);

@@ -72,6 +72,7 @@ void PerilogRunner::start_one(const v1::RunPerilog& msg, const std::string& node
   req.env.push_back("CORRAL_JOBID=" + std::to_string(msg.jobid()));
   req.env.push_back("CORRAL_NODENAME=" + node);
   req.env.push_back("CORRAL_PERILOG=" + msg.kind());
+  req.env.push_back("CORRAL_CXI=" + config_.cxi);
   req.cwd = "/";
   req.merge_stderr = true;
 

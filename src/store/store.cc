@@ -48,6 +48,11 @@ CREATE TABLE IF NOT EXISTS nodes(
   reason TEXT NOT NULL,
   reason_time REAL NOT NULL,
   reason_userid INTEGER NOT NULL) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS hook_state(
+  hook TEXT NOT NULL,
+  key TEXT NOT NULL,
+  value TEXT NOT NULL,
+  PRIMARY KEY(hook, key)) WITHOUT ROWID;
 INSERT OR IGNORE INTO meta(key, value) VALUES ('schema_version', 1), ('next_jobid', 1);
 )sql";
 
@@ -71,18 +76,23 @@ struct FinishJob {
 struct PutNode {
   NodeRecord node;
 };
-using Op = std::variant<InsertJob, AppendEvent, FinishJob, PutNode, Store::Done>;
+struct PutHookState {
+  std::string hook, key, value;
+  bool erase = false;
+};
+using Op = std::variant<InsertJob, AppendEvent, FinishJob, PutNode, PutHookState, Store::Done>;
 
 // Statements of the writer connection, prepared once.
 struct WriteStmts {
   Stmt begin, commit, rollback;
   Stmt insert_jobspec, insert_job, bump_next_jobid, next_seq, insert_event, finish_job, put_node;
+  Stmt put_hook_state, erase_hook_state;
 };
 
 // Statements of the read connection, prepared once.
 struct ReadStmts {
   Stmt begin, end;
-  Stmt next_jobid, max_id, active_jobs, active_events, nodes;
+  Stmt next_jobid, max_id, active_jobs, active_events, nodes, hook_state;
   Stmt eventlog, job, summaries, count_inactive;
 };
 
@@ -115,6 +125,9 @@ Status prepare_writes(Db& db, WriteStmts& w) {
               {&w.put_node,
                "INSERT OR REPLACE INTO nodes(name, cores, gpus, memory_mb, drained, reason, "
                "reason_time, reason_userid) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)"},
+              {&w.put_hook_state,
+               "INSERT OR REPLACE INTO hook_state(hook, key, value) VALUES(?1, ?2, ?3)"},
+              {&w.erase_hook_state, "DELETE FROM hook_state WHERE hook = ?1 AND key = ?2"},
           });
 }
 
@@ -134,6 +147,7 @@ Status prepare_reads(Db& db, ReadStmts& r) {
               {&r.nodes,
                "SELECT name, cores, gpus, memory_mb, drained, reason, reason_time, reason_userid "
                "FROM nodes ORDER BY name"},
+              {&r.hook_state, "SELECT hook, key, value FROM hook_state ORDER BY hook, key"},
               {&r.eventlog,
                "SELECT timestamp, name, context FROM events WHERE jobid = ?1 ORDER BY seq"},
               {&r.job,
@@ -382,6 +396,14 @@ struct Store::Impl {
     return exec_stmt(wdb, w.put_node, "recording node " + n.name);
   }
 
+  Status apply(const PutHookState& op) {
+    Stmt& s = op.erase ? w.erase_hook_state : w.put_hook_state;
+    s.bind(1, op.hook);
+    s.bind(2, op.key);
+    if (!op.erase) s.bind(3, op.value);
+    return exec_stmt(wdb, s, "recording state of hook " + op.hook);
+  }
+
   // --- readers (hold read_mu) ---
 
   // A read transaction so that everything read together is one consistent snapshot.
@@ -476,6 +498,15 @@ struct Store::Impl {
     return {};
   }
 
+  Status read_hook_state(Snapshot& snap) {
+    Stmt& s = r.hook_state;
+    StmtScope scope(s);
+    int rc;
+    while ((rc = s.step()) == SQLITE_ROW) snap.hook_state[s.text(0)].emplace_back(s.text(1), s.text(2));
+    if (rc != SQLITE_DONE) return rdb.error("reading the hooks' saved state", rc);
+    return {};
+  }
+
   Result<Snapshot> read_snapshot() {
     Snapshot snap;
     auto meta_next = scalar(rdb, r.next_jobid, 1, "reading the next job id");
@@ -485,6 +516,7 @@ struct Store::Impl {
     snap.next_jobid = std::max(from_sql_id(*meta_next), from_sql_id(*max_id) + 1);
     if (auto st = read_active(snap); !st) return st.error();
     if (auto st = read_nodes(snap); !st) return st.error();
+    if (auto st = read_hook_state(snap); !st) return st.error();
     return snap;
   }
 };
@@ -531,6 +563,15 @@ void Store::finish_job(uint64_t jobid, const std::string& summary_json) {
 }
 
 void Store::put_node(const NodeRecord& node) { impl_->push(PutNode{node}); }
+
+void Store::put_hook_state(const std::string& hook, const std::string& key,
+                           const std::string& value) {
+  impl_->push(PutHookState{hook, key, value, false});
+}
+
+void Store::erase_hook_state(const std::string& hook, const std::string& key) {
+  impl_->push(PutHookState{hook, key, {}, true});
+}
 
 void Store::on_durable(Done done) { impl_->push(std::move(done)); }
 

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -38,6 +39,8 @@ struct Snapshot {
   uint64_t next_jobid = 1;
   std::vector<JobRecord> active;   // ascending id
   std::vector<NodeRecord> nodes;
+  // hook name -> (key, value) saved with put_hook_state, keys in order.
+  std::map<std::string, std::vector<std::pair<std::string, std::string>>> hook_state;
 };
 
 struct StoreOptions {
@@ -68,6 +71,9 @@ class Store {
   // stays readable with read_eventlog but is no longer loaded at start.
   void finish_job(uint64_t jobid, const std::string& summary_json);
   void put_node(const NodeRecord& node);
+  // State a job hook keeps beyond the active eventlogs (HookContext::save_state).
+  void put_hook_state(const std::string& hook, const std::string& key, const std::string& value);
+  void erase_hook_state(const std::string& hook, const std::string& key);
 
   // `done` runs on the writer thread once everything queued before this call is durable
   // (or failed). Keep it short: hand work to another thread.

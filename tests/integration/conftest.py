@@ -34,7 +34,7 @@ FAST_SETTINGS = (
 def pytest_configure(config):
     config.addinivalue_line(
         "markers", "cluster(size=4, agents=None, cores=4, gpus=0, memory='16GiB', sets=(), "
-        "config=None): shape of the `cluster` fixture")
+        "config=None, agent_args=()): shape of the `cluster` fixture")
 
 
 def binary(name):
@@ -122,12 +122,13 @@ class Cluster:
     """A controller and K agents hosting node0..node{size-1} in a temporary directory."""
 
     def __init__(self, size=4, agents=None, cores=4, gpus=0, memory="16GiB", sets=(),
-                 config=None):
+                 config=None, agent_args=()):
         self.size = size
         self.agent_count = min(agents or min(size, 4), size)
         self.cores, self.gpus, self.memory = cores, gpus, memory
         self.sets = list(FAST_SETTINGS) + list(sets)
         self.config = config
+        self.agent_args = [str(a) for a in agent_args]  # extra corral-node flags, every agent
         self.dir = tempfile.mkdtemp(prefix="corral-test-")
         os.chmod(self.dir, 0o755)  # tests may run clients as other users
         self.socket = os.path.join(self.dir, "corrald.sock")
@@ -159,7 +160,8 @@ class Cluster:
         log = os.path.join(self.dir, f"agent-{i}.log")
         args = [binary("corral-node"), "--controller", self.uri, "--nodes", self.node_sets[i],
                 "--cores", str(self.cores), "--gpus", str(self.gpus), "--memory", self.memory,
-                "--state-dir", os.path.join(self.dir, f"agent-{i}"), "--log-file", log]
+                "--state-dir", os.path.join(self.dir, f"agent-{i}"), "--log-file", log,
+                *self.agent_args]
         self.agents[i] = self._spawn(args, os.path.join(self.dir, f"agent-{i}.out"))
         return self.agents[i]
 

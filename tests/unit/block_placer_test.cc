@@ -1,7 +1,5 @@
 // The block placer on small hand-checked topologies: 8 base blocks of 4 nodes (n00-n31,
 // block b<i> holds n[4i .. 4i+3]), BlockSizes=4,8,16,32, 4 cores per node.
-#include <chrono>
-#include <cstdio>
 #include <map>
 #include <random>
 #include <set>
@@ -436,40 +434,6 @@ TEST(BlockPlacer, AggregatesStayExactThroughTheScheduler) {
     ASSERT_FALSE(why) << "step " << step << ": " << *why;
   }
   EXPECT_GT(started, 50u);
-}
-
-// A rough timing on a 65,536-node block topology at 50% busy; prints, never asserts. Run
-// with --gtest_also_run_disabled_tests (in an optimized build: Debug is ~15x slower).
-TEST(BlockPlacer, DISABLED_LargeTopologyTiming) {
-  const Topology t = blocks(4096, 16, {16, 32, 64, 128, 256, 512, 1024, 2048, 4096});
-  Machine m(t, 64);
-  std::mt19937 rng(11);
-  auto random_job = [&] {
-    unsigned pick = rng() % 10;
-    if (pick < 5) return tasks_req(1 + rng() % 32);
-    if (pick < 8) return nodes_req(1 + rng() % 16, rng() % 2 == 0);
-    return nodes_req(16 + rng() % 240, true);
-  };
-  // Fill to half the cores with a random mix.
-  uint64_t busy = 0, total = uint64_t{65536} * 64;
-  while (busy < total / 2) {
-    auto a = m.place(random_job());
-    if (!a) continue;
-    for (const NodeShare& s : a->shares) busy += s.cores.count();
-    m.take(*a);
-  }
-  std::vector<double> us;
-  for (int i = 0; i < 2000; ++i) {
-    Request r = random_job();
-    auto t0 = std::chrono::steady_clock::now();
-    auto a = m.place(r);
-    auto t1 = std::chrono::steady_clock::now();
-    us.push_back(std::chrono::duration<double, std::micro>(t1 - t0).count());
-    (void)a;
-  }
-  std::sort(us.begin(), us.end());
-  std::printf("block 65536 nodes, 50%% busy: median %.1f us, p99 %.1f us, max %.1f us\n",
-              us[us.size() / 2], us[us.size() * 99 / 100], us.back());
 }
 
 }  // namespace

@@ -447,3 +447,32 @@ INSTANTIATE_TEST_SUITE_P(Sync, StoreCrashTest, ::testing::Values(true, false),
 
 }  // namespace
 }  // namespace corral::store
+
+namespace corral::store {
+namespace {
+
+TEST_F(StoreTest, HookStateSurvivesReopenAndErase) {
+  {
+    auto s = open();
+    ASSERT_TRUE(s);
+    s->put_hook_state("cray-slingshot", "job-7", R"({"vnis":[1024]})");
+    s->put_hook_state("cray-slingshot", "job-9", R"({"vnis":[1025]})");
+    s->put_hook_state("other", "k", "v");
+    s->put_hook_state("cray-slingshot", "job-7", R"({"vnis":[1024],"pending":["n1"]})");
+    s->erase_hook_state("cray-slingshot", "job-9");
+    ASSERT_TRUE(s->flush().ok());
+  }
+  auto s = open();
+  ASSERT_TRUE(s);
+  auto snap = s->load();
+  ASSERT_TRUE(snap.ok()) << snap.message();
+  ASSERT_EQ(snap->hook_state.size(), 2u);
+  const auto& ss = snap->hook_state.at("cray-slingshot");
+  ASSERT_EQ(ss.size(), 1u);
+  EXPECT_EQ(ss[0].first, "job-7");
+  EXPECT_EQ(ss[0].second, R"({"vnis":[1024],"pending":["n1"]})");
+  EXPECT_EQ(snap->hook_state.at("other")[0].second, "v");
+}
+
+}  // namespace
+}  // namespace corral::store

@@ -17,7 +17,7 @@
 #include "job/resource_set.h"
 #include "topology/placement.h"
 
-namespace corral::ctld {
+namespace corral::hook {
 
 struct OutputChunk {
   uint32_t rank = 0;
@@ -49,6 +49,7 @@ struct JobRecord {
   std::map<std::string, std::string> start_incarnations;
   int max_waitstatus = 0;
   std::map<std::string, std::string> extra_env;  // set by hooks for the tasks
+  std::vector<std::string> notes;                // hooks' lines for the job's stderr
   bool kill_sent = false;
   std::string partition;
 
@@ -64,4 +65,4 @@ struct JobRecord {
   job::JobState state() const { return status.state; }
 };
 
-}  // namespace corral::ctld
+}  // namespace corral::hook

@@ -10,12 +10,13 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
-#include "ctld/job_record.h"
+#include "hook/job_record.h"
 #include "util/result.h"
 
-namespace corral::ctld {
+namespace corral::hook {
 
 struct PerilogOutcome {
   std::string node;
@@ -43,6 +44,9 @@ class HookContext {
   virtual void prolog_finish(uint64_t jobid, std::string description, int status) = 0;
   virtual void epilog_start(uint64_t jobid, std::string description) = 0;
   virtual void epilog_finish(uint64_t jobid, std::string description, int status) = 0;
+  // A line for the job's stderr when its tasks start (a prolog's warning, say): written
+  // to the error file of a batch job, or streamed to `corral run`.
+  virtual void job_note(uint64_t jobid, std::string text) = 0;
   // Adds to the environment of every task of the job (before it starts).
   virtual void set_task_env(uint64_t jobid, std::string key, std::string value) = 0;
   // Replaces the job's jobspec before it is scheduled (resource / constraint rewrites).
@@ -55,8 +59,29 @@ class HookContext {
                             const std::vector<std::string>& nodes,
                             const std::map<std::string, std::string>& env) = 0;
   virtual void drain_node(const std::string& node, const std::string& reason) = 0;
+  // True when `node` is drained (by an admin or a hook).
+  virtual bool node_drained(const std::string& node) const = 0;
+  // True when the controller knows `node` (it registered at least once).
+  virtual bool node_exists(const std::string& node) const = 0;
   // Runs `fn` (with the lock held) at time `when`.
   virtual void at(double when, std::function<void()> fn) = 0;
+
+  // State a hook must keep beyond the eventlogs that are replayed at start (for example
+  // cleanups that outlive their job): stored with the next group commit under
+  // (hook name, key) and handed back through JobHook::on_load after a restart.
+  virtual void save_state(std::string_view hook, const std::string& key,
+                          const std::string& value) = 0;
+  virtual void erase_state(std::string_view hook, const std::string& key) = 0;
+};
+
+using SavedState = std::vector<std::pair<std::string, std::string>>;  // key, value
+
+// A request from `corral <hook> ...` (the HookQuery RPC).
+struct HookQuery {
+  std::string what;       // e.g. "pool", "clean"
+  std::string args_json;  // "{}" when none
+  uint32_t uid = 0;
+  bool admin = false;     // root or the controller's owner
 };
 
 class JobHook {
@@ -71,6 +96,16 @@ class JobHook {
   virtual void on_restart(HookContext&, const JobRecord&) {}
   // A node's result of run_on_nodes.
   virtual void on_perilog(HookContext&, const JobRecord&, const PerilogOutcome&) {}
+  // The same for a job that is no longer active (or for jobid 0: work not tied to a job).
+  virtual void on_perilog_inactive(HookContext&, uint64_t /*jobid*/, const PerilogOutcome&) {}
+  // At start, before any on_restart: what this hook saved with HookContext::save_state.
+  virtual void on_load(HookContext&, const SavedState&) {}
+  // An admin resumed a drained node.
+  virtual void on_node_resume(HookContext&, const std::string& /*node*/) {}
+  // Answers `corral <hook name> ...`: a JSON document, or an error the user can act on.
+  virtual Result<std::string> query(HookContext&, const HookQuery& q) {
+    return not_found("hook " + std::string(name()) + " answers no query '" + q.what + "'");
+  }
 };
 
-}  // namespace corral::ctld
+}  // namespace corral::hook

@@ -1,0 +1,16 @@
+// The hook interface lives in src/hook (fabric and storage hooks use it without depending
+// on the controller); the controller uses its names unqualified.
+#pragma once
+
+#include "hook/hook.h"
+#include "hook/job_record.h"
+
+namespace corral::ctld {
+using hook::HookContext;
+using hook::HookQuery;
+using hook::JobHook;
+using hook::JobRecord;
+using hook::OutputChunk;
+using hook::PerilogOutcome;
+using hook::SavedState;
+}  // namespace corral::ctld
