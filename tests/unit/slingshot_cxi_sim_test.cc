@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include "temp_dir.h"
 #include "fabric/slingshot/cxi_device.h"
 #include "fabric/slingshot/cxi_resources.h"
 #include "fabric/slingshot/node_ops.h"
@@ -18,13 +19,6 @@ namespace {
 
 class SlingshotSim : public ::testing::Test {
  protected:
-  void SetUp() override {
-    std::string tmpl = (std::filesystem::temp_directory_path() / "corral-sim-cxi-XXXXXX").string();
-    ASSERT_NE(::mkdtemp(tmpl.data()), nullptr);
-    dir_ = tmpl;
-  }
-  void TearDown() override { std::filesystem::remove_all(dir_); }
-
   ss::SimConfig config(const std::string& toml) {
     auto c = ss::parse_sim_config(toml, "test.toml");
     EXPECT_TRUE(c.ok()) << c.message();
@@ -45,7 +39,8 @@ class SlingshotSim : public ::testing::Test {
     return d;
   }
 
-  std::string dir_;
+  corral::test::TempDir tmp_{"corral-sim-cxi"};
+  const std::string dir_ = tmp_.str();
   double now_ = 1000;
 };
 

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include "temp_dir.h"
 #include "fabric/slingshot/sim_cxi.h"
 #include "fabric/slingshot/slingshot_env.h"
 
@@ -13,13 +14,6 @@ namespace {
 
 class SlingshotEnv : public ::testing::Test {
  protected:
-  void SetUp() override {
-    std::string tmpl = (std::filesystem::temp_directory_path() / "corral-ss-env-XXXXXX").string();
-    ASSERT_NE(::mkdtemp(tmpl.data()), nullptr);
-    dir_ = tmpl;
-  }
-  void TearDown() override { std::filesystem::remove_all(dir_); }
-
   std::unique_ptr<ss::SimCxiDevice> open(uint32_t nics) {
     auto cfg = ss::default_sim_config();
     cfg.nics = nics;
@@ -36,7 +30,8 @@ class SlingshotEnv : public ::testing::Test {
     return d;
   }
 
-  std::string dir_;
+  corral::test::TempDir tmp_{"corral-ss-env"};
+  const std::string dir_ = tmp_.str();
 };
 
 }  // namespace

@@ -16,29 +16,14 @@
 #include <sstream>
 #include <thread>
 
+#include "temp_dir.h"
+
 namespace corral::store {
 namespace {
 
 namespace fs = std::filesystem;
 
-class TempDir {
- public:
-  TempDir() {
-    std::string tmpl = (fs::temp_directory_path() / "corral-store-XXXXXX").string();
-    if (!mkdtemp(tmpl.data())) throw std::runtime_error("mkdtemp failed");
-    path_ = tmpl;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  fs::path path() const { return path_; }
-
- private:
-  fs::path path_;
-};
+using test::TempDir;
 
 job::Event ev(double t, std::string name, std::string context = "{}") {
   return job::Event{t, std::move(name), std::move(context)};
