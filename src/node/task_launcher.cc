@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -154,6 +155,25 @@ void write_message(int fd, const std::string& msg) {
   }
 }
 
+// Refused before anything is opened: a stdio number would be overwritten by the task's
+// own stdio, and a closed one would make the spawn fail with a less useful message.
+Status check_inherit_fds(const std::vector<int>& fds) {
+  for (int fd : fds) {
+    std::string what = "cannot pass descriptor " + std::to_string(fd) + " to the task: ";
+    if (fd >= 0 && fd <= STDERR_FILENO)
+      return invalid(what + "descriptors 0-2 are the task's standard streams (use the input/output/error paths)");
+    if (fd < 0 || ::fcntl(fd, F_GETFD) < 0) return invalid(what + "it is not an open descriptor of the agent");
+  }
+  return {};
+}
+
+// dup2 onto the same number is a no-op for the kernel, but posix_spawn (glibc >= 2.29,
+// POSIX 2024) then clears FD_CLOEXEC in the child, which is all an inherited fd needs.
+// Added after every other action, so none of them can land on these numbers later.
+void add_inherited(SpawnActions& actions, const std::vector<int>& fds) {
+  for (int fd : fds) posix_spawn_file_actions_adddup2(&actions.fa, fd, fd);
+}
+
 Result<LaunchedProcess> launch_direct(const LaunchRequest& req) {
   auto outs = open_outputs(req);
   if (!outs) return outs.error();
@@ -175,6 +195,7 @@ Result<LaunchedProcess> launch_direct(const LaunchRequest& req) {
   posix_spawn_file_actions_adddup2(&actions.fa, in->get(), STDIN_FILENO);
   posix_spawn_file_actions_adddup2(&actions.fa, outs->out.get(), STDOUT_FILENO);
   posix_spawn_file_actions_adddup2(&actions.fa, outs->err.get(), STDERR_FILENO);
+  add_inherited(actions, req.inherit_fds);
   if (!req.cwd.empty()) posix_spawn_file_actions_addchdir_np(&actions.fa, req.cwd.c_str());
   auto pid = do_spawn(*exe, req.argv, req.env, actions);
   if (!pid) return fail(pid.error());
@@ -204,6 +225,14 @@ Result<UniqueFd> environment_memfd(const std::vector<std::string>& env) {
 // dup2 sequence below can never overwrite a source before it is used.
 UniqueFd high_fd(const UniqueFd& fd) { return UniqueFd(::fcntl(fd.get(), F_DUPFD_CLOEXEC, 10)); }
 
+// corral-imp's environment and status descriptors sit at 3 and 4 unless the task
+// inherits those numbers; then the next free ones, never a number still to be read from.
+int imp_fd_slot(int from, const std::vector<int>& taken) {
+  int fd = from;
+  while (std::find(taken.begin(), taken.end(), fd) != taken.end()) ++fd;
+  return fd;
+}
+
 Result<LaunchedProcess> launch_via_imp(const LaunchRequest& req) {
   LaunchedProcess proc;
   UniqueFd null_in(::open("/dev/null", O_RDONLY | O_CLOEXEC));
@@ -229,6 +258,11 @@ Result<LaunchedProcess> launch_via_imp(const LaunchRequest& req) {
   auto status = make_pipe();
   if (!status) return status.error();
   UniqueFd env_high = high_fd(*envfd), status_high = high_fd(status->write);
+  std::vector<int> taken = req.inherit_fds;
+  taken.insert(taken.end(), {env_high.get(), status_high.get()});
+  const int env_slot = imp_fd_slot(3, taken);
+  taken.push_back(env_slot);
+  const int status_slot = imp_fd_slot(env_slot + 1, taken);
 
   std::vector<std::string> argv = {req.imp_path, "--uid", std::to_string(req.uid), "--gid", std::to_string(req.gid)};
   if (!req.cwd.empty()) argv.insert(argv.end(), {"--cwd", req.cwd});
@@ -236,15 +270,17 @@ Result<LaunchedProcess> launch_via_imp(const LaunchRequest& req) {
   if (!req.output_path.empty()) argv.insert(argv.end(), {"--stdout", req.output_path});
   if (!req.error_path.empty()) argv.insert(argv.end(), {"--stderr", req.error_path});
   else if (req.merge_stderr && !req.output_path.empty()) argv.insert(argv.end(), {"--stderr", req.output_path});
-  argv.insert(argv.end(), {"--env-fd", "3", "--status-fd", "4", "--"});
+  argv.insert(argv.end(), {"--env-fd", std::to_string(env_slot), "--status-fd", std::to_string(status_slot), "--"});
   argv.insert(argv.end(), req.argv.begin(), req.argv.end());
 
   SpawnActions actions;
   posix_spawn_file_actions_adddup2(&actions.fa, null_in.get(), STDIN_FILENO);
   posix_spawn_file_actions_adddup2(&actions.fa, out.get(), STDOUT_FILENO);
   posix_spawn_file_actions_adddup2(&actions.fa, err.get(), STDERR_FILENO);
-  posix_spawn_file_actions_adddup2(&actions.fa, env_high.get(), 3);
-  posix_spawn_file_actions_adddup2(&actions.fa, status_high.get(), 4);
+  posix_spawn_file_actions_adddup2(&actions.fa, env_high.get(), env_slot);
+  posix_spawn_file_actions_adddup2(&actions.fa, status_high.get(), status_slot);
+  // corral-imp closes nothing it does not own, so these reach the task through its exec.
+  add_inherited(actions, req.inherit_fds);
   // The helper runs as root: its own environment is fixed, never the user's.
   auto pid = do_spawn(req.imp_path, argv, {"PATH=/usr/sbin:/usr/bin:/sbin:/bin"}, actions);
   if (!pid) return pid.error();
@@ -284,6 +320,7 @@ Result<std::string> find_executable(const std::string& command, const std::vecto
 
 Result<LaunchedProcess> launch_process(const LaunchRequest& req) {
   if (req.argv.empty() || req.argv[0].empty()) return not_found("cannot execute: empty command");
+  if (auto st = check_inherit_fds(req.inherit_fds); !st) return st.error();
   return req.imp_path.empty() ? launch_direct(req) : launch_via_imp(req);
 }
 

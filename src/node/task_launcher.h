@@ -20,6 +20,10 @@ struct LaunchRequest {
   std::string output_path;       // absolute; empty: capture through a pipe
   std::string error_path;        // absolute; empty: capture through a pipe
   bool merge_stderr = false;     // stderr goes wherever stdout goes (perilogs)
+  // Open descriptors the task keeps at the same numbers (a PMI socket, say): only the
+  // child's copies lose close-on-exec. Each must be >= 3, as 0-2 are the task's stdio;
+  // every other descriptor of the agent stays out of the task.
+  std::vector<int> inherit_fds;
   // Non-empty: start `imp_path` (corral-imp) as root, which becomes uid/gid and then
   // executes argv; files are then opened by the user, not by the agent.
   std::string imp_path;

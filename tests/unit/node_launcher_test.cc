@@ -2,6 +2,7 @@
 // (as root) corral-imp.
 #include <gtest/gtest.h>
 
+#include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/stat.h>
@@ -266,6 +267,108 @@ TEST_F(NodeLauncher, ImpOpensFilesAsTheUser) {
   EXPECT_EQ(WEXITSTATUS(st), 126);
   EXPECT_NE(read_all(p->status_pipe.get()).find("cannot open output file"), std::string::npos);
   EXPECT_FALSE(fs::exists(dir_ / "o.txt"));
+}
+
+// Descriptors for inherit_fds, made the way the agent makes all of its own: close-on-exec.
+struct CloexecPipe {
+  UniqueFd read, write;
+  CloexecPipe() {
+    int fds[2];
+    EXPECT_EQ(::pipe2(fds, O_CLOEXEC), 0);
+    read = UniqueFd(fds[0]);
+    write = UniqueFd(fds[1]);
+  }
+};
+
+// What the task reports: "closed" when $OTHER is not open in it, after writing to $FD.
+LaunchRequest write_to_inherited(int fd, int other) {
+  auto r = sh("echo hi >&$FD; if [ -e /proc/$$/fd/$OTHER ]; then echo open; else echo closed; fi");
+  r.env.push_back("FD=" + std::to_string(fd));
+  r.env.push_back("OTHER=" + std::to_string(other));
+  return r;
+}
+
+TEST_F(NodeLauncher, InheritedDescriptorStaysOpenInTheTask) {
+  CloexecPipe pmi, other;
+  auto r = write_to_inherited(pmi.write.get(), other.write.get());
+  r.inherit_fds = {pmi.write.get()};
+  auto p = launch_process(r);
+  ASSERT_TRUE(p) << p.message();
+  EXPECT_EQ(wait_for(p->pid), 0);
+  EXPECT_EQ(read_all(p->stdout_pipe.get()), "closed\n");
+  EXPECT_EQ(read_all(p->stderr_pipe.get()), "");
+  EXPECT_EQ(::fcntl(pmi.write.get(), F_GETFD), FD_CLOEXEC);  // the agent's copy is untouched
+  pmi.write.reset();
+  EXPECT_EQ(read_all(pmi.read.get()), "hi\n");
+}
+
+TEST_F(NodeLauncher, UnlistedDescriptorIsClosedInTheTask) {
+  CloexecPipe pmi;
+  auto r = write_to_inherited(pmi.write.get(), pmi.write.get());
+  auto p = launch_process(r);
+  ASSERT_TRUE(p) << p.message();
+  wait_for(p->pid);
+  EXPECT_EQ(read_all(p->stdout_pipe.get()), "closed\n");
+  EXPECT_NE(read_all(p->stderr_pipe.get()), "");  // the shell could not redirect to it
+  pmi.write.reset();
+  EXPECT_EQ(read_all(pmi.read.get()), "");
+}
+
+TEST_F(NodeLauncher, InheritedDescriptorsMustBeOpenAndNotStdio) {
+  auto r = sh("true");
+  r.inherit_fds = {1};
+  auto p = launch_process(r);
+  ASSERT_FALSE(p);
+  EXPECT_EQ(p.error().code, Errc::invalid_argument);
+  EXPECT_NE(p.message().find("cannot pass descriptor 1 to the task"), std::string::npos) << p.message();
+
+  int closed = 0;
+  {
+    CloexecPipe gone;
+    closed = gone.write.get();
+  }
+  r.inherit_fds = {closed};
+  p = launch_process(r);
+  ASSERT_FALSE(p);
+  EXPECT_NE(p.message().find("is not an open descriptor"), std::string::npos) << p.message();
+}
+
+TEST_F(NodeLauncher, ImpPassesInheritedDescriptorsEvenOnItsOwnNumbers) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root";
+  if (!fs::exists(imp_path())) GTEST_SKIP() << "corral-imp not built next to the test";
+  // ctest may hand the test process an open descriptor 3: park it for the test's length.
+  struct Parked {
+    UniqueFd saved;
+    ~Parked() {
+      if (saved.valid()) ::dup3(saved.get(), 3, O_CLOEXEC);
+    }
+  } parked;
+  if (::fcntl(3, F_GETFD) >= 0) {
+    parked.saved = UniqueFd(::fcntl(3, F_DUPFD_CLOEXEC, 30));
+    ASSERT_TRUE(parked.saved.valid());
+    ::close(3);
+  }
+  // Descriptor 3 is where corral-imp reads the environment from by default.
+  CloexecPipe pmi, other;
+  for (UniqueFd* fd : {&pmi.read, &pmi.write, &other.read, &other.write})
+    *fd = UniqueFd(::fcntl(fd->get(), F_DUPFD_CLOEXEC, 20));  // frees 3 again
+  ASSERT_LT(::fcntl(3, F_GETFD), 0);
+  UniqueFd at3(::dup3(pmi.write.get(), 3, O_CLOEXEC));
+  ASSERT_EQ(at3.get(), 3);
+  pmi.write.reset();
+  auto r = write_to_inherited(3, other.write.get());
+  r.argv[2] += "; echo $FOO";  // the environment still arrives, through another number
+  r.inherit_fds = {3};
+  r.imp_path = imp_path();
+  r.uid = 65534;
+  r.gid = 65534;
+  auto p = launch_process(r);
+  ASSERT_TRUE(p) << p.message();
+  EXPECT_EQ(wait_for(p->pid), 0);
+  EXPECT_EQ(read_all(p->stdout_pipe.get()), "closed\nbar\n");
+  EXPECT_EQ(read_all(p->status_pipe.get()), "");
+  at3.reset();
+  EXPECT_EQ(read_all(pmi.read.get()), "hi\n");
 }
 
 }  // namespace
