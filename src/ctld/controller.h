@@ -169,6 +169,10 @@ class Controller final : public HookContext {
 
   // job_info.cc
   void fill_info(const JobRecord& job, v1::JobInfo* info) const;
+  // Why a pending job waits: its own reason (Dependency, BeginTime, JobHeldUser), else the
+  // scheduler's, else "Priority" while in SCHED. Shared by fill_info and the listing rows.
+  std::string pending_reason(uint64_t id, job::JobState state, std::string_view own,
+                             bool in_scheduler) const;
   // Topology (topology_setup.cc). configure_topology loads [topology].file, adds a placer
   // per topology and expands hostlist functions in partition node lists.
   Status configure_topology();

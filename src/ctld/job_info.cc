@@ -25,6 +25,14 @@ std::string Controller::lookup_username(uint32_t uid) {
   return std::to_string(uid);
 }
 
+std::string Controller::pending_reason(uint64_t id, job::JobState state, std::string_view own,
+                                       bool in_scheduler) const {
+  if (!own.empty()) return std::string(own);
+  std::string reason = in_scheduler ? sched_.reason(id) : std::string();
+  if (reason.empty() && state == job::JobState::SCHED) reason = "Priority";
+  return reason;
+}
+
 void Controller::fill_info(const JobRecord& job, v1::JobInfo* info) const {
   const auto& st = job.status;
   info->set_id(job.id);
@@ -33,12 +41,8 @@ void Controller::fill_info(const JobRecord& job, v1::JobInfo* info) const {
   info->set_name(job.spec->name);
   info->set_state(std::string(job::state_name(st.state)));
   if (st.state == job::JobState::INACTIVE) info->set_result(job::job_result(st));
-  if (st.state < job::JobState::RUN && st.state != job::JobState::NEW) {
-    std::string reason = job.reason;
-    if (reason.empty() && job.in_scheduler) reason = sched_.reason(job.id);
-    if (reason.empty() && st.state == job::JobState::SCHED) reason = "Priority";
-    info->set_reason(reason);
-  }
+  if (st.state < job::JobState::RUN && st.state != job::JobState::NEW)
+    info->set_reason(pending_reason(job.id, st.state, job.reason, job.in_scheduler));
   info->set_urgency(st.urgency);
   info->set_priority(st.priority);
   info->set_t_submit(st.t_submit);

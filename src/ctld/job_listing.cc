@@ -300,11 +300,9 @@ grpc::Status Controller::list_job_table(const v1::ListJobsRequest& req, v1::JobT
         (!req.partition().empty() && row.partition != partition))
       continue;
     if (n++ == limit) break;
-    // As fill_info: a pending job without a reason of its own has the scheduler's, and a
-    // job waiting in SCHED without any is waiting for its priority.
-    std::string reason;
-    if (row.ask_scheduler) reason = sched_.reason(row.id);
-    if (reason.empty() && row.reason == 0 && row.state == JobState::SCHED) reason = "Priority";
+    // A row's own reason is in the text pool; only the others are worked out here.
+    std::string reason =
+        row.reason == 0 ? pending_reason(row.id, row.state, {}, row.ask_scheduler) : std::string();
     table.add(row, [this](uint32_t uid) { return username(uid); }, reason);
   }
   return grpc::Status::OK;

@@ -100,7 +100,7 @@ void ListingRows::build(ListingRow& row, const hook::JobRecord& job) {
   row.state = st.state;
   row.name = text_.add(spec.name);
   row.result = st.state == JobState::INACTIVE ? text_.add(job::job_result(st)) : 0;
-  // As fill_info: pending jobs give a reason, the scheduler's if they have none.
+  // Pending jobs show their own reason, or (Controller::pending_reason) the scheduler's.
   const bool pending = st.state < JobState::RUN && st.state != JobState::NEW;
   row.reason = pending ? text_.add(job.reason) : 0;
   row.ask_scheduler = pending && job.reason.empty() && job.in_scheduler;

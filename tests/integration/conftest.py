@@ -113,6 +113,16 @@ def job_until(cluster, jobid, pred, timeout=20, what="the condition"):
                       what=f"job {jobid}: {what}", cluster=cluster)
 
 
+def read_env(path):
+    """KEY=VALUE lines that `env` in a task wrote to `path`, as a dict."""
+    env = {}
+    for line in Path(path).read_text().splitlines():
+        key, sep, value = line.partition("=")
+        if sep:
+            env[key] = value
+    return env
+
+
 def event_names(cluster, jobid):
     """The names in a job's eventlog, in order."""
     return [ev["name"] for ev in cluster.eventlog(jobid)]

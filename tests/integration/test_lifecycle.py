@@ -11,19 +11,10 @@ import time
 
 import pytest
 
-from conftest import Cluster, binary, event_names, job_until, submit_job, wait_until
+from conftest import Cluster, binary, event_names, job_until, read_env, submit_job, wait_until
 
 EVENT_SEQUENCE = ["submit", "validate", "depend", "priority", "alloc", "start", "finish",
                   "release", "free", "clean"]
-
-
-def read_env(path):
-    env = {}
-    for line in path.read_text().splitlines():
-        key, sep, value = line.partition("=")
-        if sep:
-            env[key] = value
-    return env
 
 
 def process_alive(pid):

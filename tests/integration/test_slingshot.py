@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import binary, job_until, wait_until
+from conftest import binary, job_until, read_env, wait_until
 
 ENABLED = ("slingshot.enabled=true",)
 SLINGSHOT_VARS = ("SLINGSHOT_VNIS", "SLINGSHOT_DEVICES", "SLINGSHOT_SVC_IDS", "SLINGSHOT_TCS")
@@ -84,16 +84,6 @@ def reservation(cluster, jobid, timeout=20):
                       cluster=cluster)["vnis"]
 
 
-def task_env(path):
-    """KEY=VALUE lines written by `env` in a task."""
-    env = {}
-    for line in path.read_text().splitlines():
-        key, sep, value = line.partition("=")
-        if sep:
-            env[key] = value
-    return env
-
-
 def env_job(cluster, out, *opts, nodes="node[0-1]", nnodes=2, sleep=60):
     """A job whose tasks write their environment to out/env-JOBID-NODE, then sleep."""
     script = f'env > {out}/env-$CORRAL_JOBID-$CORRAL_NODENAME; sleep {sleep}'
@@ -106,7 +96,7 @@ def wait_env(cluster, out, jobid, node):
     wait_until(lambda: path.exists() and path.stat().st_size > 0, timeout=30,
                what=f"job {jobid}'s task on {node} to start", cluster=cluster)
     time.sleep(0.1)
-    return task_env(path)
+    return read_env(path)
 
 
 def wait_free(cluster, vnis, timeout=30):
