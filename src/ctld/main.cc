@@ -16,7 +16,7 @@
 #include "ctld/config.h"
 #include "ctld/controller.h"
 #include "ctld/dependency_hook.h"
-#include "ctld/peer_listener.h"
+#include "net/peer_listener.h"
 #include "ctld/perilog_hook.h"
 #include "ctld/rpc_service.h"
 #include "ctld/time_limit_hook.h"
@@ -89,7 +89,7 @@ int run(const Options& o) {
     return 1;
   }
   std::filesystem::create_directories(std::filesystem::path(cfg->socket).parent_path(), ec);
-  auto listener = ctld::PeerListener::open(cfg->socket);
+  auto listener = net::PeerListener::open(cfg->socket);
   if (!listener) {
     std::cerr << "corrald: " << listener.message() << "\n";
     return 1;

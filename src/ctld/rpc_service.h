@@ -4,13 +4,13 @@
 
 #include "corral.grpc.pb.h"
 #include "ctld/controller.h"
-#include "ctld/peer_listener.h"
+#include "net/peer_listener.h"
 
 namespace corral::ctld {
 
 class RpcService final : public v1::Controller::Service {
  public:
-  RpcService(Controller& ctl, const PeerListener& peers) : ctl_(ctl), peers_(peers) {}
+  RpcService(Controller& ctl, const net::PeerListener& peers) : ctl_(ctl), peers_(peers) {}
 
   grpc::Status Submit(grpc::ServerContext* ctx, const v1::SubmitRequest* req,
                       v1::SubmitReply* rep) override;
@@ -44,7 +44,7 @@ class RpcService final : public v1::Controller::Service {
   std::optional<Caller> caller(grpc::ServerContext* ctx) const;
 
   Controller& ctl_;
-  const PeerListener& peers_;
+  const net::PeerListener& peers_;
 };
 
 }  // namespace corral::ctld

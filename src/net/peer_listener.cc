@@ -1,4 +1,4 @@
-#include "ctld/peer_listener.h"
+#include "net/peer_listener.h"
 
 #include <fcntl.h>
 #include <poll.h>
@@ -16,7 +16,7 @@
 #include <grpcpp/server_posix.h>
 #include <spdlog/spdlog.h>
 
-namespace corral::ctld {
+namespace corral::net {
 
 Result<std::unique_ptr<PeerListener>> PeerListener::open(const std::string& path) {
   sockaddr_un addr{};
@@ -97,4 +97,4 @@ void PeerListener::accept_loop(grpc::Server* server) {
   }
 }
 
-}  // namespace corral::ctld
+}  // namespace corral::net

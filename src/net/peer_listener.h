@@ -20,7 +20,7 @@ namespace grpc {
 class Server;
 }
 
-namespace corral::ctld {
+namespace corral::net {
 
 struct PeerCred {
   uid_t uid = 0;
@@ -54,4 +54,4 @@ class PeerListener {
   std::map<int, PeerCred> creds_;
 };
 
-}  // namespace corral::ctld
+}  // namespace corral::net

@@ -1,0 +1,18 @@
+// The server side of StepService.LaunchTasks: pumps one parent's stream into StepNode on
+// the event loop (launch, then deliver) and the subtree's LaunchUp messages back. Blocks
+// the calling gRPC thread until the subtree is done or the parent cancels (abandon).
+#pragma once
+
+#include <grpcpp/grpcpp.h>
+
+#include "corral.pb.h"
+
+namespace corral::node {
+
+class EventLoop;
+class StepNode;
+
+grpc::Status serve_launch_tasks(EventLoop& loop, StepNode& node, grpc::ServerContext* ctx,
+                                grpc::ServerReaderWriter<v1::LaunchUp, v1::LaunchDown>* stream);
+
+}  // namespace corral::node
