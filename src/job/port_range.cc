@@ -1,9 +1,9 @@
-#include "node/port_range.h"
+#include "job/port_range.h"
 
 #include <algorithm>
 #include <charconv>
 
-namespace corral::node {
+namespace corral::job {
 namespace {
 
 constexpr uint32_t kMinPort = 1024;  // below are privileged, well-known services
@@ -114,4 +114,4 @@ Result<PortRange> PortShare::take(uint32_t n) {
   return got;
 }
 
-}  // namespace corral::node
+}  // namespace corral::job

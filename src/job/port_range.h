@@ -12,7 +12,7 @@
 
 #include "util/result.h"
 
-namespace corral::node {
+namespace corral::job {
 
 // An inclusive range of TCP ports, all in 1024-65535.
 struct PortRange {
@@ -79,4 +79,4 @@ class PortShare {
   PortFreeList free_;
 };
 
-}  // namespace corral::node
+}  // namespace corral::job

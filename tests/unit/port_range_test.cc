@@ -1,8 +1,8 @@
-#include "node/port_range.h"
+#include "job/port_range.h"
 
 #include <gtest/gtest.h>
 
-namespace corral::node {
+namespace corral::job {
 namespace {
 
 PortRange R(uint16_t a, uint16_t b) { return PortRange{a, b}; }
@@ -143,4 +143,4 @@ TEST(PortFreeList, HandlesTheTopPort) {
 }
 
 }  // namespace
-}  // namespace corral::node
+}  // namespace corral::job
