@@ -4,6 +4,7 @@
 #pragma once
 
 #include <grpcpp/grpcpp.h>
+#include <grpcpp/support/sync_stream.h>
 
 #include "corral.pb.h"
 

@@ -31,7 +31,10 @@ struct StepNodeConfig {
 class StepNode {
  public:
   using LaunchId = uint64_t;
-  // Everything the subtree reports, in order. Called on the loop thread.
+  // Everything the subtree reports, in order. Called on the loop thread. Read a message's
+  // fields in declaration order (started, errors, output, exits, fence, pmi_aborts): a
+  // rank's output, with its EOF, always comes before its exit. A fence goes up once
+  // every node with tasks in the subtree contributed to it (PmiFence.nodes).
   using Up = std::function<void(v1::LaunchUp&&)>;
   // The subtree is finished: every task of it exited and was reported through `up`,
   // every child stream closed. `error` is non-empty when the launch as a whole failed

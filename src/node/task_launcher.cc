@@ -78,7 +78,9 @@ struct SpawnActions {
 };
 struct SpawnAttr {
   posix_spawnattr_t attr;
-  SpawnAttr() {
+  // A new session (for a terminal) also makes a new process group; asking for both would
+  // fail, as a session leader cannot change its group.
+  explicit SpawnAttr(bool new_session) {
     posix_spawnattr_init(&attr);
     // Own process group, so one killpg reaches the task's whole tree; signal state
     // reset because the agent blocks SIGCHLD/SIGTERM/SIGINT and ignores SIGPIPE.
@@ -88,7 +90,8 @@ struct SpawnAttr {
     posix_spawnattr_setpgroup(&attr, 0);
     posix_spawnattr_setsigmask(&attr, &empty);
     posix_spawnattr_setsigdefault(&attr, &all);
-    posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+    short group = new_session ? POSIX_SPAWN_SETSID : POSIX_SPAWN_SETPGROUP;
+    posix_spawnattr_setflags(&attr, static_cast<short>(group | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF));
   }
   ~SpawnAttr() { posix_spawnattr_destroy(&attr); }
   SpawnAttr(const SpawnAttr&) = delete;
@@ -104,8 +107,8 @@ std::vector<char*> c_strings(std::vector<std::string>& v) {
 }
 
 Result<pid_t> do_spawn(const std::string& path, std::vector<std::string> argv, std::vector<std::string> env,
-                       SpawnActions& actions) {
-  SpawnAttr attr;
+                       SpawnActions& actions, bool new_session) {
+  SpawnAttr attr(new_session);
   auto cargv = c_strings(argv);
   auto cenv = c_strings(env);
   pid_t pid = -1;
@@ -186,21 +189,48 @@ Result<LaunchedProcess> launch_direct(const LaunchRequest& req) {
     if (::stat(req.cwd.c_str(), &st) != 0) return fail(launch_error(errno, "cannot change directory to '" + req.cwd + "'"));
     if (!S_ISDIR(st.st_mode)) return fail(launch_error(ENOTDIR, "cannot change directory to '" + req.cwd + "'"));
   }
-  auto in = open_file(req.input_path.empty() ? "/dev/null" : req.input_path, O_RDONLY, "input file");
-  if (!in) return fail(in.error());
+  UniqueFd in;
+  if (req.stdin_fd < 0) {
+    auto f = open_file(req.input_path.empty() ? "/dev/null" : req.input_path, O_RDONLY, "input file");
+    if (!f) return fail(f.error());
+    in = std::move(*f);
+  }
   auto exe = find_executable(req.argv.at(0), req.env, req.cwd);
   if (!exe) return fail(exe.error());
 
   SpawnActions actions;
-  posix_spawn_file_actions_adddup2(&actions.fa, in->get(), STDIN_FILENO);
+  posix_spawn_file_actions_adddup2(&actions.fa, in.valid() ? in.get() : req.stdin_fd, STDIN_FILENO);
   posix_spawn_file_actions_adddup2(&actions.fa, outs->out.get(), STDOUT_FILENO);
   posix_spawn_file_actions_adddup2(&actions.fa, outs->err.get(), STDERR_FILENO);
   add_inherited(actions, req.inherit_fds);
   if (!req.cwd.empty()) posix_spawn_file_actions_addchdir_np(&actions.fa, req.cwd.c_str());
-  auto pid = do_spawn(*exe, req.argv, req.env, actions);
+  auto pid = do_spawn(*exe, req.argv, req.env, actions, false);
   if (!pid) return fail(pid.error());
   outs->proc.pid = *pid;
   return std::move(outs->proc);
+}
+
+// The task leads a new session; opening the terminal there (without O_NOCTTY) makes it
+// the session's controlling terminal, so job control and ^C work as in a login.
+Result<LaunchedProcess> launch_on_terminal(const LaunchRequest& req) {
+  if (!req.cwd.empty()) {
+    struct stat st{};
+    if (::stat(req.cwd.c_str(), &st) != 0) return launch_error(errno, "cannot change directory to '" + req.cwd + "'");
+    if (!S_ISDIR(st.st_mode)) return launch_error(ENOTDIR, "cannot change directory to '" + req.cwd + "'");
+  }
+  auto exe = find_executable(req.argv.at(0), req.env, req.cwd);
+  if (!exe) return exe.error();
+  SpawnActions actions;
+  posix_spawn_file_actions_addopen(&actions.fa, STDIN_FILENO, req.terminal.c_str(), O_RDWR, 0);
+  posix_spawn_file_actions_adddup2(&actions.fa, STDIN_FILENO, STDOUT_FILENO);
+  posix_spawn_file_actions_adddup2(&actions.fa, STDIN_FILENO, STDERR_FILENO);
+  add_inherited(actions, req.inherit_fds);
+  if (!req.cwd.empty()) posix_spawn_file_actions_addchdir_np(&actions.fa, req.cwd.c_str());
+  auto pid = do_spawn(*exe, req.argv, req.env, actions, true);
+  if (!pid) return pid.error();
+  LaunchedProcess proc;
+  proc.pid = *pid;
+  return proc;
 }
 
 Result<UniqueFd> environment_memfd(const std::vector<std::string>& env) {
@@ -223,7 +253,8 @@ Result<UniqueFd> environment_memfd(const std::vector<std::string>& env) {
 
 // Moves a descriptor above the range corral-imp's file actions write to (0-4), so the
 // dup2 sequence below can never overwrite a source before it is used.
-UniqueFd high_fd(const UniqueFd& fd) { return UniqueFd(::fcntl(fd.get(), F_DUPFD_CLOEXEC, 10)); }
+UniqueFd high_fd_of(int fd) { return UniqueFd(::fcntl(fd, F_DUPFD_CLOEXEC, 10)); }
+UniqueFd high_fd(const UniqueFd& fd) { return high_fd_of(fd.get()); }
 
 // corral-imp's environment and status descriptors sit at 3 and 4 unless the task
 // inherits those numbers; then the next free ones, never a number still to be read from.
@@ -235,9 +266,13 @@ int imp_fd_slot(int from, const std::vector<int>& taken) {
 
 Result<LaunchedProcess> launch_via_imp(const LaunchRequest& req) {
   LaunchedProcess proc;
-  UniqueFd null_in(::open("/dev/null", O_RDONLY | O_CLOEXEC));
+  const bool tty = !req.terminal.empty();
+  UniqueFd in = req.stdin_fd >= 0 && !tty ? high_fd_of(req.stdin_fd) : UniqueFd(::open("/dev/null", O_RDONLY | O_CLOEXEC));
   UniqueFd out, err;
-  if (req.output_path.empty()) {
+  if (tty) {
+    out = UniqueFd(::open("/dev/null", O_WRONLY | O_CLOEXEC));
+    err = UniqueFd(::fcntl(out.get(), F_DUPFD_CLOEXEC, 0));
+  } else if (req.output_path.empty()) {
     auto p = make_pipe();
     if (!p) return p.error();
     out = std::move(p->write);
@@ -250,7 +285,7 @@ Result<LaunchedProcess> launch_via_imp(const LaunchRequest& req) {
     if (!p) return p.error();
     err = std::move(p->write);
     proc.stderr_pipe = std::move(p->read);
-  } else {
+  } else if (!tty) {
     err = UniqueFd(::fcntl(out.get(), F_DUPFD_CLOEXEC, 0));
   }
   auto envfd = environment_memfd(req.env);
@@ -266,15 +301,22 @@ Result<LaunchedProcess> launch_via_imp(const LaunchRequest& req) {
 
   std::vector<std::string> argv = {req.imp_path, "--uid", std::to_string(req.uid), "--gid", std::to_string(req.gid)};
   if (!req.cwd.empty()) argv.insert(argv.end(), {"--cwd", req.cwd});
-  argv.insert(argv.end(), {"--stdin", req.input_path.empty() ? "/dev/null" : req.input_path});
-  if (!req.output_path.empty()) argv.insert(argv.end(), {"--stdout", req.output_path});
-  if (!req.error_path.empty()) argv.insert(argv.end(), {"--stderr", req.error_path});
-  else if (req.merge_stderr && !req.output_path.empty()) argv.insert(argv.end(), {"--stderr", req.output_path});
+  if (tty) {
+    // corral-imp leads the new session, so its open of the terminal as stdin makes it the
+    // controlling terminal; the task inherits both through exec.
+    argv.insert(argv.end(), {"--stdin", req.terminal, "--stdout", req.terminal, "--stderr", req.terminal});
+  } else {
+    // An absent --stdin keeps the pipe given as descriptor 0.
+    if (req.stdin_fd < 0) argv.insert(argv.end(), {"--stdin", req.input_path.empty() ? "/dev/null" : req.input_path});
+    if (!req.output_path.empty()) argv.insert(argv.end(), {"--stdout", req.output_path});
+    if (!req.error_path.empty()) argv.insert(argv.end(), {"--stderr", req.error_path});
+    else if (req.merge_stderr && !req.output_path.empty()) argv.insert(argv.end(), {"--stderr", req.output_path});
+  }
   argv.insert(argv.end(), {"--env-fd", std::to_string(env_slot), "--status-fd", std::to_string(status_slot), "--"});
   argv.insert(argv.end(), req.argv.begin(), req.argv.end());
 
   SpawnActions actions;
-  posix_spawn_file_actions_adddup2(&actions.fa, null_in.get(), STDIN_FILENO);
+  posix_spawn_file_actions_adddup2(&actions.fa, in.get(), STDIN_FILENO);
   posix_spawn_file_actions_adddup2(&actions.fa, out.get(), STDOUT_FILENO);
   posix_spawn_file_actions_adddup2(&actions.fa, err.get(), STDERR_FILENO);
   posix_spawn_file_actions_adddup2(&actions.fa, env_high.get(), env_slot);
@@ -282,7 +324,7 @@ Result<LaunchedProcess> launch_via_imp(const LaunchRequest& req) {
   // corral-imp closes nothing it does not own, so these reach the task through its exec.
   add_inherited(actions, req.inherit_fds);
   // The helper runs as root: its own environment is fixed, never the user's.
-  auto pid = do_spawn(req.imp_path, argv, {"PATH=/usr/sbin:/usr/bin:/sbin:/bin"}, actions);
+  auto pid = do_spawn(req.imp_path, argv, {"PATH=/usr/sbin:/usr/bin:/sbin:/bin"}, actions, tty);
   if (!pid) return pid.error();
   proc.pid = *pid;
   proc.status_pipe = std::move(status->read);
@@ -321,7 +363,8 @@ Result<std::string> find_executable(const std::string& command, const std::vecto
 Result<LaunchedProcess> launch_process(const LaunchRequest& req) {
   if (req.argv.empty() || req.argv[0].empty()) return not_found("cannot execute: empty command");
   if (auto st = check_inherit_fds(req.inherit_fds); !st) return st.error();
-  return req.imp_path.empty() ? launch_direct(req) : launch_via_imp(req);
+  if (!req.imp_path.empty()) return launch_via_imp(req);
+  return req.terminal.empty() ? launch_direct(req) : launch_on_terminal(req);
 }
 
 }  // namespace corral::node

@@ -17,6 +17,14 @@ struct LaunchRequest {
   std::vector<std::string> env;  // KEY=VALUE
   std::string cwd;               // empty: the agent's cwd
   std::string input_path;        // absolute; empty: /dev/null
+  // >= 0: the task's stdin instead of input_path (the read end of a pipe the agent feeds).
+  // The caller keeps ownership; the child gets a copy.
+  int stdin_fd = -1;
+  // Non-empty: a pseudo terminal's slave device (ptsname). It becomes the task's stdin,
+  // stdout, stderr and controlling terminal, in a session of its own; input/output/error
+  // paths and stdin_fd are then ignored and no pipes are made. Through corral-imp the
+  // device is opened by the user, so the caller must have given it to them (fchown).
+  std::string terminal;
   std::string output_path;       // absolute; empty: capture through a pipe
   std::string error_path;        // absolute; empty: capture through a pipe
   bool merge_stderr = false;     // stderr goes wherever stdout goes (perilogs)
