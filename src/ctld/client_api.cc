@@ -38,8 +38,9 @@ grpc::Status Controller::cancel(const Caller& c, const v1::CancelRequest& req,
   if (!mask) return to_grpc(mask.error());
   {
     std::lock_guard lk(mu_);
+    cancel_steps(c, req, rep);
     std::vector<uint64_t> ids(req.jobids().begin(), req.jobids().end());
-    if (ids.empty()) {
+    if (ids.empty() && req.steps_size() == 0) {
       if (!req.has_userid() && req.states().empty())
         return {grpc::StatusCode::INVALID_ARGUMENT, "cancel: give job ids, a user or states"};
       for (const auto& [id, job] : jobs_)

@@ -5,6 +5,7 @@
 #include <toml++/toml.h>
 
 #include "fabric/slingshot/vni_pool.h"
+#include "job/port_range.h"
 #include "util/units.h"
 
 namespace corral::ctld {
@@ -66,6 +67,50 @@ Status apply_slingshot_key(fabric::slingshot::SlingshotConfig& s, const std::str
   return invalid(fmt::format("{}: unknown key", where));
 }
 
+// A number of ports or agents: at least `min`, at most 65535.
+Status set_count(unsigned& out, const toml::node& n, const std::string& where, unsigned min) {
+  auto v = n.value<int64_t>();
+  if (!v || *v < static_cast<int64_t>(min) || *v > 65535)
+    return invalid(fmt::format("{}: expected an integer from {} to 65535", where, min));
+  out = static_cast<unsigned>(*v);
+  return {};
+}
+
+Status apply_steps_key(StepsConfig& s, const std::string& key, const toml::node& n,
+                       const std::string& where) {
+  if (key == "fanout-width") return set_count(s.fanout_width, n, where, 2);
+  if (key == "mpi-ports-per-job") return set_count(s.mpi_ports_per_job, n, where, 1);
+  if (key == "mpi-ports-per-step") return set_count(s.mpi_ports_per_step, n, where, 1);
+  if (key == "mpi-ports") {
+    if (auto port = n.value<int64_t>()) {
+      s.mpi_ports = std::to_string(*port);  // a single port, written as a number
+    } else if (auto st = set_string(s.mpi_ports, n, where); !st.ok()) {
+      return st;
+    }
+    if (s.mpi_ports.empty()) return {};
+    if (auto r = job::PortRange::parse(s.mpi_ports); !r)
+      return invalid(fmt::format("{}: {}", where, r.message()));
+    return {};
+  }
+  return invalid(fmt::format("{}: unknown key", where));
+}
+
+// Keys that are only wrong together, checked once everything is read.
+Status check_steps(const StepsConfig& s) {
+  if (s.mpi_ports_per_step > s.mpi_ports_per_job)
+    return invalid(fmt::format("steps.mpi-ports-per-step ({}) is larger than "
+                               "steps.mpi-ports-per-job ({})",
+                               s.mpi_ports_per_step, s.mpi_ports_per_job));
+  if (s.mpi_ports.empty()) return {};
+  auto range = job::PortRange::parse(s.mpi_ports);
+  if (!range) return invalid("steps.mpi-ports: " + range.message());
+  if (s.mpi_ports_per_job > range->size())
+    return invalid(fmt::format("steps.mpi-ports-per-job ({}) is larger than the {} ports of "
+                               "steps.mpi-ports ({})",
+                               s.mpi_ports_per_job, range->size(), s.mpi_ports));
+  return {};
+}
+
 Status apply_key(Config& c, const std::string& section, const std::string& key,
                  const toml::node& n, const std::string& where) {
   if (section == "controller") {
@@ -76,6 +121,9 @@ Status apply_key(Config& c, const std::string& section, const std::string& key,
     if (key == "kill-grace") return set_duration(c.kill_grace, n, where);
     if (key == "sync-full") return set_bool(c.sync_full, n, where);
     if (key == "commit-interval") return set_duration(c.commit_interval, n, where);
+    if (key == "key-file") return set_string(c.key_file, n, where);
+  } else if (section == "steps") {
+    return apply_steps_key(c.steps, key, n, where);
   } else if (section == "topology") {
     if (key == "file") return set_string(c.topology_file, n, where);
     if (key == "max-switch-wait") return set_duration(c.max_switch_wait, n, where);
@@ -173,6 +221,8 @@ Result<Config> load_config(const std::string& path, const std::vector<std::strin
   for (const auto& p : c.partitions) defaults += p.is_default ? 1 : 0;
   if (defaults > 1) return invalid("more than one partition has default = true");
   if (!c.partitions.empty() && defaults == 0) c.partitions.front().is_default = true;
+  if (auto st = check_steps(c.steps); !st.ok()) return st.error();
+  if (c.key_file.empty()) c.key_file = c.state_dir + "/cluster.key";
   return c;
 }
 

@@ -18,6 +18,14 @@ struct PartitionConfig {
   std::string topology;  // a topology of [topology].file by name; empty = its default
 };
 
+// [steps]: what the controller hands each job's step manager.
+struct StepsConfig {
+  unsigned fanout_width = 32;         // agents a launch-tree hop talks to; >= 2
+  std::string mpi_ports;              // "12000-12999"; empty: no MPI ports
+  unsigned mpi_ports_per_job = 100;   // one job's share of mpi_ports
+  unsigned mpi_ports_per_step = 2;    // what each step takes from its job's share
+};
+
 struct Config {
   // [controller]
   std::string socket = "/run/corral/corrald.sock";
@@ -27,6 +35,7 @@ struct Config {
   double kill_grace = 10.0;         // SIGTERM -> SIGKILL on cancel and timeout
   bool sync_full = true;            // fsync every group commit
   double commit_interval = 0.002;
+  std::string key_file;             // cluster key (hex); empty: <state_dir>/cluster.key
   // [job]
   std::string prolog, epilog, housekeeping;  // executables run as root on the job's nodes
   double prolog_timeout = 300, epilog_timeout = 300, housekeeping_timeout = 300;
@@ -39,6 +48,8 @@ struct Config {
   std::vector<PartitionConfig> partitions;
   // [slingshot]
   fabric::slingshot::SlingshotConfig slingshot;
+  // [steps]
+  StepsConfig steps;
 };
 
 // Reads `path` (may be empty: defaults only), then applies overrides "section.key=value".

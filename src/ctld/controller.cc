@@ -55,6 +55,7 @@ Controller::~Controller() { stop(); }
 void Controller::add_hook(std::unique_ptr<JobHook> hook) { hooks_.push_back(std::move(hook)); }
 
 Status Controller::start() {
+  if (auto st = load_cluster_key(); !st) return st;
   if (auto st = configure_topology(); !st) return st;
   auto snap = store_->load();
   if (!snap) return snap.error();
@@ -141,6 +142,7 @@ void Controller::restore(store::Snapshot snap) {
     uint64_t id = job->id;
     jobs_.emplace(id, std::move(job));
   }
+  rebuild_mpi_pool();  // before any job can start below
   for (auto& h : hooks_) {
     auto saved = snap.hook_state.find(std::string(h->name()));
     h->on_load(*this, saved == snap.hook_state.end() ? SavedState{} : saved->second);

@@ -26,6 +26,7 @@
 #include "ctld/listing_rows.h"
 #include "ctld/outbox.h"
 #include "ctld/watch_hub.h"
+#include "job/port_range.h"
 #include "sched/scheduler.h"
 #include "topology/topology.h"
 #include "store/store.h"
@@ -60,6 +61,15 @@ struct NodeEntry {
   std::set<uint64_t> housekeeping;  // jobs whose housekeeping runs here: no new work until empty
   std::vector<std::string> partitions;
   std::vector<v1::ControllerMessage> held;  // commands waiting for the agent to connect
+  std::string step_uri;  // where the node's agent serves StepService (last registration)
+};
+
+// What the controller keeps of a job for its step manager. The start and finish events
+// carry it, so a restarted controller rebuilds it by replaying them.
+struct JobSteps {
+  std::string stepmgr;    // StepService address of the step manager (start event)
+  std::string mpi_ports;  // the job's share of [steps] mpi-ports; "" = none (start event)
+  double cpu_seconds = 0; // sum of the node exits' cpu_seconds (finish event "cpu")
 };
 
 // The state mask of a listing's or cancel's state names; none means every active state.
@@ -93,6 +103,10 @@ class Controller final : public HookContext {
                               v1::NodeStateReply* rep);
   grpc::Status ping(const Caller& c, v1::PingReply* rep);
   grpc::Status shutdown(const Caller& c);
+  // Steps (step_records.cc): finished steps from the store, and `corral history`.
+  grpc::Status list_steps(const Caller& c, const v1::ListStepsRequest& req,
+                          v1::ListStepsReply* rep);
+  grpc::Status history(const v1::HistoryRequest& req, v1::HistoryReply* rep);
 
   // Node agent API.
   grpc::Status agent_register(const Caller& c, const v1::Register& reg,
@@ -156,6 +170,24 @@ class Controller final : public HookContext {
   void node_lost(NodeEntry& node, const std::string& why);
   void enqueue(JobRecord& job);
   void run_schedule();
+  // Whether the job runs one task on its first node only (batch script, corral alloc).
+  static bool first_node_only(const job::Jobspec& spec);
+  // The finish event's context: the largest wait status and the tasks' cpu time.
+  std::string finish_context(const JobRecord& job) const;
+  // The step fields of the StartJob going to the step manager's agent.
+  void add_step_manager_fields(const JobRecord& job, v1::StartJob& sj) const;
+
+  // mpi_ports.cc: shares of [steps] mpi-ports. A share is taken when the job starts and
+  // given back when its resources are freed; replayed start/free events rebuild the pool.
+  std::string take_mpi_share(const JobRecord& job);
+  void release_mpi_share(uint64_t jobid);
+  void rebuild_mpi_pool();
+
+  // step_records.cc
+  // Stores finished-step records from an agent; the agent hears `steps_stored` once durable.
+  void store_steps(const std::string& agent_id,
+                   const google::protobuf::RepeatedPtrField<v1::StepInfo>& steps);
+  void cancel_steps(const Caller& c, const v1::CancelRequest& req, v1::CancelReply* rep);
 
   // job_submit.cc
   Result<std::vector<std::shared_ptr<const job::Jobspec>>> parse_submission(
@@ -202,6 +234,7 @@ class Controller final : public HookContext {
   void restore(store::Snapshot snap);
   bool is_admin(const Caller& c) const { return c.uid == 0 || c.uid == owner_uid_; }
   void poke_scheduler();
+  Status load_cluster_key();  // cluster_key.cc
 
   Config cfg_;
   std::unique_ptr<store::Store> store_;
@@ -242,6 +275,12 @@ class Controller final : public HookContext {
   double next_heartbeat_check_ = 0;
   bool restart_grace_pending_ = false;
   size_t retired_since_trim_ = 0;  // finished jobs whose memory glibc may still hold
+
+  // Steps: the cluster key signing step credentials (through per-job derived keys), the
+  // step manager data of active jobs, and the MPI port pool (none without [steps] mpi-ports).
+  std::string cluster_key_;
+  std::unordered_map<uint64_t, JobSteps> job_steps_;
+  std::optional<job::PortPool> mpi_pool_;
 
   // Outstanding run_on_nodes: (jobid, kind) -> nodes that have not answered.
   std::map<std::pair<uint64_t, std::string>, std::set<std::string>> perilogs_;

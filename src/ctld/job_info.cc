@@ -67,6 +67,10 @@ void Controller::fill_info(const JobRecord& job, v1::JobInfo* info) const {
   info->set_exception_note(st.exception_note);
   info->set_cwd(job.spec->cwd);
   for (const auto& d : job.spec->dependencies) info->add_dependencies(d);
+  if (auto it = job_steps_.find(job.id); it != job_steps_.end()) {
+    if (st.state == job::JobState::RUN && st.started) info->set_stepmgr(it->second.stepmgr);
+    info->set_cpu_seconds(it->second.cpu_seconds);
+  }
 }
 
 }  // namespace corral::ctld

@@ -11,6 +11,7 @@
 
 #include "ctld/controller.h"
 #include "ctld/job_summary.h"
+#include "job/step_cred.h"
 #include "util/hostlist.h"
 #include "util/natural_sort.h"
 
@@ -18,6 +19,19 @@ namespace corral::ctld {
 
 using job::JobState;
 using nlohmann::json;
+
+namespace {
+
+// Where a node sits in the topology, for its tasks (and its steps' tasks).
+void add_topology_env(const topology::Topology* topo, const std::string& node,
+                      google::protobuf::Map<std::string, std::string>& env) {
+  if (!topo) return;
+  auto addr = topology::topology_addr(*topo, node);
+  env["CORRAL_TOPOLOGY_ADDR"] = addr.addr;
+  env["CORRAL_TOPOLOGY_ADDR_PATTERN"] = addr.pattern;
+}
+
+}  // namespace
 
 void Controller::post(uint64_t jobid, job::Event ev) {
   posts_.emplace_back(jobid, std::move(ev));
@@ -67,9 +81,23 @@ void Controller::apply_posted(uint64_t jobid, const job::Event& ev) {
 void Controller::absorb(JobRecord& job, const job::Event& ev) {
   if (ev.name == "start") {
     auto ctx = json::parse(ev.context, nullptr, false);
-    if (ctx.is_object() && ctx.contains("incarnations") && ctx["incarnations"].is_object())
+    if (!ctx.is_object()) return;
+    if (ctx.contains("incarnations") && ctx["incarnations"].is_object())
       for (const auto& [node, inc] : ctx["incarnations"].items())
         if (inc.is_string()) job.start_incarnations[node] = inc.get<std::string>();
+    JobSteps& js = job_steps_[job.id];
+    js.stepmgr = ctx.value("stepmgr", "");
+    js.mpi_ports = ctx.value("mpi_ports", "");
+    return;
+  }
+  if (ev.name == "finish") {
+    auto ctx = json::parse(ev.context, nullptr, false);
+    if (ctx.is_object() && ctx.contains("cpu") && ctx["cpu"].is_number())
+      job_steps_[job.id].cpu_seconds = ctx["cpu"].get<double>();
+    return;
+  }
+  if (ev.name == "free") {
+    release_mpi_share(job.id);
     return;
   }
   if (ev.name == "jobspec-update") {
@@ -130,7 +158,7 @@ void Controller::advance(JobRecord& job) {
     case JobState::RUN:
       if (!job.exec_tasks.empty() && job.exited.size() == job.exec_tasks.size() &&
           !job.status.finished)
-        post(job.id, job::make_event("finish", json{{"status", job.max_waitstatus}}.dump()));
+        post(job.id, job::make_event("finish", finish_context(job)));
       else if (job.status.prolog_actions.empty() && job.exec_tasks.empty() &&
                !job.status.started)
         start_exec(job);
@@ -158,7 +186,7 @@ void Controller::advance_cleanup(JobRecord& job) {
     return;
   }
   if (!job.exec_tasks.empty() && !job.status.finished) {
-    post(job.id, job::make_event("finish", json{{"status", job.max_waitstatus}}.dump()));
+    post(job.id, job::make_event("finish", finish_context(job)));
     return;
   }
   if (job.R && !job.status.released) {
@@ -175,10 +203,21 @@ void Controller::advance_cleanup(JobRecord& job) {
   post(job.id, job::make_event("clean"));
 }
 
+std::string Controller::finish_context(const JobRecord& job) const {
+  json ctx{{"status", job.max_waitstatus}};
+  if (auto it = job_steps_.find(job.id); it != job_steps_.end() && it->second.cpu_seconds > 0)
+    ctx["cpu"] = it->second.cpu_seconds;
+  return ctx.dump();
+}
+
+bool Controller::first_node_only(const job::Jobspec& spec) {
+  return !spec.batch_script.empty() || spec.alloc;
+}
+
 std::map<std::string, unsigned> Controller::plan_exec(const JobRecord& job) const {
   std::map<std::string, unsigned> plan;
   if (!job.R) return plan;
-  if (!job.spec->batch_script.empty()) {
+  if (first_node_only(*job.spec)) {
     plan[job.R->nodes.front().name] = 1;
     return plan;
   }
@@ -195,15 +234,29 @@ void Controller::start_exec(JobRecord& job) {
   json incarnations = json::object();
   for (const auto& [node, n] : job.exec_tasks)
     incarnations[node] = nodes_[node_index_.at(node)].incarnation;
+  // The step manager's address and the port share go into the start event, so that a
+  // restarted controller still knows them (absorb reads them back).
+  JobSteps& js = job_steps_[job.id];
+  js.stepmgr = nodes_[node_index_.at(job.R->nodes.front().name)].step_uri;
+  js.mpi_ports = take_mpi_share(job);
+  json ctx{{"incarnations", incarnations}};
+  if (!js.stepmgr.empty()) ctx["stepmgr"] = js.stepmgr;
+  if (!js.mpi_ports.empty()) ctx["mpi_ports"] = js.mpi_ports;
   send_start(job, {});
-  post(job.id, job::make_event("start", json{{"incarnations", incarnations}}.dump()));
+  post(job.id, job::make_event("start", ctx.dump()));
 }
 
 void Controller::send_start(const JobRecord& job, const std::set<std::string>& only) {
   const std::string nodelist = job.R->nodelist();
   const topology::Topology* topo = topology_of(job.partition);
+  auto js = job_steps_.find(job.id);
+  const std::string stepmgr = js == job_steps_.end() ? "" : js->second.stepmgr;
   // One StartJob per node agent, naming only that agent's nodes (an agent ignores a
   // second StartJob for a job it already runs).
+  auto agent_key = [](const NodeEntry& e) {
+    return e.link ? static_cast<const void*>(e.link.get()) : static_cast<const void*>(&e);
+  };
+  const void* manager = agent_key(nodes_[node_index_.at(job.R->nodes.front().name)]);
   std::map<const void*, std::pair<std::string, v1::StartJob>> per_agent;
   uint32_t rank = 0;
   for (size_t i = 0; i < job.R->nodes.size(); ++i) {
@@ -214,7 +267,7 @@ void Controller::send_start(const JobRecord& job, const std::set<std::string>& o
     rank += it->second;
     if (!only.empty() && !only.count(n.name)) continue;
     const NodeEntry& entry = nodes_[node_index_.at(n.name)];
-    const void* key = entry.link ? static_cast<const void*>(entry.link.get()) : &entry;
+    const void* key = agent_key(entry);
     auto [slot, fresh] = per_agent.try_emplace(key);
     v1::StartJob& sj = slot->second.second;
     if (fresh) {
@@ -226,10 +279,14 @@ void Controller::send_start(const JobRecord& job, const std::set<std::string>& o
       sj.set_nodelist(nodelist);
       unsigned planned = 0;
       for (const auto& [name, count] : job.exec_tasks) planned += count;
-      sj.set_total_tasks(job.spec->batch_script.empty() ? planned : job.spec->ntasks);
+      sj.set_total_tasks(first_node_only(*job.spec) ? job.spec->ntasks : planned);
       sj.set_total_nodes(static_cast<uint32_t>(job.R->nodes.size()));
       for (const auto& [k, v] : job.extra_env) (*sj.mutable_extra_env())[k] = v;
       for (const auto& note : job.notes) sj.add_notes(note);
+      sj.set_stepmgr(stepmgr);
+      sj.set_alloc(job.spec->alloc);
+      sj.set_exec_nodes(static_cast<uint32_t>(job.exec_tasks.size()));
+      if (key == manager) add_step_manager_fields(job, sj);
     }
     auto* t = sj.add_tasks();
     t->set_node(n.name);
@@ -238,17 +295,33 @@ void Controller::send_start(const JobRecord& job, const std::set<std::string>& o
     t->set_ntasks(it->second);
     t->set_cores(n.cores.encode());
     t->set_gpus(n.gpus.encode());
-    if (topo) {
-      auto addr = topology::topology_addr(*topo, n.name);
-      (*t->mutable_env())["CORRAL_TOPOLOGY_ADDR"] = addr.addr;
-      (*t->mutable_env())["CORRAL_TOPOLOGY_ADDR_PATTERN"] = addr.pattern;
-    }
+    add_topology_env(topo, n.name, *t->mutable_env());
   }
   for (auto& [key, entry] : per_agent) {
     v1::ControllerMessage msg;
     *msg.add_start() = std::move(entry.second);
     send_to_node(entry.first, msg);
   }
+}
+
+// Everything the step manager needs to launch steps anywhere in the job; resends after a
+// restart build the same fields from the replayed start event and the agents' addresses.
+void Controller::add_step_manager_fields(const JobRecord& job, v1::StartJob& sj) const {
+  if (!cluster_key_.empty()) sj.set_step_key(job::derive_job_key(cluster_key_, job.id));
+  const topology::Topology* topo = topology_of(job.partition);
+  for (const auto& n : job.R->nodes) {
+    auto* jn = sj.add_job_nodes();
+    jn->set_name(n.name);
+    jn->set_cores(n.cores.encode());
+    jn->set_gpus(n.gpus.encode());
+    if (auto it = node_index_.find(n.name); it != node_index_.end())
+      jn->set_agent(nodes_[it->second].step_uri);
+    add_topology_env(topo, n.name, *jn->mutable_env());
+  }
+  if (auto js = job_steps_.find(job.id); js != job_steps_.end())
+    sj.set_mpi_port_share(js->second.mpi_ports);
+  sj.set_mpi_ports_per_step(cfg_.steps.mpi_ports_per_step);
+  sj.set_fanout_width(cfg_.steps.fanout_width);
 }
 
 void Controller::kill_job(JobRecord& job, int signal, double kill_after) {
@@ -299,6 +372,8 @@ void Controller::retire(JobRecord& job) {
     msg.add_forget(job.id);
     send_to_node(node, msg);
   }
+  release_mpi_share(job.id);  // normally back at `free` already
+  job_steps_.erase(job.id);
   jobs_.erase(job.id);
   ++retired_since_trim_;
 }
@@ -315,6 +390,7 @@ void Controller::handle_exit(const v1::JobNodeExit& ex) {
   JobRecord& job = *it->second;
   if (!job.exec_tasks.count(ex.node()) || !job.exited.insert(ex.node()).second) return;
   job.max_waitstatus = std::max(job.max_waitstatus, ex.waitstatus());
+  if (ex.cpu_seconds() > 0) job_steps_[job.id].cpu_seconds += ex.cpu_seconds();
   if (!ex.error().empty()) spdlog::info("job {}: {}", job.id, ex.error());
   touch(job);
 }

@@ -131,6 +131,7 @@ grpc::Status Controller::agent_register(const Caller& c, const v1::Register& reg
     NodeEntry& n = ensure_node(r);
     n.link = link;
     n.incarnation = reg.incarnation();
+    n.step_uri = reg.step_uri();
     n.down_reason.clear();
     for (auto& m : n.held) outbox_.push([link, m] { link->send(m); });
     n.held.clear();
@@ -138,6 +139,7 @@ grpc::Status Controller::agent_register(const Caller& c, const v1::Register& reg
   }
   spdlog::info("agent {} registered {} node(s)", reg.agent_id(), reg.nodes_size());
   reconcile_agent(reg);
+  store_steps(reg.agent_id(), reg.steps());
   drain_posts();
   outbox_.seal();
   *out = link;
@@ -164,6 +166,7 @@ void Controller::reconcile_agent(const v1::Register& reg) {
     known.insert({ex.jobid(), ex.node()});
     handle_exit(ex);
   }
+  std::map<uint64_t, std::set<std::string>> resend;
   for (const auto& r : reg.nodes()) {
     NodeEntry& n = nodes_[node_index_[r.name()]];
     for (uint64_t id : std::vector<uint64_t>(n.jobs.begin(), n.jobs.end())) {
@@ -176,7 +179,7 @@ void Controller::reconcile_agent(const v1::Register& reg) {
       auto inc = job.start_incarnations.find(n.name);
       if (!reg.incarnation().empty() && inc != job.start_incarnations.end() &&
           inc->second == reg.incarnation()) {
-        send_start(job, {n.name});
+        resend[id].insert(n.name);
         continue;
       }
       job.exited.insert(n.name);
@@ -187,6 +190,9 @@ void Controller::reconcile_agent(const v1::Register& reg) {
       touch(job);
     }
   }
+  // One StartJob per job for all of this agent's nodes, as the first one was.
+  for (const auto& [id, names] : resend)
+    if (auto it = jobs_.find(id); it != jobs_.end()) send_start(*it->second, names);
   reconcile_housekeeping(reg);
 }
 
@@ -242,6 +248,7 @@ void Controller::agent_message(AgentLink& link, const v1::AgentMessage& msg) {
     outbox_.push([this, out] { hub_.publish_output(out); });
   }
   for (const auto& ex : msg.exited()) handle_exit(ex);
+  store_steps(link.agent_id(), msg.steps());
   for (const auto& p : msg.perilog()) {
     auto key = std::make_pair(p.jobid(), p.kind());
     auto pit = perilogs_.find(key);

@@ -84,6 +84,17 @@ grpc::Status RpcService::Ping(grpc::ServerContext* ctx, const v1::PingRequest*,
   return c ? ctl_.ping(*c, rep) : kUnknownPeer;
 }
 
+grpc::Status RpcService::ListSteps(grpc::ServerContext* ctx, const v1::ListStepsRequest* req,
+                                   v1::ListStepsReply* rep) {
+  auto c = caller(ctx);
+  return c ? ctl_.list_steps(*c, *req, rep) : kUnknownPeer;
+}
+
+grpc::Status RpcService::History(grpc::ServerContext*, const v1::HistoryRequest* req,
+                                 v1::HistoryReply* rep) {
+  return ctl_.history(*req, rep);
+}
+
 grpc::Status RpcService::Shutdown(grpc::ServerContext* ctx, const v1::ShutdownRequest*,
                                   v1::ShutdownReply*) {
   auto c = caller(ctx);

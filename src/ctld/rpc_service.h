@@ -34,6 +34,10 @@ class RpcService final : public v1::Controller::Service {
                     v1::PingReply* rep) override;
   grpc::Status HookQuery(grpc::ServerContext* ctx, const v1::HookQueryRequest* req,
                          v1::HookQueryReply* rep) override;
+  grpc::Status ListSteps(grpc::ServerContext* ctx, const v1::ListStepsRequest* req,
+                         v1::ListStepsReply* rep) override;
+  grpc::Status History(grpc::ServerContext* ctx, const v1::HistoryRequest* req,
+                       v1::HistoryReply* rep) override;
   grpc::Status Shutdown(grpc::ServerContext* ctx, const v1::ShutdownRequest* req,
                         v1::ShutdownReply* rep) override;
   grpc::Status AgentStream(

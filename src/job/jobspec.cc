@@ -392,6 +392,12 @@ Status Reader::read_system_strings(const json& sys) {
     }
     spec_.batch_script = script->get<std::string>();
   }
+  if (const json* v = child(sys, "alloc")) {
+    if (!v->is_boolean()) return wrong_type(p + "alloc", "true or false", *v);
+    spec_.alloc = v->get<bool>();
+    if (spec_.alloc && !spec_.batch_script.empty())
+      return at(p + "alloc", "an allocation has no batch script (drop batch.script)");
+  }
   return {};
 }
 

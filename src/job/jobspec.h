@@ -33,6 +33,9 @@ struct Jobspec {
 
   std::vector<std::string> command;  // tasks[0].command
   std::string batch_script;          // attributes.system.batch.script; non-empty: batch job
+  // attributes.system.alloc: `corral alloc`. Runs no task of its own: the job lasts until
+  // its interactive step ends. Planned like a batch job (first node, one task).
+  bool alloc = false;
   std::string cwd;                   // attributes.system.cwd
   std::map<std::string, std::string> environment;  // attributes.system.environment
   double duration = 0;               // attributes.system.duration, seconds; 0 = no limit
@@ -73,6 +76,7 @@ struct JobRequest {
   bool exclusive = false;
   std::vector<std::string> command;
   std::string batch_script;
+  bool alloc = false;              // an allocation; without a command, ["true"] stands in
   std::string cwd;
   std::map<std::string, std::string> environment;
   double duration = 0;

@@ -92,6 +92,7 @@ Result<json> dependency_objects(const std::vector<std::string>& texts) {
 
 std::string default_name(const JobRequest& req) {
   if (!req.name.empty()) return req.name;
+  if (req.alloc) return "interactive";
   if (!req.batch_script.empty() || req.command.empty()) return "batch";
   const std::string& cmd = req.command.front();
   auto slash = cmd.find_last_of('/');
@@ -113,6 +114,7 @@ Result<json> system_attributes(const JobRequest& req) {
   if (req.begin_time > 0) sys["begin-time"] = req.begin_time;
   if (req.mock_duration >= 0) sys["exec"]["test"]["run_duration"] = req.mock_duration;
   if (!req.batch_script.empty()) sys["batch"]["script"] = req.batch_script;
+  if (req.alloc) sys["alloc"] = true;
   if (req.mem_per_node_mb > 0) sys["memory-per-node"] = req.mem_per_node_mb;
   if (!req.dependencies.empty()) {
     auto deps = dependency_objects(req.dependencies);
@@ -148,6 +150,7 @@ Status resources_and_tasks(const JobRequest& req, json& doc) {
   json count = even ? json{{"per_slot", 1}} : json{{"total", ntasks}};
   json task = {{"slot", "task"}, {"count", std::move(count)}};
   if (!req.command.empty()) task["command"] = req.command;
+  else if (req.alloc) task["command"] = json::array({"true"});  // never run: a placeholder
   doc["tasks"] = json::array({std::move(task)});
   return {};
 }

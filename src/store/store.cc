@@ -12,6 +12,7 @@
 #include <variant>
 
 #include "store/sqlite_db.h"
+#include "store/step_table.h"
 
 namespace corral::store {
 namespace {
@@ -80,13 +81,17 @@ struct PutHookState {
   std::string hook, key, value;
   bool erase = false;
 };
-using Op = std::variant<InsertJob, AppendEvent, FinishJob, PutNode, PutHookState, Store::Done>;
+struct PutStep {
+  StepRecord step;
+};
+using Op = std::variant<InsertJob, AppendEvent, FinishJob, PutNode, PutHookState, PutStep,
+                        Store::Done>;
 
 // Statements of the writer connection, prepared once.
 struct WriteStmts {
   Stmt begin, commit, rollback;
   Stmt insert_jobspec, insert_job, bump_next_jobid, next_seq, insert_event, finish_job, put_node;
-  Stmt put_hook_state, erase_hook_state;
+  Stmt put_hook_state, erase_hook_state, put_step;
 };
 
 // Statements of the read connection, prepared once.
@@ -128,6 +133,7 @@ Status prepare_writes(Db& db, WriteStmts& w) {
               {&w.put_hook_state,
                "INSERT OR REPLACE INTO hook_state(hook, key, value) VALUES(?1, ?2, ?3)"},
               {&w.erase_hook_state, "DELETE FROM hook_state WHERE hook = ?1 AND key = ?2"},
+              {&w.put_step, kPutStepSql},
           });
 }
 
@@ -190,7 +196,7 @@ Status configure_writer(Db& db, const StoreOptions& opts) {
   std::string sync = opts.synchronous_full ? "FULL" : "NORMAL";
   if (auto st = db.exec("PRAGMA synchronous=" + sync + "; PRAGMA busy_timeout=5000;"); !st)
     return st;
-  if (auto st = db.exec("BEGIN IMMEDIATE;" + std::string(kSchema) + "COMMIT;"); !st) {
+  if (auto st = db.exec("BEGIN IMMEDIATE;" + std::string(kSchema) + kStepsSchema + "COMMIT;"); !st) {
     if (db.in_transaction()) (void)db.exec("ROLLBACK");
     return st;
   }
@@ -404,6 +410,8 @@ struct Store::Impl {
     return exec_stmt(wdb, s, "recording state of hook " + op.hook);
   }
 
+  Status apply(const PutStep& op) { return write_step(wdb, w.put_step, op.step); }
+
   // --- readers (hold read_mu) ---
 
   // A read transaction so that everything read together is one consistent snapshot.
@@ -573,6 +581,8 @@ void Store::erase_hook_state(const std::string& hook, const std::string& key) {
   impl_->push(PutHookState{hook, key, {}, true});
 }
 
+void Store::put_step(const StepRecord& step) { impl_->push(PutStep{step}); }
+
 void Store::on_durable(Done done) { impl_->push(std::move(done)); }
 
 Status Store::flush() {
@@ -638,6 +648,19 @@ Result<uint64_t> Store::count_inactive() {
   auto n = scalar(impl_->rdb, impl_->r.count_inactive, 0, "counting inactive jobs");
   if (!n) return n.error();
   return static_cast<uint64_t>(*n);
+}
+
+Result<std::vector<StepRecord>> Store::read_steps(uint64_t jobid,
+                                                  std::optional<uint32_t> userid) {
+  std::lock_guard lock(impl_->read_mu);
+  return query_steps(impl_->rdb, jobid, userid);
+}
+
+Result<std::vector<HistoryEntry>> Store::history(const HistoryQuery& q) {
+  std::lock_guard lock(impl_->read_mu);
+  Impl::ReadTxn txn(*impl_);  // the jobs and their steps from one snapshot
+  if (!txn.status()) return txn.status().error();
+  return query_history(impl_->rdb, q);
 }
 
 }  // namespace corral::store

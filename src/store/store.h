@@ -9,6 +9,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -33,6 +34,38 @@ struct NodeRecord {
   std::string reason;
   double reason_time = 0;
   uint32_t reason_userid = 0;
+};
+
+// A finished step of a job, as its step manager reported it (accounting, like sacct).
+struct StepRecord {
+  uint64_t jobid = 0;
+  std::string step;  // "0", "1", ..., "batch", "interactive"
+  uint32_t userid = 0;
+  std::string name;
+  std::string state;
+  std::string nodelist;
+  uint32_t nnodes = 0, ntasks = 0, ncores = 0;
+  double t_submit = 0, t_start = 0, t_end = 0;
+  int32_t waitstatus = -1;
+  double cpu_seconds = 0;
+  std::string command;
+  bool operator==(const StepRecord&) const = default;
+};
+
+// Which finished jobs `corral history` shows. Empty lists and zero times select all.
+struct HistoryQuery {
+  std::vector<uint32_t> userids;
+  std::vector<uint64_t> jobids;
+  double since = 0;  // became inactive at or after
+  double until = 0;  // ... at or before
+  std::vector<std::string> results;  // COMPLETED FAILED CANCELED TIMEOUT
+  size_t max = 0;    // 0: all, oldest first; else the newest `max`, newest first
+};
+
+struct HistoryEntry {
+  uint64_t jobid = 0;
+  std::string summary;            // as given to finish_job
+  std::vector<StepRecord> steps;  // in step number order
 };
 
 struct Snapshot {
@@ -74,6 +107,8 @@ class Store {
   // State a job hook keeps beyond the active eventlogs (HookContext::save_state).
   void put_hook_state(const std::string& hook, const std::string& key, const std::string& value);
   void erase_hook_state(const std::string& hook, const std::string& key);
+  // Inserts or replaces the record of (jobid, step).
+  void put_step(const StepRecord& step);
 
   // `done` runs on the writer thread once everything queued before this call is durable
   // (or failed). Keep it short: hand work to another thread.
@@ -88,6 +123,12 @@ class Store {
   Result<std::vector<std::string>> inactive_summaries(size_t max);
   Result<std::string> inactive_summary(uint64_t jobid);  // not_found if not inactive
   Result<uint64_t> count_inactive();
+  // Stored steps of one job (jobid 0: every job; userid set: only that user's steps), by
+  // job id then step number ("batch" and "interactive" after the numbered steps).
+  Result<std::vector<StepRecord>> read_steps(uint64_t jobid,
+                                             std::optional<uint32_t> userid = std::nullopt);
+  // Inactive jobs with their steps: one query per table, whatever the number of jobs.
+  Result<std::vector<HistoryEntry>> history(const HistoryQuery& q);
 
  private:
   struct Impl;
