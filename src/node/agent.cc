@@ -2,6 +2,7 @@
 
 #include <signal.h>
 #include <sys/epoll.h>
+#include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/wait.h>
 
@@ -17,12 +18,42 @@ namespace {
 constexpr double kReapSweepSeconds = 1.0;
 // After SIGKILL, how long shutdown waits for the last children before giving up.
 constexpr double kShutdownSlack = 1.0;
+
+double cpu_seconds(const rusage& ru) {
+  auto secs = [](const timeval& tv) { return static_cast<double>(tv.tv_sec) + static_cast<double>(tv.tv_usec) / 1e6; };
+  return secs(ru.ru_utime) + secs(ru.ru_stime);
+}
+
+// The step manager launches through this agent's StepNode: it is the root of every tree.
+class NodeLauncher final : public StepLauncher {
+ public:
+  explicit NodeLauncher(StepNode& node) : node_(node) {}
+  LaunchId launch(v1::LaunchTasksRequest req, Up up, Done done) override {
+    return node_.launch(std::move(req), std::move(up), std::move(done));
+  }
+  void deliver(LaunchId id, const v1::LaunchDown& down) override { node_.deliver(id, down); }
+
+ private:
+  StepNode& node_;
+};
+
 }  // namespace
 
-Agent::Agent(EventLoop& loop, AgentConfig config, Outbox::Sink sink)
+Agent::Agent(EventLoop& loop, AgentConfig config, Outbox::Sink sink, StepNodeConfig steps)
     : loop_(loop), config_(std::move(config)), out_(std::move(sink)) {
   jobs_ = std::make_unique<JobExecutor>(loop_, out_, config_);
   perilogs_ = std::make_unique<PerilogRunner>(loop_, out_, config_);
+  if (steps.self_uri.empty()) steps.self_uri = config_.step_uri;
+  step_node_ = std::make_unique<StepNode>(loop_, config_, std::move(steps));
+  launcher_ = std::make_unique<NodeLauncher>(*step_node_);
+  StepManagerConfig sc;
+  sc.self_uri = config_.step_uri;
+  sc.kill_grace = config_.kill_grace;
+  steps_ = std::make_unique<StepManager>(loop_, *launcher_, sc, [this](const v1::StepInfo& i) { out_.step(i); });
+  // A job's own tasks ending ends its steps; an alloc job ends with its interactive step.
+  jobs_->set_job_ended(
+      [this](uint64_t jobid, int waitstatus, double cpu) { steps_->job_tasks_ended(jobid, waitstatus, cpu); });
+  steps_->set_interactive_end([this](uint64_t jobid, int waitstatus) { jobs_->end_alloc(jobid, waitstatus); });
 }
 
 Agent::~Agent() {
@@ -75,9 +106,13 @@ void Agent::on_signal() {
 void Agent::reap() {
   int status = 0;
   pid_t pid;
-  while ((pid = ::waitpid(-1, &status, WNOHANG)) > 0) {
+  rusage ru{};
+  while ((pid = ::wait4(-1, &status, WNOHANG, &ru)) > 0) {
+    const double cpu = cpu_seconds(ru);
     // Unknown pids are orphans of tasks reparented to us as the child subreaper.
-    if (!jobs_->on_child_exit(pid, status)) perilogs_->on_child_exit(pid, status);
+    if (jobs_->on_child_exit(pid, status, cpu)) continue;
+    if (step_node_->on_child_exit(pid, status, cpu)) continue;
+    perilogs_->on_child_exit(pid, status);
   }
   if (shutting_down_) check_shutdown_done();
 }
@@ -96,8 +131,10 @@ v1::AgentMessage Agent::begin_register(uint64_t session) {
     r->set_gpus(n.gpus);
     r->set_memory_mb(n.memory_mb);
   }
+  reg->set_step_uri(config_.step_uri);
   jobs_->fill_register(*reg);
   perilogs_->fill_register(*reg);
+  steps_->fill_register(*reg);
   return msg;
 }
 
@@ -111,10 +148,24 @@ void Agent::on_disconnected(uint64_t session) { out_.set_offline(session); }
 
 void Agent::handle(const v1::ControllerMessage& msg) {
   if (shutting_down_) return;
-  for (uint64_t id : msg.forget()) jobs_->forget(id);
-  for (const auto& s : msg.start()) jobs_->start(s);
-  for (const auto& s : msg.signal()) jobs_->signal(s);
+  for (uint64_t id : msg.forget()) {
+    jobs_->forget(id);
+    steps_->forget_job(id);
+    step_node_->signal_job(id, SIGKILL);  // step tasks here whose tree is gone
+    fences_.drop_job(id);
+  }
+  for (const auto& s : msg.start()) {
+    steps_->add_job(s);  // first: a job that ends at once must find its step manager
+    jobs_->start(s);
+  }
+  for (const auto& s : msg.signal()) {
+    steps_->signal_job(s.jobid(), s.signal(), s.kill_after());
+    if (s.signal() != 0) step_node_->signal_job(s.jobid(), s.signal());
+    jobs_->signal(s);
+  }
   for (const auto& p : msg.perilog()) perilogs_->run(p);
+  for (const auto& c : msg.cancel_step()) steps_->cancel(c);
+  for (const auto& r : msg.steps_stored()) steps_->stored(r);
 }
 
 void Agent::shutdown() {
@@ -122,20 +173,26 @@ void Agent::shutdown() {
   shutting_down_ = true;
   out_.close();
   jobs_->kill_all(SIGTERM);
+  step_node_->kill_all(SIGTERM);
   perilogs_->kill_all(SIGTERM);
   loop_.add_timer(config_.kill_grace, [this] {
     jobs_->kill_all(SIGKILL);
+    step_node_->kill_all(SIGKILL);
     perilogs_->kill_all(SIGKILL);
     loop_.add_timer(kShutdownSlack, [this] {
-      spdlog::warn("{} process(es) did not exit after SIGKILL", jobs_->live_processes() + perilogs_->live_processes());
+      spdlog::warn("{} process(es) did not exit after SIGKILL", live_processes());
       loop_.stop();
     });
   });
   check_shutdown_done();
 }
 
+size_t Agent::live_processes() const {
+  return jobs_->live_processes() + step_node_->live_processes() + perilogs_->live_processes();
+}
+
 void Agent::check_shutdown_done() {
-  if (jobs_->live_processes() == 0 && perilogs_->live_processes() == 0) loop_.stop();
+  if (live_processes() == 0) loop_.stop();
 }
 
 }  // namespace corral::node

@@ -10,8 +10,11 @@
 #include "node/agent_config.h"
 #include "node/event_loop.h"
 #include "node/job_exec.h"
+#include "node/job_fence.h"
 #include "node/outbox.h"
 #include "node/perilog_runner.h"
+#include "node/step_manager.h"
+#include "node/step_node.h"
 #include "node/unique_fd.h"
 #include "util/result.h"
 
@@ -21,7 +24,9 @@ class Agent {
  public:
   // SIGCHLD (and SIGTERM/SIGINT when config.handle_termination) must already be
   // blocked in every thread of the process: the agent reads them from a signalfd.
-  Agent(EventLoop& loop, AgentConfig config, Outbox::Sink sink);
+  // `steps`: the cluster key and this agent's StepService address for StepNode
+  // (without a key every step launch on this agent is refused).
+  Agent(EventLoop& loop, AgentConfig config, Outbox::Sink sink, StepNodeConfig steps = {});
   ~Agent();
   Agent(const Agent&) = delete;
   Agent& operator=(const Agent&) = delete;
@@ -40,18 +45,28 @@ class Agent {
 
   const AgentConfig& config() const { return config_; }
   JobExecutor& executor() { return *jobs_; }
+  // For the StepService (loop thread only, but for the thread-safe fence table).
+  StepManager& steps() { return *steps_; }
+  StepNode& step_node() { return *step_node_; }
+  JobFenceTable& fences() { return fences_; }
 
  private:
   void arm_sweep();
   void on_signal();
   void reap();
   void check_shutdown_done();
+  size_t live_processes() const;
 
   EventLoop& loop_;
   AgentConfig config_;
   Outbox out_;
   std::unique_ptr<JobExecutor> jobs_;
   std::unique_ptr<PerilogRunner> perilogs_;
+  // Destroyed in reverse: the tree first, so nothing it still reports finds a dead manager.
+  std::unique_ptr<StepManager> steps_;
+  std::unique_ptr<StepLauncher> launcher_;
+  std::unique_ptr<StepNode> step_node_;
+  JobFenceTable fences_;
   UniqueFd signal_fd_;
   std::optional<EventLoop::TimerId> sweep_timer_;
   uint64_t session_ = 0;

@@ -13,6 +13,7 @@ struct AgentConfig {
   std::string incarnation;  // unique per process start: tells the controller we restarted
   std::vector<NodeHardware> nodes;  // the nodes this process hosts
   std::string controller_uri;       // given to jobs as CORRAL_URI
+  std::string step_uri;             // where this agent serves StepService (Register.step_uri)
   std::string state_dir;            // batch scripts live in STATE_DIR/job-ID/
   std::string imp_path;             // corral-imp, used when running as root
   bool as_root = false;             // tasks of other users go through corral-imp

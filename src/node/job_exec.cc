@@ -11,10 +11,12 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <optional>
 
 #include <spdlog/spdlog.h>
 
 #include "job/jobspec.h"
+#include "node/job_fence.h"
 #include "node/output_pattern.h"
 #include "node/slingshot_task_env.h"
 #include "node/task_env.h"
@@ -31,6 +33,17 @@ int exit_status(int code) { return code << 8; }
 
 // A wait status for "killed by signal `sig`", as waitpid would report it.
 int signalled_status(int sig) { return sig & 0x7f; }
+
+// Signals whose default action ends a process: they end an alloc job, which has none.
+bool terminating(int sig) {
+  switch (sig) {
+    case 0: case SIGCHLD: case SIGCONT: case SIGSTOP: case SIGTSTP: case SIGTTIN: case SIGTTOU:
+    case SIGURG: case SIGWINCH:
+      return false;
+    default:
+      return true;
+  }
+}
 
 EnvMap to_env_map(const google::protobuf::Map<std::string, std::string>& m) {
   return EnvMap(m.begin(), m.end());
@@ -109,7 +122,9 @@ void JobExecutor::start(const v1::StartJob& msg) {
     return;
   }
   std::shared_ptr<const job::Jobspec> spec = *parsed;
-  if (spec->mock_duration >= 0) {
+  if (msg.alloc()) {
+    start_alloc(job, msg);
+  } else if (spec->mock_duration >= 0) {
     start_mock(job, msg, spec->mock_duration);
   } else {
     start_real(job, msg, *spec);
@@ -136,6 +151,20 @@ void JobExecutor::start_mock(Job& job, const v1::StartJob& msg, double seconds) 
   }
   uint64_t id = job.id;
   job.mock_timer = loop_.add_timer(seconds, [this, id] { finish_mock(id, 0); });
+}
+
+void JobExecutor::start_alloc(Job& job, const v1::StartJob& msg) {
+  job.alloc = true;
+  for (const auto& t : msg.tasks()) {
+    if (!config_.hosts(t.node())) continue;
+    out_.started(job.id, add_node(job, t).name);
+  }
+}
+
+void JobExecutor::end_alloc(uint64_t jobid, int waitstatus) {
+  Job* job = find(jobid);
+  if (job == nullptr || !job->alloc) return;
+  finish_mock(jobid, waitstatus);  // the same bookkeeping: tasks that never were processes
 }
 
 void JobExecutor::finish_mock(uint64_t jobid, int waitstatus) {
@@ -247,6 +276,8 @@ void JobExecutor::start_node(Job& job, uint32_t ni, const v1::NodeTasks& nt, con
   je.home = user.home;
   EnvMap extra = to_env_map(msg.extra_env());
   for (const auto& [k, v] : nt.env()) extra[k] = v;  // this node's own values win
+  // `corral run` inside the job finds its step manager through this.
+  if (!msg.stepmgr().empty()) extra["CORRAL_STEPMGR"] = msg.stepmgr();
   EnvMap node_env = build_node_env(spec.environment, je, extra);
   if (auto st = add_slingshot_env(config_.cxi, node.name, msg.userid(), extra, node_env); !st) {
     out_.started(job.id, node.name);
@@ -255,6 +286,18 @@ void JobExecutor::start_node(Job& job, uint32_t ni, const v1::NodeTasks& nt, con
   }
 
   const bool use_imp = config_.as_root && msg.userid() != ::getuid();
+  // A batch script is no MPI program; the PMI_* it would inherit would only mislead
+  // the programs it starts.
+  const bool with_pmi = spec.batch_script.empty() && node.ntasks > 0;
+  if (with_pmi) {
+    for (auto it = node_env.begin(); it != node_env.end();)
+      it = (it->first.rfind("PMI_", 0) == 0 || it->first.rfind("PMIX_", 0) == 0) ? node_env.erase(it) : std::next(it);
+    if (auto st = start_pmi(job, node, msg); !st) {
+      out_.started(job.id, node.name);
+      fail_node(job, node, st.message());
+      return;
+    }
+  }
   if (node.index == 0 && msg.notes_size() > 0 && node.ntasks > 0) write_notes(job, node, msg, spec, user, cwd);
   node.tasks.resize(node.ntasks);
   for (uint32_t i = 0; i < node.ntasks; ++i) {
@@ -265,6 +308,14 @@ void JobExecutor::start_node(Job& job, uint32_t ni, const v1::NodeTasks& nt, con
     req.argv = argv;
     req.env = build_task_env(node_env, task.rank, i);
     req.cwd = cwd;
+    std::optional<PmiTaskEnd> pmi_end;
+    if (node.pmi) {
+      if (auto end = node.pmi->take_task_end(static_cast<int>(task.rank)); end) {
+        pmi_end = std::move(*end);
+        req.env.insert(req.env.end(), pmi_end->env.begin(), pmi_end->env.end());
+        req.inherit_fds = {pmi_end->fd.get()};
+      }
+    }
     if (!spec.input.empty()) req.input_path = resolve_path(expand_output_pattern(spec.input, vars), cwd);
     if (!spec.output.path.empty()) req.output_path = resolve_path(expand_output_pattern(spec.output.path, vars), cwd);
     req.error_path = spec.error.path.empty() ? req.output_path
@@ -297,6 +348,47 @@ void JobExecutor::start_node(Job& job, uint32_t ni, const v1::NodeTasks& nt, con
   spdlog::debug("job {}: started {} task(s) on {}", job.id, node.live, node.name);
   out_.started(job.id, node.name);
   if (node.live == 0) report_node(job, node);
+}
+
+Status JobExecutor::start_pmi(Job& job, Node& node, const v1::StartJob& msg) {
+  if (msg.exec_nodes() > 1 && !msg.stepmgr().empty())
+    node.exchange = std::make_unique<JobFenceExchange>(loop_, msg.stepmgr(), job.id, node.name, msg.exec_nodes());
+  else
+    node.exchange = std::make_unique<LocalPmiExchange>();
+  PmiStep step;
+  step.kvsname = "corral_" + std::to_string(job.id);
+  step.size = static_cast<int>(std::max(msg.total_tasks(), node.first_rank + node.ntasks));
+  std::vector<int> ranks;
+  for (uint32_t i = 0; i < node.ntasks; ++i) ranks.push_back(static_cast<int>(node.first_rank + i));
+  PmiCallbacks cb;
+  const uint64_t jobid = job.id;
+  const std::string name = node.name;
+  cb.on_abort = [this, jobid, name](const PmiAbort& a) {
+    pmi_failed(jobid, name,
+               "rank " + std::to_string(a.rank) + ": " + (a.message.empty() ? "MPI_Abort" : a.message) +
+                   " (exit code " + std::to_string(a.exit_code) + ")");
+  };
+  cb.on_error = [this, jobid, name](int rank, const std::string& message) {
+    pmi_failed(jobid, name, (rank >= 0 ? "rank " + std::to_string(rank) : "node " + name) + ": " + message);
+  };
+  auto server = PmiServer::create(loop_, *node.exchange, std::move(step), ranks, std::move(cb));
+  if (!server) return io_error("cannot start the PMI server: " + server.message());
+  node.pmi = std::move(*server);
+  return {};
+}
+
+// The other ranks would wait forever in the next barrier: the job's tasks here end.
+void JobExecutor::pmi_failed(uint64_t jobid, const std::string& node_name, const std::string& text) {
+  Job* job = find(jobid);
+  if (job == nullptr) return;
+  spdlog::warn("job {}: {}: {}", jobid, node_name, text);
+  for (auto& node : job->nodes) {
+    if (node.name != node_name) continue;
+    if (node.error.empty()) node.error = error_prefix(*job, node) + text;
+    out_.output(jobid, node.first_rank, node.name, true, "corral: " + text + "\n", false);
+    for (auto& t : node.tasks)
+      if (t.pid > 0 && !t.done) ::killpg(t.pid, SIGKILL);
+  }
 }
 
 // ------------------------------------------------------------------ output
@@ -359,7 +451,7 @@ void JobExecutor::close_stream(Job& job, Node& node, Task& task, bool is_err) {
 
 // ------------------------------------------------------------------ exits
 
-bool JobExecutor::on_child_exit(pid_t pid, int waitstatus) {
+bool JobExecutor::on_child_exit(pid_t pid, int waitstatus, double cpu_seconds) {
   auto it = pids_.find(pid);
   if (it == pids_.end()) return false;
   TaskRef ref = it->second;
@@ -367,13 +459,14 @@ bool JobExecutor::on_child_exit(pid_t pid, int waitstatus) {
   Job* job = find(ref.jobid);
   if (job == nullptr) return true;
   Node& node = job->nodes[ref.node];
-  task_exited(*job, node, node.tasks[ref.task], waitstatus);
+  task_exited(*job, node, node.tasks[ref.task], waitstatus, cpu_seconds);
   return true;
 }
 
-void JobExecutor::task_exited(Job& job, Node& node, Task& task, int waitstatus) {
+void JobExecutor::task_exited(Job& job, Node& node, Task& task, int waitstatus, double cpu_seconds) {
   task.done = true;
   task.waitstatus = waitstatus;
+  task.cpu_seconds = cpu_seconds;
   // The task is reaped but its pid cannot have been reused yet, so the process group
   // still names only its leftovers (background children): they end with the task.
   ::killpg(task.pid, SIGKILL);
@@ -396,21 +489,36 @@ void JobExecutor::report_node(Job& job, Node& node) {
   exit.set_jobid(job.id);
   exit.set_node(node.name);
   int worst = 0;
+  double cpu = 0;
   for (const auto& t : node.tasks) {
     auto* te = exit.add_tasks();
     te->set_rank(t.rank);
     te->set_waitstatus(t.waitstatus);
+    te->set_cpu_seconds(t.cpu_seconds);
     worst = std::max(worst, t.waitstatus);
+    cpu += t.cpu_seconds;
   }
   exit.set_waitstatus(worst);
   exit.set_error(node.error);
+  exit.set_cpu_seconds(cpu);
   node.reported = true;
+  // Posted: a PMI callback may be on the stack (an abort killed the last task).
+  if (node.pmi || node.exchange)
+    loop_.post([pmi = std::shared_ptr<PmiServer>(std::move(node.pmi)),
+                ex = std::shared_ptr<PmiExchange>(std::move(node.exchange))]() mutable {
+      pmi.reset();
+      ex.reset();
+    });
+  job.worst = std::max(job.worst, worst);
+  job.cpu_seconds += cpu;
   out_.exited(exit);
   exits_[job.id].push_back(std::move(exit));
-  if (--job.unreported == 0 && job.kill_timer) {
+  if (--job.unreported != 0) return;
+  if (job.kill_timer) {
     loop_.cancel_timer(*job.kill_timer);
     job.kill_timer.reset();
   }
+  if (job_ended_) job_ended_(job.id, job.worst, job.cpu_seconds);
 }
 
 // ------------------------------------------------------------------ signals
@@ -421,6 +529,10 @@ void JobExecutor::signal(const v1::SignalJob& msg) {
   if (job->mock_timer) {
     loop_.cancel_timer(*job->mock_timer);
     finish_mock(job->id, signalled_status(msg.signal()));
+    return;
+  }
+  if (job->alloc) {
+    if (terminating(msg.signal())) finish_mock(job->id, signalled_status(msg.signal()));
     return;
   }
   for (auto& node : job->nodes)

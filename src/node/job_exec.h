@@ -7,6 +7,7 @@
 #include <sys/types.h>
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -16,6 +17,7 @@
 #include "node/agent_config.h"
 #include "node/event_loop.h"
 #include "node/outbox.h"
+#include "node/pmi_server.h"
 #include "node/unique_fd.h"
 #include "util/result.h"
 
@@ -32,11 +34,20 @@ class JobExecutor {
   JobExecutor(const JobExecutor&) = delete;
   JobExecutor& operator=(const JobExecutor&) = delete;
 
+  // Every node of a job on this agent reported its exit: the largest wait status and
+  // the cpu time of its tasks here (the step manager ends the job's steps).
+  using JobEnded = std::function<void(uint64_t jobid, int waitstatus, double cpu_seconds)>;
+  void set_job_ended(JobEnded cb) { job_ended_ = std::move(cb); }
+
   void start(const v1::StartJob& msg);
   void signal(const v1::SignalJob& msg);
   void forget(uint64_t jobid);
-  // True when `pid` was one of this executor's tasks.
-  bool on_child_exit(pid_t pid, int waitstatus);
+  // An alloc job (StartJob.alloc) runs no process: it ends when its interactive step
+  // does, with that step's wait status, or when a terminating signal reaches it.
+  void end_alloc(uint64_t jobid, int waitstatus);
+  // True when `pid` was one of this executor's tasks; `cpu_seconds` is its user +
+  // system time (wait4's rusage).
+  bool on_child_exit(pid_t pid, int waitstatus, double cpu_seconds = 0);
   // Adds `running` and `exited` to a register message.
   void fill_register(v1::Register& reg) const;
   // Shutdown: signals every task; pending mock jobs are dropped silently.
@@ -50,6 +61,7 @@ class JobExecutor {
     pid_t pid = -1;  // -1: never started
     bool done = false;
     int waitstatus = 0;
+    double cpu_seconds = 0;
     UniqueFd out, err, status;
   };
   struct Node {
@@ -61,6 +73,10 @@ class JobExecutor {
     size_t live = 0;
     std::string error;
     bool reported = false;
+    // PMI for the job's own tasks (MPI programs run with `corral run` outside an
+    // allocation): barriers across nodes go through the step manager (JobFence).
+    std::unique_ptr<PmiExchange> exchange;
+    std::unique_ptr<PmiServer> pmi;
   };
   struct Job {
     uint64_t id = 0;
@@ -68,6 +84,9 @@ class JobExecutor {
     std::optional<EventLoop::TimerId> mock_timer, kill_timer;
     std::string script_dir;  // batch jobs: removed on forget
     size_t unreported = 0;
+    bool alloc = false;
+    int worst = 0;  // over the nodes reported so far
+    double cpu_seconds = 0;
   };
   struct TaskRef {
     uint64_t jobid;
@@ -81,17 +100,20 @@ class JobExecutor {
   void write_notes(const Job& job, const Node& node, const v1::StartJob& msg, const job::Jobspec& spec,
                    const UserInfo& user, const std::string& cwd);
   void finish_mock(uint64_t jobid, int waitstatus);
+  void start_alloc(Job& job, const v1::StartJob& msg);
   void start_real(Job& job, const v1::StartJob& msg, const job::Jobspec& spec);
   void start_node(Job& job, uint32_t ni, const v1::NodeTasks& nt, const v1::StartJob& msg, const job::Jobspec& spec,
                   const std::vector<std::string>& argv, const UserInfo& user);
   void fail_node(Job& job, Node& node, const std::string& error);
+  Status start_pmi(Job& job, Node& node, const v1::StartJob& msg);
+  void pmi_failed(uint64_t jobid, const std::string& node, const std::string& text);
   Node& add_node(Job& job, const v1::NodeTasks& t);
   Result<std::string> write_batch_script(Job& job, const v1::StartJob& msg, const job::Jobspec& spec);
   void watch_stream(uint64_t jobid, uint32_t ni, uint32_t ti, bool is_err, int fd);
   void on_readable(uint64_t jobid, uint32_t ni, uint32_t ti, bool is_err);
   bool read_stream(Job& job, Node& node, Task& task, bool is_err);  // false at EOF
   void close_stream(Job& job, Node& node, Task& task, bool is_err);
-  void task_exited(Job& job, Node& node, Task& task, int waitstatus);
+  void task_exited(Job& job, Node& node, Task& task, int waitstatus, double cpu_seconds);
   void report_node(Job& job, Node& node);
   std::string error_prefix(const Job& job, const Node& node) const;
   Job* find(uint64_t jobid);
@@ -107,6 +129,7 @@ class JobExecutor {
   std::unordered_map<uint64_t, std::vector<v1::JobNodeExit>> exits_;  // not yet forgotten
   std::string last_spec_text_;
   std::shared_ptr<const job::Jobspec> last_spec_;
+  JobEnded job_ended_;
 };
 
 }  // namespace corral::node

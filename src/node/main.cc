@@ -16,15 +16,19 @@
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <grpcpp/grpcpp.h>
 #include <spdlog/sinks/basic_file_sink.h>
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
+#include "job/hmac_key.h"
+#include "net/peer_listener.h"
 #include "node/agent.h"
 #include "node/controller_link.h"
 #include "node/event_loop.h"
 #include "node/hardware.h"
 #include "node/orphans.h"
+#include "node/step_service.h"
 #include "util/hostlist.h"
 #include "util/units.h"
 
@@ -45,7 +49,11 @@ struct Options {
   std::string log_file;
   std::string cxi = "auto";
   std::string cxi_sim_config;
+  std::string listen;
+  std::string key_file;
 };
+
+constexpr int kMaxStepMessage = 64 << 20;  // a launch request names every node of a wide step
 
 int fail(const std::string& msg) {
   std::fprintf(stderr, "corral-node: %s\n", msg.c_str());
@@ -148,6 +156,60 @@ Result<std::string> cxi_spec(const Options& o, const std::string& state_dir) {
   return "sim:" + dir + ":" + cfg.string();
 }
 
+// --listen as the address other agents and clients use: "unix:/abs/path" or host:port,
+// with a wildcard host replaced by this host's name.
+Result<std::string> step_address(const Options& o, const std::string& state_dir) {
+  std::error_code ec;
+  if (o.listen.empty()) return "unix:" + std::filesystem::absolute(state_dir, ec).string() + "/step.sock";
+  if (o.listen.rfind("unix:", 0) == 0) {
+    std::string path = o.listen.substr(5);
+    if (path.empty()) return invalid("--listen: 'unix:' needs a socket path");
+    return "unix:" + std::filesystem::absolute(path, ec).string();
+  }
+  auto colon = o.listen.rfind(':');
+  if (colon == std::string::npos || colon + 1 == o.listen.size() || o.listen.substr(colon + 1) == "0")
+    return invalid("--listen: '" + o.listen + "' is neither unix:PATH nor HOST:PORT with a fixed port");
+  std::string host = o.listen.substr(0, colon);
+  if (host.empty() || host == "0.0.0.0" || host == "[::]" || host == "*") {
+    char name[256] = {};
+    if (::gethostname(name, sizeof name - 1) != 0) return io_error("--listen: cannot read this host's name");
+    host = name;
+  }
+  return host + o.listen.substr(colon);
+}
+
+// The StepService server: on a Unix socket through a PeerListener (callers known by
+// SO_PEERCRED), or on a TCP port.
+struct StepServer {
+  std::unique_ptr<net::PeerListener> peers;
+  std::unique_ptr<StepService> service;
+  std::unique_ptr<grpc::Server> server;
+
+  Status start(const std::string& address, const std::string& listen, Agent& agent, EventLoop& loop) {
+    grpc::ServerBuilder builder;
+    if (address.rfind("unix:", 0) == 0) {
+      auto l = net::PeerListener::open(address.substr(5));
+      if (!l) return invalid("--listen: " + l.message());
+      peers = std::move(*l);
+    } else {
+      builder.AddListeningPort(listen, grpc::InsecureServerCredentials());
+    }
+    service = std::make_unique<StepService>(loop, agent.steps(), agent.step_node(), agent.fences(), peers.get());
+    builder.RegisterService(service->service());
+    builder.SetMaxReceiveMessageSize(kMaxStepMessage);
+    builder.SetMaxSendMessageSize(kMaxStepMessage);
+    server = builder.BuildAndStart();
+    if (!server) return io_error("--listen: cannot serve StepService on " + listen);
+    if (peers) peers->start(server.get());
+    return {};
+  }
+
+  void stop() {
+    if (peers) peers->stop();
+    if (server) server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(1));
+  }
+};
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -179,6 +241,12 @@ int main(int argc, char** argv) {
   app.add_option("--cxi-sim-config", o.cxi_sim_config,
                  "TOML file shaping the simulated NICs: count, capacity, system services, faults "
                  "(docs/slingshot-nic.md)");
+  app.add_option("--listen", o.listen,
+                 "Where this agent serves step requests and launch trees: unix:/path/to.sock or host:port "
+                 "(default unix:STATE_DIR/step.sock)");
+  app.add_option("--key-file", o.key_file,
+                 "The cluster key file (hex, mode 0600) shared with corrald; step credentials are checked "
+                 "with it. Without it this agent refuses every step launch");
   CLI11_PARSE(app, argc, argv);
 
   block_signals();
@@ -214,6 +282,18 @@ int main(int argc, char** argv) {
   if (ec) return fail("--state-dir: cannot create '" + config.state_dir + "': " + ec.message());
   if (config.as_root && ::access(config.imp_path.c_str(), X_OK) != 0)
     spdlog::warn("{} is missing: jobs of other users will fail to start", config.imp_path);
+  auto address = step_address(o, config.state_dir);
+  if (!address) return fail(address.message());
+  config.step_uri = *address;
+  StepNodeConfig step_config;
+  step_config.self_uri = config.step_uri;
+  if (!o.key_file.empty()) {
+    auto key = job::load_key_file(o.key_file);
+    if (!key) return fail("--key-file: " + key.message());
+    step_config.cluster_key = std::move(*key);
+  } else {
+    spdlog::warn("no --key-file: this agent refuses every step launch");
+  }
 
   std::set<std::string> names;
   for (const auto& n : config.nodes) names.insert(n.name);
@@ -225,15 +305,22 @@ int main(int argc, char** argv) {
   auto loop = EventLoop::create();
   if (!loop) return fail(loop.message());
   std::unique_ptr<ControllerLink> link;
-  Agent agent(**loop, config, [&link](uint64_t session, corral::v1::AgentMessage&& msg) {
-    if (link) link->send(session, std::move(msg));
-  });
+  Agent agent(
+      **loop, config,
+      [&link](uint64_t session, corral::v1::AgentMessage&& msg) {
+        if (link) link->send(session, std::move(msg));
+      },
+      std::move(step_config));
   if (auto st = agent.start(); !st) return fail(st.message());
+  StepServer steps;
+  if (auto st = steps.start(config.step_uri, o.listen, agent, **loop); !st) return fail(st.message());
   link = std::make_unique<ControllerLink>(o.controller, **loop, agent);
-  spdlog::info("agent {} hosting {} node(s), controller {}", config.agent_id, config.nodes.size(), o.controller);
+  spdlog::info("agent {} hosting {} node(s), controller {}, steps on {}", config.agent_id, config.nodes.size(),
+               o.controller, config.step_uri);
   link->start();
   (*loop)->run();
   link->stop();
+  steps.stop();
   spdlog::info("stopped");
   return 0;
 }

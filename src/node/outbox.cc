@@ -34,6 +34,12 @@ void Outbox::perilog(v1::PerilogResult result) {
   grew(size);
 }
 
+void Outbox::step(const v1::StepInfo& info) {
+  if (state_ == State::closed) return;
+  *batch_.add_steps() = info;
+  grew(96 + info.name().size() + info.nodelist().size() + info.command().size());
+}
+
 void Outbox::output(uint64_t jobid, uint32_t rank, const std::string& node, bool is_stderr, std::string_view data,
                     bool eof) {
   if (state_ == State::closed) return;

@@ -28,6 +28,9 @@ class Outbox {
   void started(uint64_t jobid, const std::string& node);
   void exited(const v1::JobNodeExit& exit);
   void perilog(v1::PerilogResult result);
+  // A finished step's accounting record. Offline it is dropped: the step manager keeps
+  // every record until acknowledged and resends it with `register`.
+  void step(const v1::StepInfo& info);
   void output(uint64_t jobid, uint32_t rank, const std::string& node, bool is_stderr, std::string_view data,
               bool eof);
 

@@ -1,0 +1,42 @@
+// The agent's StepService gRPC server side: RunStep (a callback reactor per call, no
+// thread of its own: client messages are posted to the event loop, the step manager's
+// answers are queued and written by gRPC), ListSteps, LaunchTasks (StepNode's pump) and
+// JobFence. Callers are identified by SO_PEERCRED when the service listens on a Unix
+// socket through a PeerListener; without one (host:port) RunStep and ListSteps refuse.
+#pragma once
+
+#include <memory>
+
+namespace grpc {
+class Service;
+}
+
+namespace corral::net {
+class PeerListener;
+}
+
+namespace corral::node {
+
+class EventLoop;
+class StepManager;
+class StepNode;
+class JobFenceTable;
+
+class StepService {
+ public:
+  // Everything must outlive the service; the step manager and the node are only touched
+  // on the loop thread. `peers` may be null (TCP).
+  StepService(EventLoop& loop, StepManager& steps, StepNode& node, JobFenceTable& fences,
+              const net::PeerListener* peers);
+  ~StepService();
+  StepService(const StepService&) = delete;
+  StepService& operator=(const StepService&) = delete;
+
+  grpc::Service* service();  // for grpc::ServerBuilder::RegisterService
+
+ private:
+  class Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace corral::node

@@ -1,0 +1,1066 @@
+// The step manager's logic with a fake launch tree: placement, FIFO waiting, the
+// requests it launches (signed credential, ranks, environment), relays, fences, ends,
+// cancellation, job end and accounting records.
+#include "node/step_manager.h"
+
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <deque>
+#include <filesystem>
+#include <functional>
+#include <future>
+#include <thread>
+
+#include <grpcpp/grpcpp.h>
+
+#include "corral.grpc.pb.h"
+
+#include "job/jobspec.h"
+#include "job/step_cred.h"
+#include "job/step_id.h"
+#include "net/peer_listener.h"
+#include "node/agent.h"
+#include "node/step_service.h"
+
+namespace corral::node {
+namespace {
+
+const std::string kClusterKey = "0123456789abcdef0123456789abcdef";
+constexpr uint32_t kOwner = 1000;
+
+struct FakeLauncher final : StepLauncher {
+  struct Launch {
+    v1::LaunchTasksRequest req;
+    Up up;
+    Done done;
+    std::vector<v1::LaunchDown> downs;
+  };
+  std::deque<Launch> launches;  // id = position + 1
+
+  LaunchId launch(v1::LaunchTasksRequest req, Up up, Done done) override {
+    launches.push_back({std::move(req), std::move(up), std::move(done), {}});
+    return launches.size();
+  }
+  void deliver(LaunchId id, const v1::LaunchDown& down) override { launches.at(id - 1).downs.push_back(down); }
+
+  std::vector<int> signals(size_t i) const {
+    std::vector<int> out;
+    for (const auto& d : launches.at(i).downs)
+      if (d.signal() != 0) out.push_back(d.signal());
+    return out;
+  }
+};
+
+struct FakeClient {
+  std::vector<v1::StepServerMessage> got;
+  std::optional<Error> failed;
+
+  StepClientSink sink() {
+    return {[this](v1::StepServerMessage&& m) { got.push_back(std::move(m)); },
+            [this](const Error& e) { failed = e; }};
+  }
+  const v1::StepExit* exit() const {
+    for (const auto& m : got)
+      if (m.has_exit()) return &m.exit();
+    return nullptr;
+  }
+  const v1::StepCreated* created() const {
+    for (const auto& m : got)
+      if (m.has_created()) return &m.created();
+    return nullptr;
+  }
+  std::string waiting() const {
+    for (const auto& m : got)
+      if (!m.waiting().empty()) return m.waiting();
+    return {};
+  }
+  std::string output() const {
+    std::string s;
+    for (const auto& m : got)
+      for (const auto& o : m.output()) s += o.data();
+    return s;
+  }
+};
+
+v1::StepSpec spec(uint64_t jobid, uint32_t ntasks, std::vector<std::string> argv = {"hostname"}) {
+  v1::StepSpec s;
+  s.set_jobid(jobid);
+  s.set_ntasks(ntasks);
+  for (auto& a : argv) s.add_argv(a);
+  (*s.mutable_env())["PATH"] = "/usr/bin:/bin";
+  return s;
+}
+
+class StepManagerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto loop = EventLoop::create();
+    ASSERT_TRUE(loop);
+    loop_ = std::move(*loop);
+    StepManagerConfig c;
+    c.self_uri = "unix:/tmp/self.sock";
+    c.kill_grace = 0.05;
+    mgr_ = std::make_unique<StepManager>(*loop_, launcher_, c, [this](const v1::StepInfo& i) { records_.push_back(i); });
+    mgr_->set_interactive_end([this](uint64_t jobid, int ws) { interactive_ends_.emplace_back(jobid, ws); });
+  }
+
+  // Job `id` of kOwner on n1..n<nodes>, each with `cores` cores, agents a1..a<nodes>.
+  v1::StartJob job(uint64_t id, int nodes, int cores, job::JobRequest jr = {}) {
+    v1::StartJob s;
+    s.set_jobid(id);
+    s.set_userid(kOwner);
+    s.set_groupid(100);
+    if (jr.command.empty() && jr.batch_script.empty()) jr.command = {"true"};
+    jr.cwd = "/";
+    auto js = job::build_jobspec(jr);
+    EXPECT_TRUE(js) << js.message();
+    s.set_jobspec(job::jobspec_to_string(*js));
+    s.set_step_key(job::derive_job_key(kClusterKey, id));
+    s.set_stepmgr("unix:/tmp/self.sock");
+    s.set_alloc(jr.alloc);
+    s.set_mpi_port_share("12000-12009");
+    s.set_mpi_ports_per_step(4);
+    s.set_fanout_width(8);
+    (*s.mutable_extra_env())["SLINGSHOT_VNIS"] = "1024";
+    for (int i = 1; i <= nodes; ++i) {
+      auto* n = s.add_job_nodes();
+      n->set_name("n" + std::to_string(i));
+      n->set_cores("0-" + std::to_string(cores - 1));
+      n->set_agent("unix:/tmp/a" + std::to_string(i) + ".sock");
+      (*n->mutable_env())["CORRAL_TOPOLOGY_ADDR"] = "s" + std::to_string(i);
+    }
+    mgr_->add_job(s);
+    return s;
+  }
+
+  // Every rank of launch `i` reports `ws` (one LaunchUp).
+  void exit_all(size_t i, int ws = 0, double cpu = 0.5) {
+    v1::LaunchUp up;
+    for (uint32_t r = 0; r < launcher_.launches.at(i).req.total_tasks(); ++r) {
+      auto* e = up.add_exits();
+      e->set_rank(r);
+      e->set_waitstatus(ws);
+      e->set_cpu_seconds(cpu);
+    }
+    launcher_.launches.at(i).up(std::move(up));
+  }
+  void exit_rank(size_t i, uint32_t rank, int ws) {
+    v1::LaunchUp up;
+    auto* e = up.add_exits();
+    e->set_rank(rank);
+    e->set_waitstatus(ws);
+    launcher_.launches.at(i).up(std::move(up));
+  }
+  // Runs what was posted to the loop (and due timers) for `seconds`.
+  void run_loop(double seconds = 0) {
+    loop_->add_timer(seconds, [this] { loop_->stop(); });
+    loop_->run();
+  }
+
+  std::unique_ptr<EventLoop> loop_;
+  FakeLauncher launcher_;
+  std::unique_ptr<StepManager> mgr_;
+  std::vector<v1::StepInfo> records_;
+  std::vector<std::pair<uint64_t, int>> interactive_ends_;
+};
+
+TEST_F(StepManagerTest, PlacesAStepAndLaunchesASignedRequest) {
+  job(7, 2, 4);
+  FakeClient c;
+  auto s = spec(7, 6, {"/bin/echo", "hi"});
+  s.set_cwd("/tmp");
+  mgr_->open(1, kOwner, s, c.sink());
+  ASSERT_FALSE(c.failed);
+  ASSERT_NE(c.created(), nullptr);
+  EXPECT_EQ(c.created()->stepid(), 0u);
+  EXPECT_EQ(c.created()->nodelist(), "n[1-2]");
+  EXPECT_EQ(c.created()->ntasks(), 6u);
+  EXPECT_EQ(c.created()->mpi_ports(), "12000-12003");
+  ASSERT_EQ(launcher_.launches.size(), 1u);
+  const auto& req = launcher_.launches[0].req;
+  EXPECT_EQ(req.jobid(), 7u);
+  EXPECT_EQ(req.stepid(), 0u);
+  EXPECT_EQ(req.argv_size(), 2);
+  EXPECT_EQ(req.cwd(), "/tmp");
+  EXPECT_EQ(req.total_tasks(), 6u);
+  EXPECT_EQ(req.total_nodes(), 2u);
+  EXPECT_EQ(req.step_nodelist(), "n[1-2]");
+  EXPECT_EQ(req.kvsname(), "corral_7_0");
+  EXPECT_EQ(req.fanout_width(), 8u);
+  EXPECT_EQ(req.gid(), 100u);
+  EXPECT_FALSE(req.pmi_mapping().empty());
+  ASSERT_EQ(req.nodes_size(), 2);
+  // Block layout: n1 is filled first.
+  EXPECT_EQ(req.nodes(0).name(), "n1");
+  EXPECT_EQ(req.nodes(0).first_rank(), 0u);
+  EXPECT_EQ(req.nodes(0).ntasks(), 4u);
+  EXPECT_EQ(req.nodes(0).agent(), "unix:/tmp/a1.sock");
+  EXPECT_EQ(req.nodes(0).env().at("CORRAL_TOPOLOGY_ADDR"), "s1");
+  EXPECT_EQ(req.nodes(1).first_rank(), 4u);
+  EXPECT_EQ(req.nodes(1).ntasks(), 2u);
+  EXPECT_EQ(req.nodes(1).node_index(), 1u);
+  EXPECT_EQ(req.env().at("PATH"), "/usr/bin:/bin");
+  EXPECT_EQ(req.env().at("CORRAL_STEPID"), "0");
+  EXPECT_EQ(req.env().at("CORRAL_MPI_PORTS"), "12000-12003");
+  EXPECT_EQ(req.env().at("CORRAL_STEPMGR"), "unix:/tmp/self.sock");
+  EXPECT_EQ(req.extra_env().at("SLINGSHOT_VNIS"), "1024");
+
+  job::VerifyPolicy policy;
+  policy.now = static_cast<double>(::time(nullptr));
+  policy.uid = kOwner;
+  policy.node = "n2";
+  policy.jobid = 7;
+  policy.stepid = 0;
+  auto cred = job::verify_step_cred_with_cluster_key(req.cred(), kClusterKey, policy);
+  ASSERT_TRUE(cred) << cred.message();
+  EXPECT_EQ(cred->nodes, "n[1-2]");
+  EXPECT_EQ(cred->gid, 100u);
+  EXPECT_EQ(cred->cores_on("n2").count(), 2u);
+  EXPECT_LE(cred->expires - cred->issued, 60.0);
+
+  // Output is relayed; the step ends when every rank exited.
+  v1::LaunchUp up;
+  auto* o = up.add_output();
+  o->set_jobid(7);
+  o->set_data("hi\n");
+  launcher_.launches[0].up(std::move(up));
+  EXPECT_EQ(c.output(), "hi\n");
+  exit_all(0, 0, 0.25);
+  ASSERT_NE(c.exit(), nullptr);
+  EXPECT_EQ(c.exit()->state(), "COMPLETED");
+  EXPECT_EQ(c.exit()->waitstatus(), 0);
+  EXPECT_EQ(c.exit()->tasks_size(), 6);
+
+  ASSERT_EQ(records_.size(), 1u);
+  const auto& r = records_[0];
+  EXPECT_EQ(r.jobid(), 7u);
+  EXPECT_EQ(r.step(), "0");
+  EXPECT_EQ(r.userid(), kOwner);
+  EXPECT_EQ(r.name(), "echo");
+  EXPECT_EQ(r.command(), "/bin/echo hi");
+  EXPECT_EQ(r.state(), "COMPLETED");
+  EXPECT_EQ(r.nodelist(), "n[1-2]");
+  EXPECT_EQ(r.nnodes(), 2u);
+  EXPECT_EQ(r.ntasks(), 6u);
+  EXPECT_EQ(r.ncores(), 6u);
+  EXPECT_EQ(r.waitstatus(), 0);
+  EXPECT_DOUBLE_EQ(r.cpu_seconds(), 1.5);
+  EXPECT_GT(r.t_submit(), 0);
+  EXPECT_GE(r.t_start(), r.t_submit());
+  EXPECT_GE(r.t_end(), r.t_start());
+}
+
+TEST_F(StepManagerTest, WaitingStepsStartInOrder) {
+  job(7, 1, 4);
+  FakeClient a, b, c;
+  mgr_->open(1, kOwner, spec(7, 4), a.sink());
+  mgr_->open(2, kOwner, spec(7, 2), b.sink());
+  mgr_->open(3, kOwner, spec(7, 1), c.sink());
+  ASSERT_EQ(launcher_.launches.size(), 1u);
+  EXPECT_FALSE(b.waiting().empty());
+  EXPECT_FALSE(c.waiting().empty());  // FIFO: it would fit the free cores... none are free
+  EXPECT_EQ(b.created(), nullptr);
+  exit_all(0);
+  ASSERT_EQ(launcher_.launches.size(), 3u);
+  EXPECT_EQ(launcher_.launches[1].req.stepid(), 1u);
+  EXPECT_EQ(launcher_.launches[2].req.stepid(), 2u);
+  ASSERT_NE(b.created(), nullptr);
+  EXPECT_EQ(b.created()->stepid(), 1u);
+  // Ports of the first step came back to the share.
+  EXPECT_EQ(b.created()->mpi_ports(), "12000-12003");
+}
+
+TEST_F(StepManagerTest, SmallStepDoesNotOvertakeAWaitingOne) {
+  job(7, 1, 4);
+  FakeClient a, b, c;
+  mgr_->open(1, kOwner, spec(7, 2), a.sink());
+  mgr_->open(2, kOwner, spec(7, 4), b.sink());
+  mgr_->open(3, kOwner, spec(7, 1), c.sink());
+  EXPECT_EQ(launcher_.launches.size(), 1u);
+  EXPECT_FALSE(c.waiting().empty());
+}
+
+TEST_F(StepManagerTest, ImmediateFailsInsteadOfWaiting) {
+  job(7, 1, 4);
+  FakeClient a, b, c;
+  mgr_->open(1, kOwner, spec(7, 4), a.sink());
+  auto s = spec(7, 1);
+  s.set_immediate(true);
+  mgr_->open(2, kOwner, s, b.sink());
+  ASSERT_NE(b.exit(), nullptr);
+  EXPECT_EQ(b.exit()->state(), "FAILED");
+  EXPECT_NE(b.exit()->error().find("--immediate"), std::string::npos);
+  EXPECT_NE(b.exit()->waitstatus(), 0);
+  // No step number was used up.
+  exit_all(0);
+  mgr_->open(3, kOwner, spec(7, 1), c.sink());
+  ASSERT_NE(c.created(), nullptr);
+  EXPECT_EQ(c.created()->stepid(), 1u);
+}
+
+TEST_F(StepManagerTest, OverlapStepRunsBesideOthers) {
+  job(7, 1, 4);
+  FakeClient a, b;
+  mgr_->open(1, kOwner, spec(7, 4), a.sink());
+  auto s = spec(7, 2);
+  s.set_overlap(true);
+  mgr_->open(2, kOwner, s, b.sink());
+  ASSERT_NE(b.created(), nullptr);
+  EXPECT_EQ(launcher_.launches.size(), 2u);
+}
+
+TEST_F(StepManagerTest, InteractiveStepEndsAnAllocJob) {
+  job::JobRequest jr;
+  jr.alloc = true;
+  job(9, 2, 4, jr);
+  FakeClient a, b, c;
+  mgr_->open(1, kOwner, spec(9, 8), a.sink());  // every core is taken
+  auto s = spec(9, 0, {"/bin/bash"});
+  s.set_interactive(true);
+  s.set_pty(true);
+  mgr_->open(2, kOwner, s, b.sink());
+  ASSERT_NE(b.created(), nullptr) << b.waiting();
+  EXPECT_EQ(b.created()->stepid(), job::kInteractiveStep);
+  EXPECT_EQ(b.created()->nodelist(), "n1");
+  EXPECT_EQ(b.created()->ntasks(), 1u);
+  const auto& req = launcher_.launches.at(1).req;
+  EXPECT_TRUE(req.pty());
+  EXPECT_EQ(req.env().at("CORRAL_STEPID"), "interactive");
+  // Only one at a time.
+  mgr_->open(3, kOwner, s, c.sink());
+  ASSERT_NE(c.exit(), nullptr);
+  EXPECT_NE(c.exit()->error().find("already has an interactive step"), std::string::npos);
+
+  exit_all(1, 3 << 8);
+  ASSERT_NE(b.exit(), nullptr);
+  EXPECT_EQ(b.exit()->waitstatus(), 3 << 8);
+  run_loop();
+  ASSERT_EQ(interactive_ends_.size(), 1u);
+  EXPECT_EQ(interactive_ends_[0], std::make_pair(uint64_t{9}, 3 << 8));
+  EXPECT_EQ(records_.back().step(), "interactive");
+}
+
+TEST_F(StepManagerTest, RefusesBadRequests) {
+  job(7, 1, 4);
+  FakeClient none, unknown, other, big, empty;
+  mgr_->open(1, kOwner, spec(0, 1), none.sink());
+  ASSERT_TRUE(none.failed);
+  EXPECT_EQ(none.failed->code, Errc::invalid_argument);
+
+  mgr_->open(2, kOwner, spec(8, 1), unknown.sink());
+  ASSERT_TRUE(unknown.failed);
+  EXPECT_EQ(unknown.failed->code, Errc::not_found);
+  EXPECT_NE(unknown.failed->message.find("job 8 has no step manager here"), std::string::npos);
+
+  mgr_->open(3, kOwner + 1, spec(7, 1), other.sink());
+  ASSERT_TRUE(other.failed);
+  EXPECT_EQ(other.failed->code, Errc::permission_denied);
+  EXPECT_NE(other.failed->message.find("job 7 belongs to user"), std::string::npos);
+
+  mgr_->open(4, kOwner, spec(7, 100), big.sink());
+  ASSERT_NE(big.exit(), nullptr);
+  EXPECT_EQ(big.exit()->state(), "FAILED");
+  EXPECT_FALSE(big.exit()->error().empty());
+
+  mgr_->open(5, kOwner, spec(7, 1, {}), empty.sink());
+  ASSERT_NE(empty.exit(), nullptr);
+  EXPECT_EQ(launcher_.launches.size(), 0u);
+  EXPECT_TRUE(records_.empty());
+
+  FakeClient root;
+  mgr_->open(6, 0, spec(7, 1), root.sink());
+  EXPECT_NE(root.created(), nullptr);
+}
+
+TEST_F(StepManagerTest, RecordsAreKeptUntilStored) {
+  job(7, 1, 4);
+  FakeClient a, b;
+  mgr_->open(1, kOwner, spec(7, 1), a.sink());
+  mgr_->open(2, kOwner, spec(7, 1), b.sink());
+  exit_all(0);
+  exit_all(1, 1 << 8);
+  ASSERT_EQ(records_.size(), 2u);
+  EXPECT_EQ(records_[1].state(), "FAILED");
+  EXPECT_EQ(records_[1].waitstatus(), 1 << 8);
+  v1::Register reg;
+  mgr_->fill_register(reg);
+  EXPECT_EQ(reg.steps_size(), 2);
+  v1::StepRef ref;
+  ref.set_jobid(7);
+  ref.set_step("0");
+  mgr_->stored(ref);
+  v1::Register reg2;
+  mgr_->fill_register(reg2);
+  ASSERT_EQ(reg2.steps_size(), 1);
+  EXPECT_EQ(reg2.steps(0).step(), "1");
+  // Still listed after the end.
+  auto list = mgr_->list(kOwner, 7);
+  ASSERT_TRUE(list);
+  EXPECT_EQ(list->steps_size(), 2);
+}
+
+TEST_F(StepManagerTest, CancelRunningStepEscalates) {
+  job(7, 1, 4);
+  FakeClient a;
+  mgr_->open(1, kOwner, spec(7, 2), a.sink());
+  v1::CancelStep c;
+  c.set_jobid(7);
+  c.set_step("0");
+  c.set_userid(kOwner);
+  mgr_->cancel(c);
+  EXPECT_EQ(launcher_.signals(0), std::vector<int>{SIGTERM});
+  run_loop(0.2);
+  EXPECT_EQ(launcher_.signals(0), (std::vector<int>{SIGTERM, SIGKILL}));
+  exit_all(0, SIGKILL);
+  ASSERT_NE(a.exit(), nullptr);
+  EXPECT_EQ(a.exit()->state(), "CANCELED");
+  EXPECT_EQ(records_.back().state(), "CANCELED");
+}
+
+TEST_F(StepManagerTest, CancelPendingStepEndsAtOnce) {
+  job(7, 1, 4);
+  FakeClient a, b;
+  mgr_->open(1, kOwner, spec(7, 4), a.sink());
+  mgr_->open(2, kOwner, spec(7, 4), b.sink());
+  v1::CancelStep c;
+  c.set_jobid(7);
+  c.set_step("1");
+  mgr_->cancel(c);
+  ASSERT_NE(b.exit(), nullptr);
+  EXPECT_EQ(b.exit()->state(), "CANCELED");
+  exit_all(0);
+  EXPECT_EQ(launcher_.launches.size(), 1u);  // nothing left to start
+  c.set_step("5");
+  mgr_->cancel(c);  // unknown: only logged
+}
+
+TEST_F(StepManagerTest, KillOnBadExit) {
+  job(7, 1, 4);
+  FakeClient a;
+  auto s = spec(7, 3);
+  s.set_kill_on_bad_exit(true);
+  mgr_->open(1, kOwner, s, a.sink());
+  exit_rank(0, 1, 2 << 8);
+  EXPECT_EQ(launcher_.signals(0), std::vector<int>{SIGKILL});
+  exit_rank(0, 0, SIGKILL);
+  exit_rank(0, 2, SIGKILL);
+  ASSERT_NE(a.exit(), nullptr);
+  EXPECT_EQ(a.exit()->state(), "FAILED");
+  EXPECT_NE(a.exit()->error().find("kill-on-bad-exit"), std::string::npos);
+  EXPECT_EQ(a.exit()->waitstatus(), 2 << 8);
+}
+
+TEST_F(StepManagerTest, FenceIsAnsweredOnceEveryNodeContributed) {
+  job(7, 3, 2);
+  FakeClient a;
+  mgr_->open(1, kOwner, spec(7, 6), a.sink());
+  auto fence = [&](uint32_t nodes, const std::string& k) {
+    v1::LaunchUp up;
+    up.mutable_fence()->set_seq(0);
+    up.mutable_fence()->set_nodes(nodes);
+    (*up.mutable_fence()->mutable_kvs())[k] = "v" + k;
+    launcher_.launches[0].up(std::move(up));
+  };
+  fence(2, "a");
+  EXPECT_TRUE(launcher_.launches[0].downs.empty());
+  fence(1, "b");
+  ASSERT_EQ(launcher_.launches[0].downs.size(), 1u);
+  const auto& f = launcher_.launches[0].downs[0].fence();
+  EXPECT_EQ(f.seq(), 0u);
+  EXPECT_EQ(f.kvs().size(), 2u);
+  EXPECT_EQ(f.kvs().at("b"), "vb");
+}
+
+TEST_F(StepManagerTest, ClientMessagesReachTheTree) {
+  job(7, 1, 4);
+  FakeClient a;
+  mgr_->open(1, kOwner, spec(7, 1), a.sink());
+  v1::StepClientMessage m;
+  m.set_stdin("data");
+  m.set_stdin_eof(true);
+  mgr_->client_message(1, std::move(m));
+  v1::StepClientMessage s;
+  s.set_signal(SIGINT);
+  mgr_->client_message(1, std::move(s));
+  const auto& downs = launcher_.launches[0].downs;
+  ASSERT_EQ(downs.size(), 2u);
+  EXPECT_EQ(downs[0].stdin(), "data");
+  EXPECT_TRUE(downs[0].stdin_eof());
+  EXPECT_EQ(downs[1].signal(), SIGINT);
+}
+
+TEST_F(StepManagerTest, StartErrorsBecomeStderrLines) {
+  job(7, 2, 2);
+  FakeClient a;
+  mgr_->open(1, kOwner, spec(7, 4), a.sink());
+  v1::LaunchUp up;
+  auto* e = up.add_errors();
+  e->set_node("n2");
+  e->set_message("bad credential");
+  for (uint32_t r = 2; r < 4; ++r) {
+    auto* x = up.add_exits();
+    x->set_rank(r);
+    x->set_waitstatus(1 << 8);
+  }
+  launcher_.launches[0].up(std::move(up));
+  EXPECT_EQ(a.output(), "corral: node n2: bad credential\n");
+  EXPECT_EQ(a.got.back().output(0).rank(), 2u);
+  exit_all(0);
+  ASSERT_NE(a.exit(), nullptr);
+  EXPECT_EQ(a.exit()->state(), "FAILED");
+  EXPECT_NE(a.exit()->error().find("n2: bad credential"), std::string::npos);
+}
+
+TEST_F(StepManagerTest, ClientGoneKillsOrDropsTheStep) {
+  job(7, 1, 4);
+  FakeClient a, b;
+  mgr_->open(1, kOwner, spec(7, 4), a.sink());
+  mgr_->open(2, kOwner, spec(7, 4), b.sink());
+  mgr_->client_gone(2);
+  EXPECT_EQ(b.exit(), nullptr);  // nobody to tell
+  EXPECT_EQ(records_.back().state(), "CANCELED");
+  mgr_->client_gone(1);
+  EXPECT_EQ(launcher_.signals(0), std::vector<int>{SIGKILL});
+  exit_all(0, SIGKILL);
+  EXPECT_EQ(a.exit(), nullptr);
+  EXPECT_EQ(records_.back().step(), "0");
+  EXPECT_EQ(launcher_.launches.size(), 1u);
+}
+
+TEST_F(StepManagerTest, JobEndKillsStepsAndFailsPendingOnes) {
+  job::JobRequest jr;
+  jr.batch_script = "#!/bin/sh\ncorral run hostname\n";
+  job(7, 1, 4, jr);
+  FakeClient a, b;
+  mgr_->open(1, kOwner, spec(7, 4), a.sink());
+  mgr_->open(2, kOwner, spec(7, 1), b.sink());
+  auto list = mgr_->list(kOwner, 7);
+  ASSERT_TRUE(list);
+  ASSERT_EQ(list->steps_size(), 3);
+  EXPECT_EQ(list->steps(0).step(), "batch");
+  EXPECT_EQ(list->steps(0).state(), "RUNNING");
+  EXPECT_EQ(list->steps(1).state(), "RUNNING");
+  EXPECT_EQ(list->steps(2).state(), "PENDING");
+  EXPECT_FALSE(mgr_->list(kOwner + 1, 7));
+  auto all = mgr_->list(kOwner, 0);
+  ASSERT_TRUE(all);
+  EXPECT_EQ(all->steps_size(), 3);
+  EXPECT_EQ(mgr_->list(kOwner + 1, 0)->steps_size(), 0);
+
+  mgr_->job_tasks_ended(7, 0, 2.0);
+  ASSERT_NE(b.exit(), nullptr);
+  EXPECT_EQ(b.exit()->state(), "FAILED");
+  EXPECT_NE(b.exit()->error().find("the job ended"), std::string::npos);
+  EXPECT_EQ(launcher_.signals(0), std::vector<int>{SIGKILL});
+  EXPECT_TRUE(mgr_->manages(7));  // until its running step ended
+  exit_all(0, SIGKILL);
+  EXPECT_FALSE(mgr_->manages(7));
+  bool batch = false;
+  for (const auto& r : records_)
+    if (r.step() == "batch") {
+      batch = true;
+      EXPECT_EQ(r.state(), "COMPLETED");
+      EXPECT_DOUBLE_EQ(r.cpu_seconds(), 2.0);
+    }
+  EXPECT_TRUE(batch);
+}
+
+TEST_F(StepManagerTest, SignalJobReachesRunningSteps) {
+  job(7, 1, 4);
+  FakeClient a;
+  mgr_->open(1, kOwner, spec(7, 1), a.sink());
+  mgr_->signal_job(7, SIGUSR1, 0);
+  EXPECT_EQ(launcher_.signals(0), std::vector<int>{SIGUSR1});
+}
+
+TEST_F(StepManagerTest, ForgetEndsEverythingAtOnce) {
+  job(7, 1, 4);
+  FakeClient a;
+  mgr_->open(1, kOwner, spec(7, 2), a.sink());
+  mgr_->forget_job(7);
+  EXPECT_FALSE(mgr_->manages(7));
+  ASSERT_NE(a.exit(), nullptr);
+  EXPECT_EQ(a.exit()->state(), "FAILED");
+  exit_all(0);  // late reports of the tree are ignored
+}
+
+TEST_F(StepManagerTest, LaunchThatFailsInsideLaunchEndsTheStep) {
+  // A launcher that reports every rank failed before launch() returns.
+  struct Failing final : StepLauncher {
+    LaunchId launch(v1::LaunchTasksRequest req, Up up, Done done) override {
+      v1::LaunchUp u;
+      auto* e = u.add_errors();
+      e->set_node(req.nodes(0).name());
+      e->set_message("this agent has no cluster key (--key-file)");
+      for (uint32_t r = 0; r < req.total_tasks(); ++r) {
+        auto* x = u.add_exits();
+        x->set_rank(r);
+        x->set_waitstatus(1 << 8);
+      }
+      up(std::move(u));
+      done("");
+      return 1;
+    }
+    void deliver(LaunchId, const v1::LaunchDown&) override { ++delivered; }
+    int delivered = 0;
+  } failing;
+  StepManager mgr(*loop_, failing, {}, nullptr);
+  auto s = job(7, 1, 4);
+  mgr.add_job(s);
+  FakeClient a, b;
+  mgr.open(1, kOwner, spec(7, 4), a.sink());
+  ASSERT_NE(a.exit(), nullptr);
+  EXPECT_NE(a.exit()->error().find("no cluster key"), std::string::npos);
+  mgr.open(2, kOwner, spec(7, 4), b.sink());
+  ASSERT_NE(b.exit(), nullptr);
+  EXPECT_EQ(b.created()->stepid(), 1u);
+}
+
+}  // namespace
+}  // namespace corral::node
+
+// ------------------------------------------------------------------ in the agent
+
+namespace corral::node {
+namespace {
+
+namespace fs = std::filesystem;
+
+// The agent's wiring: JobExecutor <-> StepManager <-> StepNode, without a controller.
+class StepAgent : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGCHLD);
+    pthread_sigmask(SIG_BLOCK, &set, nullptr);
+    dir_ = fs::temp_directory_path() / ("corral-stepagent-" + std::to_string(::getpid()));
+    fs::create_directories(dir_);
+    auto loop = EventLoop::create();
+    ASSERT_TRUE(loop);
+    loop_ = std::move(*loop);
+    AgentConfig c;
+    c.agent_id = "n[1-2]";
+    c.nodes = {{"n1", 4, 0, 1024}, {"n2", 4, 0, 1024}};
+    c.controller_uri = "unix:/tmp/test.sock";
+    c.step_uri = "unix:" + (dir_ / "step.sock").string();
+    c.state_dir = dir_.string();
+    c.kill_grace = 0.2;
+    c.handle_termination = false;
+    StepNodeConfig sc;
+    sc.cluster_key = kClusterKey;
+    agent_ = std::make_unique<Agent>(*loop_, c, [this](uint64_t, v1::AgentMessage&& m) { sent_.push_back(m); }, sc);
+    ASSERT_TRUE(agent_->start());
+    auto reg = agent_->begin_register(1);
+    EXPECT_EQ(reg.register_().step_uri(), c.step_uri);
+    v1::ControllerMessage ack;
+    ack.set_register_ack(true);
+    agent_->on_registered(1, ack);
+  }
+  void TearDown() override {
+    agent_.reset();
+    fs::remove_all(dir_);
+  }
+
+  bool run_until(const std::function<bool()>& done, double seconds = 10) {
+    bool ok = false;
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+    std::function<void()> check = [&] {
+      if (done()) {
+        ok = true;
+        loop_->stop();
+      } else if (std::chrono::steady_clock::now() > deadline) {
+        loop_->stop();
+      } else {
+        loop_->add_timer(0.005, check);
+      }
+    };
+    loop_->add_timer(0, check);
+    loop_->run();
+    return ok;
+  }
+
+  v1::StartJob start(uint64_t id, job::JobRequest jr, bool alloc = false) {
+    v1::ControllerMessage m;
+    auto* s = m.add_start();
+    s->set_jobid(id);
+    s->set_userid(::getuid());
+    s->set_groupid(::getgid());
+    jr.cwd = "/";
+    jr.alloc = alloc;
+    if (jr.environment.empty()) jr.environment = {{"PATH", "/usr/bin:/bin"}};
+    auto js = job::build_jobspec(jr);
+    EXPECT_TRUE(js) << js.message();
+    s->set_jobspec(job::jobspec_to_string(*js));
+    s->set_nodelist("n1");
+    s->set_total_nodes(1);
+    s->set_total_tasks(1);
+    s->set_alloc(alloc);
+    s->set_stepmgr(agent_->config().step_uri);
+    s->set_step_key(job::derive_job_key(kClusterKey, id));
+    auto* t = s->add_tasks();
+    t->set_node("n1");
+    t->set_ntasks(1);
+    t->set_cores("0-3");
+    for (const char* n : {"n1", "n2"}) {
+      auto* jn = s->add_job_nodes();
+      jn->set_name(n);
+      jn->set_cores("0-3");
+      jn->set_agent(agent_->config().step_uri);
+    }
+    agent_->handle(m);
+    return *s;
+  }
+  std::vector<v1::JobNodeExit> exits(uint64_t id) const {
+    std::vector<v1::JobNodeExit> out;
+    for (const auto& m : sent_)
+      for (const auto& e : m.exited())
+        if (e.jobid() == id) out.push_back(e);
+    return out;
+  }
+  std::string job_output(uint64_t id) const {
+    std::string s;
+    for (const auto& m : sent_)
+      for (const auto& o : m.output())
+        if (o.jobid() == id && !o.stderr()) s += o.data();
+    return s;
+  }
+  std::vector<v1::StepInfo> step_records() const {
+    std::vector<v1::StepInfo> out;
+    for (const auto& m : sent_)
+      for (const auto& s : m.steps()) out.push_back(s);
+    return out;
+  }
+
+  fs::path dir_;
+  std::unique_ptr<EventLoop> loop_;
+  std::unique_ptr<Agent> agent_;
+  std::vector<v1::AgentMessage> sent_;
+};
+
+TEST_F(StepAgent, JobTasksSeeTheirStepManagerAndReportCpuTime) {
+  job::JobRequest jr;
+  jr.command = {"/bin/sh", "-c", "echo $CORRAL_STEPMGR; i=0; while [ $i -lt 100000 ]; do i=$((i+1)); done"};
+  start(1, jr);
+  ASSERT_TRUE(run_until([&] { return !exits(1).empty(); }));
+  EXPECT_EQ(job_output(1), agent_->config().step_uri + "\n");
+  auto e = exits(1).at(0);
+  EXPECT_EQ(e.waitstatus(), 0);
+  EXPECT_GT(e.cpu_seconds(), 0.01);
+  EXPECT_DOUBLE_EQ(e.tasks(0).cpu_seconds(), e.cpu_seconds());
+  // Its step manager went with it.
+  EXPECT_FALSE(agent_->steps().manages(1));
+}
+
+TEST_F(StepAgent, AllocJobRunsNothingAndEndsWhenSignaled) {
+  start(2, {}, true);
+  EXPECT_TRUE(agent_->steps().manages(2));
+  EXPECT_FALSE(run_until([&] { return !exits(2).empty(); }, 0.1));
+  v1::ControllerMessage m;
+  auto* s = m.add_signal();
+  s->set_jobid(2);
+  s->set_signal(SIGTERM);
+  agent_->handle(m);
+  ASSERT_TRUE(run_until([&] { return !exits(2).empty(); }));
+  EXPECT_EQ(exits(2)[0].waitstatus(), SIGTERM);
+  EXPECT_FALSE(agent_->steps().manages(2));
+}
+
+TEST_F(StepAgent, AllocJobEndsWithItsInteractiveStep) {
+  start(3, {}, true);
+  FakeClient c;
+  v1::StepSpec s;
+  s.set_jobid(3);
+  s.add_argv("/bin/sh");
+  s.add_argv("-c");
+  s.add_argv("echo interactive; exit 4");
+  (*s.mutable_env())["PATH"] = "/usr/bin:/bin";
+  s.set_interactive(true);
+  agent_->steps().open(1, ::getuid(), s, c.sink());
+  ASSERT_TRUE(run_until([&] { return !exits(3).empty(); })) << c.output();
+  EXPECT_EQ(exits(3)[0].waitstatus(), 4 << 8);
+  ASSERT_NE(c.exit(), nullptr);
+  EXPECT_EQ(c.exit()->waitstatus(), 4 << 8) << c.exit()->error();
+  EXPECT_EQ(c.output(), "interactive\n");
+  auto records = step_records();
+  ASSERT_FALSE(records.empty());
+  EXPECT_EQ(records.back().step(), "interactive");
+  EXPECT_EQ(records.back().state(), "FAILED");
+  // Unacknowledged records go with the next register.
+  auto reg = agent_->begin_register(2);
+  EXPECT_EQ(reg.register_().steps_size(), 1);
+}
+
+TEST_F(StepAgent, StepRunsOnTwoNodesOfTheAgent) {
+  job::JobRequest jr;
+  jr.command = {"sleep", "30"};
+  start(4, jr);
+  FakeClient c;
+  v1::StepSpec s;
+  s.set_jobid(4);
+  s.set_nnodes(2);
+  s.set_ntasks(4);
+  s.add_argv("/bin/sh");
+  s.add_argv("-c");
+  s.add_argv("echo rank=$CORRAL_TASK_RANK step=$CORRAL_STEPID");
+  (*s.mutable_env())["PATH"] = "/usr/bin:/bin";
+  agent_->steps().open(1, ::getuid(), s, c.sink());
+  ASSERT_TRUE(run_until([&] { return c.exit() != nullptr; })) << c.output();
+  EXPECT_EQ(c.exit()->state(), "COMPLETED") << c.exit()->error();
+  EXPECT_EQ(c.exit()->tasks_size(), 4);
+  for (int r = 0; r < 4; ++r)
+    EXPECT_NE(c.output().find("rank=" + std::to_string(r) + " step=0"), std::string::npos) << c.output();
+  v1::ControllerMessage m;
+  auto* sig = m.add_signal();
+  sig->set_jobid(4);
+  sig->set_signal(SIGKILL);
+  agent_->handle(m);
+  ASSERT_TRUE(run_until([&] { return !exits(4).empty(); }));
+}
+
+}  // namespace
+}  // namespace corral::node
+
+// ------------------------------------------------------------------ over gRPC
+
+namespace corral::node {
+namespace {
+
+// The StepService on a Unix socket with the agent's loop in its own thread, as in corral-node.
+class StepServiceTest : public StepAgent {
+ protected:
+  void SetUp() override {
+    StepAgent::SetUp();
+    path_ = agent_->config().step_uri.substr(5);
+    auto l = net::PeerListener::open(path_);
+    ASSERT_TRUE(l) << l.message();
+    peers_ = std::move(*l);
+    service_ = std::make_unique<StepService>(*loop_, agent_->steps(), agent_->step_node(), agent_->fences(),
+                                             peers_.get());
+    grpc::ServerBuilder b;
+    b.RegisterService(service_->service());
+    server_ = b.BuildAndStart();
+    ASSERT_TRUE(server_);
+    peers_->start(server_.get());
+    loop_thread_ = std::thread([this] { loop_->run(); });
+    stub_ = v1::StepService::NewStub(grpc::CreateChannel(agent_->config().step_uri, grpc::InsecureChannelCredentials()));
+  }
+  void TearDown() override {
+    peers_->stop();
+    server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(1));
+    loop_->post([this] { loop_->stop(); });
+    loop_thread_.join();
+    server_.reset();
+    service_.reset();
+    peers_.reset();
+    StepAgent::TearDown();
+  }
+  void on_loop(std::function<void()> fn) {
+    std::promise<void> done;
+    loop_->post([&] {
+      fn();
+      done.set_value();
+    });
+    done.get_future().wait();
+  }
+
+  struct Run {
+    grpc::Status status;
+    std::vector<v1::StepServerMessage> got;
+    std::string output() const {
+      std::string s;
+      for (const auto& m : got)
+        for (const auto& o : m.output()) s += o.data();
+      return s;
+    }
+    const v1::StepExit* exit() const {
+      for (const auto& m : got)
+        if (m.has_exit()) return &m.exit();
+      return nullptr;
+    }
+  };
+  Run run(const v1::StepSpec& spec) {
+    Run r;
+    grpc::ClientContext ctx;
+    auto stream = stub_->RunStep(&ctx);
+    v1::StepClientMessage m;
+    *m.mutable_create() = spec;
+    stream->Write(m);
+    v1::StepServerMessage in;
+    while (stream->Read(&in)) r.got.push_back(in);
+    r.status = stream->Finish();
+    return r;
+  }
+
+  std::string path_;
+  std::unique_ptr<net::PeerListener> peers_;
+  std::unique_ptr<StepService> service_;
+  std::unique_ptr<grpc::Server> server_;
+  std::thread loop_thread_;
+  std::unique_ptr<v1::StepService::Stub> stub_;
+};
+
+v1::StepSpec true_step(uint64_t jobid, std::vector<std::string> argv = {"/bin/true"}) {
+  v1::StepSpec s;
+  s.set_jobid(jobid);
+  for (auto& a : argv) s.add_argv(a);
+  (*s.mutable_env())["PATH"] = "/usr/bin:/bin";
+  return s;
+}
+
+TEST_F(StepServiceTest, RunStepListStepsAndErrors) {
+  job::JobRequest jr;
+  jr.command = {"sleep", "30"};
+  on_loop([&] { start(5, jr); });
+  auto r = run(true_step(5, {"/bin/echo", "hello"}));
+  ASSERT_TRUE(r.status.ok()) << r.status.error_message();
+  ASSERT_NE(r.exit(), nullptr);
+  EXPECT_EQ(r.exit()->state(), "COMPLETED") << r.exit()->error();
+  EXPECT_EQ(r.output(), "hello\n");
+  EXPECT_TRUE(r.got.front().has_created());
+
+  auto unknown = run(true_step(6));
+  EXPECT_EQ(unknown.status.error_code(), grpc::StatusCode::NOT_FOUND);
+  EXPECT_NE(unknown.status.error_message().find("job 6 has no step manager here"), std::string::npos);
+
+  grpc::ClientContext ctx;
+  v1::ListStepsRequest req;
+  req.set_jobid(5);
+  v1::ListStepsReply reply;
+  ASSERT_TRUE(stub_->ListSteps(&ctx, req, &reply).ok());
+  ASSERT_EQ(reply.steps_size(), 1);
+  EXPECT_EQ(reply.steps(0).state(), "COMPLETED");
+  EXPECT_EQ(reply.steps(0).command(), "/bin/echo hello");
+  on_loop([&] {
+    v1::ControllerMessage m;
+    m.add_forget(5);
+    agent_->handle(m);
+    auto* s = m.add_signal();
+    s->set_jobid(5);
+    s->set_signal(SIGKILL);
+    agent_->handle(m);
+  });
+}
+
+TEST_F(StepServiceTest, ClientGoneKillsTheStep) {
+  job::JobRequest jr;
+  jr.command = {"sleep", "30"};
+  on_loop([&] { start(7, jr); });
+  {
+    grpc::ClientContext ctx;
+    auto stream = stub_->RunStep(&ctx);
+    v1::StepClientMessage m;
+    *m.mutable_create() = true_step(7, {"sleep", "30"});
+    stream->Write(m);
+    v1::StepServerMessage in;
+    ASSERT_TRUE(stream->Read(&in));
+    EXPECT_TRUE(in.has_created());
+    ctx.TryCancel();
+  }
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  std::string state;
+  while (state != "CANCELED" && std::chrono::steady_clock::now() < deadline) {
+    on_loop([&] {
+      auto l = agent_->steps().list(::getuid(), 7);
+      if (l && l->steps_size() > 0) state = l->steps(0).state();
+    });
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_EQ(state, "CANCELED");
+  on_loop([&] {
+    v1::ControllerMessage m;
+    auto* s = m.add_signal();
+    s->set_jobid(7);
+    s->set_signal(SIGKILL);
+    agent_->handle(m);
+  });
+}
+
+// A job's own tasks on two nodes share PMI puts through the step manager's JobFence.
+TEST_F(StepServiceTest, JobTasksExchangePmiPutsAcrossNodes) {
+  const char* script =
+      "fd=$PMI_FD; r=$CORRAL_TASK_RANK; o=$((1 - r))\n"
+      "echo 'cmd=init pmi_version=1 pmi_subversion=1' >&$fd; read -r l <&$fd\n"
+      "echo \"cmd=put kvsname=corral_9 key=k$r value=v$r\" >&$fd; read -r l <&$fd\n"
+      "echo 'cmd=barrier_in' >&$fd; read -r l <&$fd\n"
+      "echo \"cmd=get kvsname=corral_9 key=k$o\" >&$fd; read -r l <&$fd; echo \"$r: $l\"\n"
+      "echo 'cmd=finalize' >&$fd; read -r l <&$fd\n";
+  job::JobRequest jr;
+  jr.command = {"/bin/bash", "-c", script};  // dash refuses descriptors above 9
+  jr.cwd = "/";
+  jr.environment = {{"PATH", "/usr/bin:/bin"}};
+  auto js = job::build_jobspec(jr);
+  ASSERT_TRUE(js) << js.message();
+  v1::ControllerMessage m;
+  auto* s = m.add_start();
+  s->set_jobid(9);
+  s->set_userid(::getuid());
+  s->set_groupid(::getgid());
+  s->set_jobspec(job::jobspec_to_string(*js));
+  s->set_nodelist("n[1-2]");
+  s->set_total_nodes(2);
+  s->set_total_tasks(2);
+  s->set_exec_nodes(2);
+  s->set_stepmgr(agent_->config().step_uri);
+  s->set_step_key(job::derive_job_key(kClusterKey, 9));
+  for (uint32_t i = 0; i < 2; ++i) {
+    auto* t = s->add_tasks();
+    t->set_node("n" + std::to_string(i + 1));
+    t->set_node_index(i);
+    t->set_first_rank(i);
+    t->set_ntasks(1);
+    t->set_cores("0-3");
+    auto* jn = s->add_job_nodes();
+    jn->set_name(t->node());
+    jn->set_cores("0-3");
+  }
+  on_loop([&] { agent_->handle(m); });
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  size_t n = 0;
+  while (n < 2 && std::chrono::steady_clock::now() < deadline) {
+    on_loop([&] { n = exits(9).size(); });
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  std::string out, err;
+  on_loop([&] {
+    out = job_output(9);
+    for (const auto& msg : sent_)
+      for (const auto& o : msg.output())
+        if (o.jobid() == 9 && o.stderr()) err += o.data();
+    for (const auto& e : exits(9)) err += e.error() + " ws=" + std::to_string(e.waitstatus()) + "\n";
+  });
+  ASSERT_EQ(n, 2u) << out << err;
+  SCOPED_TRACE(err);
+  EXPECT_NE(out.find("0: cmd=get_result rc=0 value=v1"), std::string::npos) << out;
+  EXPECT_NE(out.find("1: cmd=get_result rc=0 value=v0"), std::string::npos) << out;
+}
+
+// Not a benchmark, but a guard against gross regressions (the target is 1000 steps/s).
+TEST_F(StepServiceTest, SequentialStepsThroughOneConnection) {
+  job::JobRequest jr;
+  jr.command = {"sleep", "60"};
+  on_loop([&] { start(8, jr); });
+  const int n = 200;
+  auto t0 = std::chrono::steady_clock::now();
+  for (int i = 0; i < n; ++i) {
+    auto r = run(true_step(8));
+    ASSERT_TRUE(r.status.ok()) << r.status.error_message();
+    ASSERT_NE(r.exit(), nullptr);
+    ASSERT_EQ(r.exit()->state(), "COMPLETED") << r.exit()->error();
+  }
+  double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  std::printf("%d sequential steps in %.3f s: %.0f steps/s\n", n, secs, n / secs);
+  on_loop([&] {
+    v1::ControllerMessage m;
+    auto* s = m.add_signal();
+    s->set_jobid(8);
+    s->set_signal(SIGKILL);
+    agent_->handle(m);
+  });
+}
+
+}  // namespace
+}  // namespace corral::node
