@@ -226,6 +226,7 @@ class Controller final : public HookContext {
   std::string node_state(const NodeEntry& node) const;
   void check_heartbeats();
   void reconcile_agent(const v1::Register& reg);
+  void adopt_step_manager(uint64_t jobid, const std::string& node, const std::string& uri);
   void reconcile_housekeeping(const v1::Register& reg);
   void housekeeping_done(const v1::PerilogResult& result);
 

@@ -133,7 +133,12 @@ grpc::Status Controller::agent_register(const Caller& c, const v1::Register& reg
     n.incarnation = reg.incarnation();
     n.step_uri = reg.step_uri();
     n.down_reason.clear();
-    for (auto& m : n.held) outbox_.push([link, m] { link->send(m); });
+    // A held StartJob was built before this agent was known (no incarnation, no step
+    // manager address): reconcile_agent sends a fresh one instead.
+    for (auto& m : n.held) {
+      m.clear_start();
+      if (m.ByteSizeLong() > 0) outbox_.push([link, m] { link->send(m); });
+    }
     n.held.clear();
     update_usable(n);
   }
@@ -153,6 +158,7 @@ void Controller::reconcile_agent(const v1::Register& reg) {
   for (const auto& rj : reg.running())
     for (const auto& node : rj.nodes()) {
       known.insert({rj.jobid(), node});
+      adopt_step_manager(rj.jobid(), node, reg.step_uri());
       auto it = jobs_.find(rj.jobid());
       if (it == jobs_.end() || !it->second->exec_tasks.count(node)) {
         v1::ControllerMessage msg;
@@ -175,10 +181,14 @@ void Controller::reconcile_agent(const v1::Register& reg) {
       JobRecord& job = *it->second;
       if (!job.exec_tasks.count(n.name) || job.exited.count(n.name) || known.count({id, n.name}))
         continue;
-      // The same agent process never got StartJob (corrald died first): send it again.
+      // The same agent process never got StartJob (corrald died first), or the job
+      // started while the node had no agent (a restarted corrald before the agent came
+      // back: the StartJob was held): send it again.
       auto inc = job.start_incarnations.find(n.name);
       if (!reg.incarnation().empty() && inc != job.start_incarnations.end() &&
-          inc->second == reg.incarnation()) {
+          (inc->second == reg.incarnation() || inc->second.empty())) {
+        inc->second = reg.incarnation();
+        adopt_step_manager(id, n.name, reg.step_uri());
         resend[id].insert(n.name);
         continue;
       }
@@ -194,6 +204,16 @@ void Controller::reconcile_agent(const v1::Register& reg) {
   for (const auto& [id, names] : resend)
     if (auto it = jobs_.find(id); it != jobs_.end()) send_start(*it->second, names);
   reconcile_housekeeping(reg);
+}
+
+// A job that started while its first node's agent was away has no step manager address
+// yet: it is the address of the agent that now reports that node.
+void Controller::adopt_step_manager(uint64_t jobid, const std::string& node, const std::string& uri) {
+  auto it = jobs_.find(jobid);
+  auto js = job_steps_.find(jobid);
+  if (it == jobs_.end() || js == job_steps_.end() || !js->second.stepmgr.empty() || uri.empty()) return;
+  const JobRecord& job = *it->second;
+  if (job.R && !job.R->nodes.empty() && job.R->nodes.front().name == node) js->second.stepmgr = uri;
 }
 
 // The agent knows which housekeeping still runs: a restarted corrald adopts it (the

@@ -69,7 +69,7 @@ def test_controller_kill_loses_nothing(cluster):
     (out / "go").touch()
     for j in running[1:] + pending:
         info = cluster.wait_job(j, timeout=30)
-        assert info["result"] == "COMPLETED", info
+        assert info["result"] == "COMPLETED", (info.get("exception_type"), info.get("exception_note"), info.get("eventlog"))
         assert (out / f"out-{j}").read_text() == "finished\n", j
     # Each task ran exactly once: nothing was restarted.
     for j in running + pending:
@@ -202,7 +202,8 @@ def test_accepted_submissions_survive_an_immediate_kill(cluster):
     known = by_id(cluster.jobs())
     assert sorted(known) == sorted(ids)
     for j in ids:
-        assert cluster.wait_job(j, timeout=60)["result"] == "COMPLETED"
+        info = cluster.wait_job(j, timeout=60)
+        assert info["result"] == "COMPLETED", (info.get("exception_type"), info.get("exception_note"), info.get("eventlog"))
     assert cluster.submit("-o", "/dev/null", "true") > max(ids)
 
 
