@@ -16,6 +16,8 @@ namespace corral::node {
 namespace {
 // A missed SIGCHLD (another thread had it unblocked) must not strand a finished task.
 constexpr double kReapSweepSeconds = 1.0;
+// Longest a finished step's record waits for other traffic to the controller.
+constexpr double kStepRecordLinger = 0.05;
 // After SIGKILL, how long shutdown waits for the last children before giving up.
 constexpr double kShutdownSlack = 1.0;
 
@@ -59,6 +61,7 @@ Agent::Agent(EventLoop& loop, AgentConfig config, Outbox::Sink sink, StepNodeCon
 Agent::~Agent() {
   if (signal_fd_.valid()) loop_.remove_fd(signal_fd_.get());
   if (sweep_timer_) loop_.cancel_timer(*sweep_timer_);
+  if (records_timer_) loop_.cancel_timer(*records_timer_);
   loop_.set_end_of_iteration(nullptr);
 }
 
@@ -73,9 +76,18 @@ Status Agent::start() {
   signal_fd_.reset(::signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC));
   if (!signal_fd_.valid()) return io_error(std::string("signalfd: ") + std::strerror(errno));
   if (auto st = loop_.add_fd(signal_fd_.get(), EPOLLIN, [this](uint32_t) { on_signal(); }); !st) return st;
-  loop_.set_end_of_iteration([this] { out_.flush(); });
+  loop_.set_end_of_iteration([this] { end_of_iteration(); });
   arm_sweep();
   return {};
+}
+
+void Agent::end_of_iteration() {
+  out_.flush();
+  if (!out_.has_lingering() || records_timer_) return;
+  records_timer_ = loop_.add_timer(kStepRecordLinger, [this] {
+    records_timer_.reset();
+    out_.flush(true);
+  });
 }
 
 void Agent::arm_sweep() {

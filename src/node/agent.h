@@ -52,6 +52,7 @@ class Agent {
 
  private:
   void arm_sweep();
+  void end_of_iteration();  // flushes the outbox; step records that linger get a timer
   void on_signal();
   void reap();
   void check_shutdown_done();
@@ -69,6 +70,7 @@ class Agent {
   JobFenceTable fences_;
   UniqueFd signal_fd_;
   std::optional<EventLoop::TimerId> sweep_timer_;
+  std::optional<EventLoop::TimerId> records_timer_;  // sends step records that linger
   uint64_t session_ = 0;
   bool shutting_down_ = false;
 };

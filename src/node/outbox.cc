@@ -37,7 +37,9 @@ void Outbox::perilog(v1::PerilogResult result) {
 void Outbox::step(const v1::StepInfo& info) {
   if (state_ == State::closed) return;
   *batch_.add_steps() = info;
-  grew(96 + info.name().size() + info.nodelist().size() + info.command().size());
+  lingering_ = true;
+  bytes_ += 96 + info.name().size() + info.nodelist().size() + info.command().size();
+  if (bytes_ >= kMaxBatchBytes) flush(true);
 }
 
 void Outbox::output(uint64_t jobid, uint32_t rank, const std::string& node, bool is_stderr, std::string_view data,
@@ -70,11 +72,12 @@ void Outbox::output(uint64_t jobid, uint32_t rank, const std::string& node, bool
   }
 }
 
-void Outbox::flush() {
-  if (!dirty_) return;
+void Outbox::flush(bool lingering) {
+  if (!dirty_ && !(lingering && lingering_)) return;
   v1::AgentMessage msg;
   msg.Swap(&batch_);
   dirty_ = false;
+  lingering_ = false;
   bytes_ = 0;
   open_output_.clear();
   switch (state_) {
@@ -92,7 +95,7 @@ void Outbox::keep_perilogs(v1::AgentMessage& msg) {
 // The session is over: whatever it did not send yet would be dropped by the link.
 void Outbox::go_offline() {
   state_ = State::offline;
-  flush();
+  flush(true);
   for (auto& m : held_) keep_perilogs(m);
   held_.clear();
 }

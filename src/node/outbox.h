@@ -28,8 +28,10 @@ class Outbox {
   void started(uint64_t jobid, const std::string& node);
   void exited(const v1::JobNodeExit& exit);
   void perilog(v1::PerilogResult result);
-  // A finished step's accounting record. Offline it is dropped: the step manager keeps
-  // every record until acknowledged and resends it with `register`.
+  // A finished step's accounting record. It lingers: it goes with the next batch that has
+  // anything else, or with flush(true), so a job running many short steps sends one
+  // message of records now and then rather than one per step. Offline it is dropped: the
+  // step manager keeps every record until acknowledged and resends it with `register`.
   void step(const v1::StepInfo& info);
   void output(uint64_t jobid, uint32_t rank, const std::string& node, bool is_stderr, std::string_view data,
               bool eof);
@@ -37,7 +39,9 @@ class Outbox {
   // Hands the batch to the sink (online), keeps it until set_online (registering) or
   // drops it (offline: exits are kept by the executor and resent with `register`;
   // perilog results, which nothing else keeps, are kept here and sent once online).
-  void flush();
+  // `lingering` also sends a batch that holds only step records.
+  void flush(bool lingering = false);
+  bool has_lingering() const { return lingering_; }
 
   void set_registering(uint64_t session);
   void set_online(uint64_t session);
@@ -56,6 +60,7 @@ class Outbox {
   uint64_t session_ = 0;
   v1::AgentMessage batch_;
   bool dirty_ = false;
+  bool lingering_ = false;  // batch_ holds step records that wait for company
   size_t bytes_ = 0;
   // Open TaskOutput entry of this batch per (job, rank, stderr), to append small reads.
   std::map<std::tuple<uint64_t, uint32_t, bool>, int> open_output_;
