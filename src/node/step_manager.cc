@@ -377,7 +377,9 @@ void StepManager::on_up(uint64_t jobid, uint32_t stepid, uint64_t serial, v1::La
   maybe_drop(jobid);
 }
 
-// Start failures and PMI aborts reach the user as stderr lines of the rank concerned.
+// Start failures and PMI aborts reach the user as stderr lines of the rank concerned, and
+// end the step: the other ranks would otherwise wait for them forever (in a PMI barrier,
+// or in MPI).
 void StepManager::on_errors(Step& step, const v1::LaunchUp& up, v1::StepServerMessage& msg) {
   auto line = [&](uint32_t rank, const std::string& node, const std::string& text) {
     auto* out = msg.add_output();
@@ -402,7 +404,7 @@ void StepManager::on_errors(Step& step, const v1::LaunchUp& up, v1::StepServerMe
     line(0, {}, a);
     step.add_error(a);
   }
-  if (up.pmi_aborts_size() > 0) signal_step(step, SIGKILL);
+  if (up.pmi_aborts_size() > 0 || up.errors_size() > 0) signal_step(step, SIGKILL);
 }
 
 void StepManager::on_fence(Step& step, v1::PmiFence&& fence) {

@@ -492,7 +492,7 @@ TEST_F(StepManagerTest, ClientMessagesReachTheTree) {
   EXPECT_EQ(downs[1].signal(), SIGINT);
 }
 
-TEST_F(StepManagerTest, StartErrorsBecomeStderrLines) {
+TEST_F(StepManagerTest, StartErrorsBecomeStderrLinesAndKillTheOtherRanks) {
   job(7, 2, 2);
   FakeClient a;
   mgr_->open(1, kOwner, spec(7, 4), a.sink());
@@ -505,9 +505,12 @@ TEST_F(StepManagerTest, StartErrorsBecomeStderrLines) {
     x->set_rank(r);
     x->set_waitstatus(1 << 8);
   }
+  EXPECT_TRUE(launcher_.signals(0).empty());
   launcher_.launches[0].up(std::move(up));
   EXPECT_EQ(a.output(), "corral: node n2: bad credential\n");
   EXPECT_EQ(a.got.back().output(0).rank(), 2u);
+  // Ranks 0 and 1 would wait for ranks 2 and 3 forever.
+  EXPECT_EQ(launcher_.signals(0), std::vector<int>{SIGKILL});
   exit_all(0);
   ASSERT_NE(a.exit(), nullptr);
   EXPECT_EQ(a.exit()->state(), "FAILED");
