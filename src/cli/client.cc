@@ -17,6 +17,7 @@ namespace corral::cli {
 namespace {
 
 constexpr double kUnaryDeadline = 10.0;
+constexpr double kLongUnaryDeadline = 60.0;
 
 std::string unreachable(const std::string& uri, const std::string& reason) {
   return fmt::format(
@@ -178,6 +179,18 @@ Result<std::string> Client::hook_query(const std::string& hook, const std::strin
   auto rep = call_unary(*stub_->stub, &pb::Controller::Stub::HookQuery, req, uri_, kUnaryDeadline);
   if (!rep) return rep.error();
   return std::move(*rep->mutable_json());
+}
+
+Result<pb::ListStepsReply> Client::list_steps(uint64_t jobid) {
+  pb::ListStepsRequest req;
+  req.set_jobid(jobid);
+  return call_unary(*stub_->stub, &pb::Controller::Stub::ListSteps, req, uri_, kUnaryDeadline);
+}
+
+Result<pb::HistoryReply> Client::history(const pb::HistoryRequest& req) {
+  // A site's whole history may be asked for: give it longer than the other calls.
+  return call_unary(*stub_->stub, &pb::Controller::Stub::History, req, uri_,
+                    kLongUnaryDeadline);
 }
 
 Result<pb::PingReply> Client::ping(double timeout_seconds) {

@@ -3,6 +3,7 @@
 // messages a user can act on ("cannot reach the controller at ...").
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -57,6 +58,10 @@ class Client {
   // `corral <hook> ...`: the hook's JSON answer.
   Result<std::string> hook_query(const std::string& hook, const std::string& what,
                                  const std::string& args_json);
+  // Finished steps of a job as the controller stored them (jobid 0: all of the caller's).
+  Result<pb::ListStepsReply> list_steps(uint64_t jobid);
+  // `corral history`: finished jobs with their steps.
+  Result<pb::HistoryReply> history(const pb::HistoryRequest& req);
   Result<pb::PingReply> ping(double timeout_seconds = 10);
   Status shutdown(double timeout_seconds = 10);
   std::unique_ptr<WatchStream> watch(const pb::WatchRequest& req);

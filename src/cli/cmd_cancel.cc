@@ -1,12 +1,13 @@
-// corral cancel ID... | -u USER | -t STATES: cancel jobs or signal their tasks (scancel).
+// corral cancel ID[.STEP]... | -u USER | -t STATES: cancel jobs or steps, or signal their
+// tasks (scancel).
 #include <memory>
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include "cli/cancel_targets.h"
 #include "cli/client.h"
 #include "cli/commands.h"
-#include "cli/job_ids.h"
 #include "cli/values.h"
 
 namespace corral::cli {
@@ -22,7 +23,14 @@ struct CancelState {
 
 pb::CancelRequest make_request(const CancelState& st) {
   pb::CancelRequest req;
-  for (uint64_t id : parse_jobids_or_exit("cancel", st.ids)) req.add_jobids(id);
+  auto targets = parse_cancel_targets(st.ids);
+  if (!targets) usage_error("cancel", targets.message());
+  for (uint64_t id : targets->jobids) req.add_jobids(id);
+  for (const auto& s : targets->steps) {
+    pb::StepRef* ref = req.add_steps();
+    ref->set_jobid(s.jobid);
+    ref->set_step(job::step_name(s.step));
+  }
   if (!st.signal.empty()) {
     auto sig = parse_signal("-s/--signal", st.signal);
     if (!sig) usage_error("cancel", sig.message());
@@ -36,10 +44,24 @@ pb::CancelRequest make_request(const CancelState& st) {
   }
   for (const auto& s : st.states)
     for (const auto& part : split_list(s)) req.add_states(part);
-  if (req.jobids_size() == 0 && !req.has_userid() && req.states_size() == 0)
+  if (req.jobids_size() == 0 && req.steps_size() == 0 && !req.has_userid() &&
+      req.states_size() == 0)
     usage_error("cancel", "no jobs given (give job ids, or select with -u/--user or -t/--states)");
   req.set_message(st.message);
   return req;
+}
+
+// "job 42" or "step 42.3": results name only a job id, so a step's result is recognised
+// by its place (the controller answers the jobs first, then the steps, in request order).
+std::string what_of(const pb::CancelRequest& req, const pb::CancelReply& reply, int i) {
+  const auto& r = reply.results(i);
+  const int nsteps = req.steps_size();
+  const int first_step = reply.results_size() - nsteps;
+  if (nsteps > 0 && first_step == req.jobids_size() && i >= first_step) {
+    const auto& ref = req.steps(i - first_step);
+    if (ref.jobid() == r.jobid()) return fmt::format("step {}.{}", ref.jobid(), ref.step());
+  }
+  return fmt::format("job {}", r.jobid());
 }
 
 void run_cancel(const Globals& g, const CancelState& st) {
@@ -47,12 +69,13 @@ void run_cancel(const Globals& g, const CancelState& st) {
   Client client(resolve_uri(g.uri));
   auto reply = expect_ok("cancel", client.cancel(req));
   bool failed = false;
-  for (const auto& r : reply.results()) {
+  for (int i = 0; i < reply.results_size(); ++i) {
+    const auto& r = reply.results(i);
     if (!r.ok()) {
-      fmt::print(stderr, "corral cancel: job {}: {}\n", r.jobid(), r.error());
+      fmt::print(stderr, "corral cancel: {}: {}\n", what_of(req, reply, i), r.error());
       failed = true;
     } else if (st.verbose) {
-      fmt::print(stderr, "corral cancel: job {}: {}\n", r.jobid(),
+      fmt::print(stderr, "corral cancel: {}: {}\n", what_of(req, reply, i),
                  req.signal() ? "signalled" : "canceled");
     }
   }
@@ -65,8 +88,11 @@ void add_cancel_command(CLI::App& app, Globals& g) {
   auto st = std::make_shared<CancelState>();
   CLI::App* sub = app.add_subcommand(
       "cancel", "Cancel jobs or signal their tasks (like scancel)");
-  sub->footer("Without ids, -u and -t select the active jobs to cancel.");
-  sub->add_option("ID", st->ids, "Job ids")->expected(-1);
+  sub->footer(
+      "Without ids, -u and -t select the active jobs to cancel. JOBID.STEP (42.3,\n"
+      "42.batch, 42.interactive) cancels one step of a job, or signals it with -s; the job\n"
+      "goes on.");
+  sub->add_option("ID", st->ids, "Job ids, or JOBID.STEP for steps")->expected(-1);
   sub->add_option("-s,--signal", st->signal,
                   "Send this signal (TERM, USR1, 9, ...) to the tasks instead of canceling")
       ->type_name("SIG");

@@ -1,5 +1,6 @@
 // corral run [OPTIONS] COMMAND [ARGS...]: submit, wait, stream the tasks' output, and
-// exit with the job's status, like srun or flux run.
+// exit with the job's status, like srun or flux run. Inside an allocation ($CORRAL_JOBID
+// and $CORRAL_STEPMGR set) or with --jobid it starts a step of that job instead.
 #include <poll.h>
 #include <signal.h>
 #include <sys/eventfd.h>
@@ -21,6 +22,10 @@
 #include "cli/job_submit.h"
 #include "cli/job_watch.h"
 #include "cli/progress.h"
+#include "cli/step_attach.h"
+#include "cli/step_spec.h"
+#include "cli/step_target.h"
+#include "cli/values.h"
 
 namespace corral::cli {
 
@@ -32,6 +37,8 @@ struct RunState {
   JobOptions job;
   SubmitFlags flags;
   bool label = false;
+  std::string jobid;  // --jobid: a step of this job
+  StepFlags step;
   std::vector<std::string> command;
 };
 
@@ -251,12 +258,84 @@ class AttachedJob {
   std::string reason_;
 };
 
+// The job whose step this run is: --jobid, else $CORRAL_JOBID with $CORRAL_STEPMGR; 0 for
+// none (a new job).
+uint64_t step_jobid(const RunState& st, const JobContext& ctx) {
+  if (!st.jobid.empty()) {
+    auto id = parse_jobid(st.jobid);
+    if (!id) usage_error("run", "--jobid: " + id.message());
+    return *id;
+  }
+  auto target = step_target_from_env(ctx.env, 0);
+  if (!target) usage_error("run", target.message());
+  return *target ? (*target)->jobid : 0;
+}
+
+void print_step_spec(const pb::StepSpec& spec) {
+  nlohmann::json doc = {{"jobid", spec.jobid()},
+                        {"argv", std::vector<std::string>(spec.argv().begin(), spec.argv().end())},
+                        {"cwd", spec.cwd()},
+                        {"nnodes", spec.nnodes()},
+                        {"ntasks", spec.ntasks()},
+                        {"cores_per_task", spec.cores_per_task()},
+                        {"gpus_per_task", spec.gpus_per_task()},
+                        {"nodelist", spec.nodelist()},
+                        {"overlap", spec.overlap()},
+                        {"immediate", spec.immediate()},
+                        {"kill_on_bad_exit", spec.kill_on_bad_exit()},
+                        {"name", spec.name()},
+                        {"input", spec.input()},
+                        {"output", spec.output()},
+                        {"error", spec.error()},
+                        {"stdin_open", spec.stdin_open()},
+                        {"env_count", spec.env_size()}};
+  fmt::print("{}\n", doc.dump(2));
+}
+
+void run_step(const Globals& g, const RunState& st, uint64_t jobid, const JobContext& ctx,
+              const std::vector<std::string>& command) {
+  auto spec = build_step_spec(jobid, st.job, st.step, command, ctx);
+  if (!spec) usage_error("run", spec.message());
+  if (st.flags.dry_run) {
+    print_step_spec(*spec);
+    return;
+  }
+  StepSignals signals;  // before any channel, so gRPC's threads inherit the blocked mask
+  auto target = step_target_from_env(ctx.env, jobid);
+  StepTarget where;
+  if (target && *target) {
+    where = **target;
+  } else {
+    Client client(resolve_uri(g.uri));
+    auto found = find_step_manager(client, jobid);
+    if (!found) fail_rpc("run", found.error());
+    where = *found;
+  }
+  if (st.flags.verbose)
+    fmt::print(stderr, "corral run: starting a step of job {} through {}\n", jobid,
+               where.stepmgr);
+  StepClient steps(where.stepmgr, jobid);
+  AttachOptions opts;
+  opts.label = st.label;
+  opts.verbose = st.flags.verbose;
+  if (int code = attach_step(steps, *spec, opts, signals).exit_code; code != 0)
+    throw CLI::RuntimeError(code);
+}
+
 void run_run(const Globals& g, const RunState& st) {
   const std::vector<std::string>& command = g.command.empty() ? st.command : g.command;
   if (command.empty()) usage_error("run", "missing COMMAND (e.g. corral run -N2 hostname)");
+  const JobContext ctx = current_context();
+  if (const uint64_t jobid = step_jobid(st, ctx); jobid != 0) {
+    run_step(g, st, jobid, ctx, command);
+    return;
+  }
+  if (st.step.overlap || st.step.immediate || st.step.kill_on_bad_exit)
+    usage_error("run", "--overlap, --immediate and --kill-on-bad-exit apply to steps: use them "
+                       "inside an allocation (corral alloc, a batch script) or with --jobid");
   if (!st.job.cc.empty())
     usage_error("run", "--cc submits several jobs; use it with corral submit");
-  ParsedJob job = parse_or_exit("run", st.job, current_context());
+  ParsedJob job = parse_or_exit("run", st.job, ctx);
   job.request.command = command;
   pb::SubmitRequest req = build_submit_request("run", job);
   if (dry_run(st.flags, req)) return;
@@ -276,7 +355,21 @@ void add_run_command(CLI::App& app, Globals& g) {
       "run", "Run COMMAND as a job, stream its output and exit with its status (like srun)");
   g.takes_command.insert("run");
   add_job_options(*sub, st->job);
-  sub->add_flag("-l,--label-io", st->label, "Prefix each output line with its task rank");
+  sub->add_flag("-l,--label,--label-io", st->label, "Prefix each output line with its task rank");
+  const char* steps = "Step options";
+  sub->add_option("--jobid", st->jobid,
+                  "Start a step of this running job instead of a new job (the default inside "
+                  "an allocation: $CORRAL_JOBID)")
+      ->type_name("ID")->group(steps);
+  sub->add_flag("--overlap", st->step.overlap,
+                "Share cores with the job's running steps instead of waiting for free ones")
+      ->group(steps);
+  sub->add_flag("--immediate", st->step.immediate,
+                "Fail at once if the step would have to wait for cores")
+      ->group(steps);
+  sub->add_flag("-K,--kill-on-bad-exit", st->step.kill_on_bad_exit,
+                "Kill the step's other tasks when one exits non-zero")
+      ->group(steps);
   sub->add_flag("--dry-run", st->flags.dry_run, "Print the jobspec instead of running it");
   sub->add_flag("-v,--verbose", st->flags.verbose, "Say what is sent where");
   sub->add_option("COMMAND", st->command, "The command to run and its arguments")
@@ -285,6 +378,10 @@ void add_run_command(CLI::App& app, Globals& g) {
       "Output streams here unless -o/-e are given. corral exits with the job's exit code\n"
       "(128+N if a task was killed by signal N; 1 if the job failed before its tasks ran).\n"
       "Ctrl-C sends SIGINT to the tasks; a second Ctrl-C within a second cancels the job.\n\n"
+      "Inside an allocation (a batch script, corral alloc: $CORRAL_JOBID is set) or with\n"
+      "--jobid, COMMAND runs as a step of that job on a subset of its nodes and cores:\n"
+      "-N -n -c --gpus-per-task -w choose the subset, stdin goes to task 0, a second\n"
+      "Ctrl-C within a second kills the step, and the exit code is the step's.\n\n"
       "Example: corral run -N2 -n4 -l hostname");
   sub->callback([&g, st] { run_run(g, *st); });
 }

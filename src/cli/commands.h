@@ -38,6 +38,9 @@ void add_start_command(CLI::App& app, Globals& g);
 void add_topo_command(CLI::App& app, Globals& g);  // topo check/show/generate
 void add_sim_command(CLI::App& app, Globals& g);   // the scheduling simulator
 void add_slingshot_command(CLI::App& app, Globals& g);  // slingshot pool/clean
+void add_alloc_command(CLI::App& app, Globals& g);    // an allocation with a shell (salloc)
+void add_steps_command(CLI::App& app, Globals& g);    // steps of running jobs (squeue -s)
+void add_history_command(CLI::App& app, Globals& g);  // finished jobs and steps (sacct)
 
 // Exit codes: 0 success, 1 a failure reported by the controller or the job, 2 a usage
 // error found before anything was sent.

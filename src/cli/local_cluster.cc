@@ -21,6 +21,7 @@
 
 #include "cli/client.h"
 #include "cli/progress.h"
+#include "job/hmac_key.h"
 #include "util/units.h"
 
 namespace corral::cli {
@@ -121,6 +122,15 @@ Status LocalCluster::make_dir() {
   return {};
 }
 
+// corrald signs step credentials with (keys derived from) it and the agents check them,
+// so both must hold it before either starts. A kept --dir keeps its key.
+Status LocalCluster::make_key_file() {
+  if (::access(key_file().c_str(), F_OK) == 0) return job::load_key_file(key_file()).status();
+  auto key = job::generate_key();
+  if (!key) return key.error();
+  return job::write_key_file(key_file(), *key);
+}
+
 Status LocalCluster::spawn(const std::string& name, const std::string& log,
                            std::vector<std::string> args) {
   if (::access(args[0].c_str(), X_OK) != 0)
@@ -149,10 +159,13 @@ Status LocalCluster::spawn(const std::string& name, const std::string& log,
 
 Status LocalCluster::launch() {
   if (auto st = make_dir(); !st) return st;
+  if (auto st = make_key_file(); !st) return st;
   const std::string bin = libexec_dir();
+  // An absolute path is never a TOML value, so --set takes it as a plain string.
   std::vector<std::string> ctld{bin + "/corrald", "--socket", dir_ + "/corrald.sock",
                                 "--state-dir", dir_ + "/state", "--log-file",
-                                dir_ + "/corrald.log"};
+                                dir_ + "/corrald.log", "--set",
+                                "controller.key-file=" + key_file()};
   if (!cfg_.config_file.empty()) {
     ctld.push_back("--config");
     ctld.push_back(fs::absolute(cfg_.config_file).string());
@@ -169,7 +182,7 @@ Status LocalCluster::launch() {
                                    parts[i], "--cores", std::to_string(cfg_.cores), "--gpus",
                                    std::to_string(cfg_.gpus), "--memory", cfg_.memory,
                                    "--state-dir", fmt::format("{}/agent-{}", dir_, i),
-                                   "--log-file", log};
+                                   "--log-file", log, "--key-file", key_file()};
     if (auto st = spawn(fmt::format("corral-node {}", parts[i]), log, agent); !st) return st;
   }
   return {};

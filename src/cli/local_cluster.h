@@ -48,6 +48,8 @@ class LocalCluster {
   void teardown();
 
   std::string uri() const { return "unix:" + dir_ + "/corrald.sock"; }
+  // The cluster key every daemon is given (written by launch() unless it exists).
+  std::string key_file() const { return dir_ + "/cluster.key"; }
   const std::string& dir() const { return dir_; }
 
  private:
@@ -57,6 +59,7 @@ class LocalCluster {
     pid_t pid = -1;
   };
   Status make_dir();
+  Status make_key_file();
   Status spawn(const std::string& name, const std::string& log, std::vector<std::string> argv);
   std::string describe_exit(const Daemon& d, int status) const;
 

@@ -29,12 +29,15 @@ void build_app(CLI::App& app, Globals& g) {
   add_start_command(app, g);
   add_submit_command(app, g);
   add_run_command(app, g);
+  add_alloc_command(app, g);
+  add_steps_command(app, g);
   add_batch_command(app, g);
   add_queue_command(app, g);
   add_cancel_command(app, g);
   add_show_command(app, g);
   add_eventlog_command(app, g);
   add_wait_command(app, g);
+  add_history_command(app, g);
   add_nodes_command(app, g);
   add_drain_commands(app, g);
   add_topo_command(app, g);
