@@ -128,6 +128,14 @@ def event_names(cluster, jobid):
     return [ev["name"] for ev in cluster.eventlog(jobid)]
 
 
+def write_key_file(path):
+    """The cluster key corrald and every agent share: hex, private to its owner (0600)."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "w") as f:
+        f.write(os.urandom(32).hex() + "\n")
+    return path
+
+
 class Cluster:
     """A controller and K agents hosting node0..node{size-1} in a temporary directory."""
 
@@ -145,6 +153,7 @@ class Cluster:
         self.uri = "unix:" + self.socket
         self.env = dict(os.environ, CORRAL_URI=self.uri)
         self.node_sets = split_nodes(size, self.agent_count)
+        self.key_file = write_key_file(os.path.join(self.dir, "cluster.key"))
         self.controller = None
         self.agents = [None] * len(self.node_sets)
 
@@ -158,7 +167,8 @@ class Cluster:
     def start_controller(self):
         args = [binary("corrald"), "--socket", self.socket,
                 "--state-dir", os.path.join(self.dir, "state"),
-                "--log-file", os.path.join(self.dir, "corrald.log")]
+                "--log-file", os.path.join(self.dir, "corrald.log"),
+                "--set", f"controller.key-file={self.key_file}"]
         if self.config:
             args += ["--config", str(self.config)]
         for s in self.sets:
@@ -171,7 +181,7 @@ class Cluster:
         args = [binary("corral-node"), "--controller", self.uri, "--nodes", self.node_sets[i],
                 "--cores", str(self.cores), "--gpus", str(self.gpus), "--memory", self.memory,
                 "--state-dir", os.path.join(self.dir, f"agent-{i}"), "--log-file", log,
-                *self.agent_args]
+                "--key-file", self.key_file, *self.agent_args]
         self.agents[i] = self._spawn(args, os.path.join(self.dir, f"agent-{i}.out"))
         return self.agents[i]
 

@@ -95,7 +95,7 @@ def test_bad_values_of_other_commands(cluster):
         (["queue", "-j", "x"], "queue", "'x' is not a job id"),
         (["cancel"], "cancel", "no jobs given"),
         (["cancel", "-s", "NOPE", "1"], "cancel", "unknown signal 'NOPE'"),
-        (["cancel", "abc"], "cancel", "'abc' is not a job id"),
+        (["cancel", "abc"], "cancel", "'abc' is not a job or step id"),
         (["show", "job", "x"], "show job", "not a job id"),
         (["eventlog", "0"], "eventlog", "not a job id"),
         (["wait", "1,y"], "wait", "'y' is not a job id"),

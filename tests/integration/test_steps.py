@@ -1,0 +1,260 @@
+"""Job steps: the step manager in the agent of the job's first node, `corral run` inside
+an allocation (from a batch script, with --jobid), subsets of the job and waiting, I/O,
+signals, step cancel, accounting reaching the controller, an MPICH program across four
+virtual nodes, and a controller restart while steps run."""
+import json
+import os
+import signal
+import subprocess
+import textwrap
+import time
+
+import pytest
+
+from conftest import SOURCE_DIR, binary, wait_until
+
+
+def hold(cluster, *args):
+    """A batch job that only holds its allocation; returns its id once it runs."""
+    proc = cluster.corral("batch", "--parsable", *args, "-",
+                          input="#!/bin/sh\nexec sleep 300\n")
+    jobid = int(proc.stdout.strip())
+    cluster.wait_job(jobid, "RUN")
+    return jobid
+
+
+def step(cluster, jobid, *args, check=False, input=None, timeout=60):
+    return cluster.corral("run", f"--jobid={jobid}", *args, check=check, input=input,
+                          timeout=timeout)
+
+
+def steps_json(cluster, jobid):
+    return json.loads(cluster.corral("steps", jobid, "--json").stdout)
+
+
+def agent_of(cluster, node):
+    for i, nodes in enumerate(cluster.node_sets):
+        names = cluster.corral("hostlist", "expand", nodes).stdout.split()
+        if node in names:
+            return i
+    raise AssertionError(f"no agent hosts {node}")
+
+
+@pytest.mark.cluster(size=4, agents=2, cores=4)
+def test_step_manager_runs_on_the_first_node_and_steps_get_subsets(cluster):
+    jobid = hold(cluster, "-N4", "-n16")
+    job = cluster.job(jobid)
+    first = cluster.corral("hostlist", "expand", job["nodelist"]).stdout.split()[0]
+    # The controller tells where the step manager is: the agent of the first node.
+    i = agent_of(cluster, first)
+    assert job["stepmgr"] == "unix:" + os.path.join(cluster.dir, f"agent-{i}", "step.sock"), job
+
+    proc = step(cluster, jobid, "-N2", "-n4", "-l", "sh", "-c",
+                "echo $CORRAL_NODENAME $CORRAL_STEPID $CORRAL_NTASKS $CORRAL_STEPMGR", check=True)
+    lines = sorted(proc.stdout.splitlines())
+    assert len(lines) == 4, proc.stdout
+    for rank, line in enumerate(lines):
+        label, node, stepid, ntasks, mgr = line.split()
+        assert label == f"{rank}:"
+        assert stepid == "0" and ntasks == "4" and mgr == job["stepmgr"]
+    nodes = {line.split()[1] for line in lines}
+    assert len(nodes) == 2
+
+    # Each step gets its own id; -w places it; the exit code is the step's.
+    proc = step(cluster, jobid, "-w", "node3", "sh", "-c", "echo $CORRAL_NODENAME; exit 7")
+    assert proc.returncode == 7 and proc.stdout.strip() == "node3", proc.stderr
+    bad = step(cluster, jobid, "-n17", "true")
+    assert bad.returncode != 0 and "17 tasks" in bad.stderr and "4 cores each" in bad.stderr, bad.stderr
+
+
+@pytest.mark.cluster(size=2, agents=2, cores=2)
+def test_steps_wait_for_cores_or_fail_with_immediate(cluster, tmp_path):
+    jobid = hold(cluster, "-N2", "-n4")
+    first = subprocess.Popen([binary("corral"), "run", f"--jobid={jobid}", "-n4", "sleep", "2"],
+                             env=cluster.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    wait_until(lambda: any(s["state"] == "RUNNING" and s["step"] == "0"
+                           for s in steps_json(cluster, jobid)),
+               what="the first step to run", cluster=cluster)
+    imm = step(cluster, jobid, "--immediate", "-n1", "true")
+    assert imm.returncode != 0 and "step" in imm.stderr.lower(), imm.stderr
+    t0 = time.monotonic()
+    waited = step(cluster, jobid, "-n1", "echo", "after")
+    assert waited.returncode == 0 and waited.stdout == "after\n"
+    assert first.wait(timeout=30) == 0
+    assert time.monotonic() - t0 > 0.5  # it waited for the first step's cores
+    over = step(cluster, jobid, "--overlap", "-n1", "true")
+    assert over.returncode == 0
+
+
+@pytest.mark.cluster(size=2, agents=2, cores=2)
+def test_step_io_labels_stdin_and_kill_on_bad_exit(cluster):
+    jobid = hold(cluster, "-N2", "-n4")
+    proc = step(cluster, jobid, "-n2", "-l", "cat", input="hello\n", check=True)
+    assert proc.stdout == "0: hello\n", proc.stdout  # stdin goes to rank 0 only
+    proc = step(cluster, jobid, "-n4", "-l", "sh", "-c", "echo out $CORRAL_TASK_RANK; echo err >&2")
+    assert sorted(proc.stdout.splitlines()) == [f"{r}: out {r}" for r in range(4)]
+    assert proc.stderr.count("err") == 4
+    t0 = time.monotonic()
+    proc = step(cluster, jobid, "-n4", "--kill-on-bad-exit", "sh", "-c",
+                'if [ "$CORRAL_TASK_RANK" = 2 ]; then exit 3; fi; exec sleep 60')
+    assert proc.returncode == 3, proc.stderr
+    assert time.monotonic() - t0 < 30
+
+
+@pytest.mark.cluster(size=2, agents=1, cores=2)
+def test_ctrl_c_forwards_sigint_and_cancel_ends_one_step(cluster):
+    jobid = hold(cluster, "-N2", "-n4")
+    run = subprocess.Popen([binary("corral"), "run", f"--jobid={jobid}", "-n1", "sh", "-c",
+                            "trap 'echo got-int; exit 9' INT; echo ready; while :; do sleep 0.1; done"],
+                           env=cluster.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert run.stdout.readline() == "ready\n"
+    run.send_signal(signal.SIGINT)
+    out, _ = run.communicate(timeout=20)
+    assert run.returncode == 9 and "got-int" in out
+
+    long = subprocess.Popen([binary("corral"), "run", f"--jobid={jobid}", "-n1", "sleep", "300"],
+                            env=cluster.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    sid = wait_until(lambda: next((s["step"] for s in steps_json(cluster, jobid)
+                                   if s["state"] == "RUNNING" and s["step"] != "batch"), None),
+                     what="the long step to run", cluster=cluster)
+    cluster.corral("cancel", f"{jobid}.{sid}")
+    assert long.wait(timeout=20) != 0
+    rec = wait_until(lambda: next((s for s in steps_json(cluster, jobid)
+                                   if s["step"] == sid and s["state"] == "CANCELED"), None),
+                     what="the canceled step's record", cluster=cluster)
+    assert rec["t_end"] > 0
+    assert cluster.job(jobid)["state"] == "RUN"  # the job itself goes on
+    bad = cluster.corral("cancel", f"{jobid}.x", check=False)
+    assert bad.returncode != 0 and f"{jobid}.x" in bad.stderr
+
+
+@pytest.mark.cluster(size=2, agents=2, cores=2)
+def test_batch_script_steps_and_accounting(cluster, tmp_path):
+    env = dict(cluster.env, CORRAL_BIN=binary("corral"))
+    script = tmp_path / "job.sh"
+    script.write_text(textwrap.dedent("""\
+        #!/bin/sh
+        #CORRAL -N 2 -n 4
+        "$CORRAL_BIN" run -n4 -l hostname-is-not-needed 2>/dev/null
+        "$CORRAL_BIN" run -N2 -n2 sh -c 'echo step $CORRAL_STEPID on $CORRAL_NODENAME'
+        "$CORRAL_BIN" run -n1 sh -c 'exit 4'
+        echo done
+        """))
+    proc = cluster.corral("batch", "--parsable", str(script), cwd=tmp_path, env=env)
+    jobid = int(proc.stdout.strip())
+    job = cluster.wait_job(jobid)
+    assert job["result"] == "COMPLETED", job
+    out = (tmp_path / f"corral-{jobid}.out").read_text().splitlines()
+    assert sorted(out[:2]) == ["step 1 on node0", "step 1 on node1"], out
+    assert out[-1] == "done"
+    # Step records reached the controller (the job is finished: nothing to ask its step manager).
+    hist = json.loads(cluster.corral("history", "-j", jobid, "--json").stdout)
+    steps = {s["step"]: s for s in hist[0]["steps"]}
+    assert set(steps) >= {"0", "1", "2"}, steps
+    assert steps["0"]["state"] == "FAILED" and steps["0"]["waitstatus"] == 127 << 8
+    assert steps["1"]["ntasks"] == 2 and steps["1"]["nnodes"] == 2
+    assert steps["2"]["waitstatus"] == 4 << 8 and steps["2"]["state"] == "FAILED"
+    assert all(s["t_end"] >= s["t_start"] > 0 for s in steps.values())
+
+
+@pytest.mark.cluster(size=2, agents=1, cores=2)
+def test_other_users_cannot_attach_steps(cluster):
+    jobid = hold(cluster, "-N1")
+    proc = cluster.corral("run", f"--jobid={jobid}", "true", user=1234, check=False)
+    assert proc.returncode != 0
+    assert "belongs to" in proc.stderr or "permission" in proc.stderr.lower(), proc.stderr
+
+
+@pytest.fixture(scope="module")
+def mpi_program(tmp_path_factory):
+    out = tmp_path_factory.mktemp("mpi") / "pmi_ring"
+    src = SOURCE_DIR / "tests" / "data" / "mpi" / "pmi_ring.c"
+    subprocess.run(["mpicc", "-o", str(out), str(src)], check=True)
+    return str(out)
+
+
+@pytest.mark.cluster(size=4, agents=4, cores=2)
+def test_mpich_program_across_four_nodes_as_a_step(cluster, mpi_program):
+    jobid = hold(cluster, "-N4", "-n8")
+    proc = step(cluster, jobid, "-N4", "-n8", mpi_program, timeout=120)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert sorted(proc.stdout.splitlines()) == sorted(
+        [f"rank {r} of 8" for r in range(8)] + ["ring and allreduce ok"]), proc.stdout
+
+
+@pytest.mark.cluster(size=4, agents=4, cores=2)
+def test_mpich_program_across_four_nodes_as_a_job(cluster, mpi_program):
+    proc = cluster.corral("run", "-N4", "-n8", mpi_program, check=False, timeout=120)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert sorted(proc.stdout.splitlines()) == sorted(
+        [f"rank {r} of 8" for r in range(8)] + ["ring and allreduce ok"]), proc.stdout
+
+
+@pytest.mark.cluster(size=2, agents=2, cores=2, sets=("controller.kill-grace=1s",))
+def test_steps_keep_running_across_a_controller_restart(cluster, tmp_path):
+    jobid = hold(cluster, "-N2", "-n4")
+    marker = tmp_path / "started"
+    long = subprocess.Popen([binary("corral"), "run", f"--jobid={jobid}", "-N2", "-n2", "sh", "-c",
+                             f"touch {marker}.$CORRAL_TASK_RANK; sleep 4; echo survived"],
+                            env=cluster.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    wait_until(lambda: os.path.exists(f"{marker}.0") and os.path.exists(f"{marker}.1"),
+               what="the step's tasks to start", cluster=cluster)
+    inside = dict(cluster.env, CORRAL_JOBID=str(jobid), CORRAL_STEPMGR=cluster.job(jobid)["stepmgr"])
+    cluster.kill_controller(signal.SIGKILL)
+    # Steps do not need the controller: inside the allocation a new one starts while it is down.
+    quick = cluster.corral("run", "-n1", "echo", "while-down", env=inside, check=False)
+    assert quick.returncode == 0 and quick.stdout == "while-down\n", quick.stderr
+    cluster.restart_controller()
+    out, err = long.communicate(timeout=30)
+    assert long.returncode == 0 and out.count("survived") == 2, err
+    recs = wait_until(lambda: (lambda s: s if len(s) >= 2 else None)(
+        [s for s in json.loads(cluster.corral("steps", jobid, "--json").stdout)
+         if s["state"] == "COMPLETED"]), what="both step records", cluster=cluster)
+    assert {s["step"] for s in recs} >= {"0", "1"}
+    cluster.corral("cancel", jobid)
+    cluster.wait_job(jobid)
+    hist = json.loads(cluster.corral("history", "-j", jobid, "--json").stdout)
+    assert {s["step"] for s in hist[0]["steps"]} >= {"0", "1"}
+
+
+@pytest.mark.cluster(size=2, agents=2, cores=2)
+def test_alloc_runs_the_interactive_step_and_steps_inside_it(cluster):
+    env = dict(cluster.env, CORRAL_BIN=binary("corral"))
+    proc = cluster.corral(
+        "alloc", "-N2", "-n4", "sh", "-c",
+        'echo job $CORRAL_JOBID step $CORRAL_STEPID; "$CORRAL_BIN" run -n4 -l true && '
+        '"$CORRAL_BIN" run -N2 -n2 sh -c \'echo on $CORRAL_NODENAME\'; exit 5',
+        env=env, check=False)
+    assert proc.returncode == 5, proc.stderr  # the exit code is the interactive step's
+    lines = proc.stdout.splitlines()
+    jobid = int(lines[0].split()[1])
+    assert lines[0] == f"job {jobid} step interactive", lines
+    assert sorted(lines[1:]) == ["on node0", "on node1"], lines
+    job = cluster.wait_job(jobid)  # the allocation ends with its shell
+    assert "stepmgr" not in job
+    hist = json.loads(cluster.corral("history", "-j", jobid, "--json").stdout)
+    assert {s["step"] for s in hist[0]["steps"]} >= {"interactive", "0", "1"}
+
+
+@pytest.mark.cluster(size=1, agents=1, cores=2)
+def test_alloc_gives_the_shell_a_terminal(cluster):
+    import pty
+    pid, fd = pty.fork()
+    if pid == 0:
+        os.execve(binary("corral"), [binary("corral"), "alloc", "sh", "-c",
+                                     "test -t 0 && test -t 1 && echo TTY-OK; read line; "
+                                     "echo got $line"], cluster.env)
+    out = b""
+    deadline = time.monotonic() + 30
+    while b"TTY-OK" not in out and time.monotonic() < deadline:
+        out += os.read(fd, 1024)
+    os.write(fd, b"hello\r")
+    while b"got hello" not in out and time.monotonic() < deadline:
+        try:
+            out += os.read(fd, 1024)
+        except OSError:
+            break
+    _, status = os.waitpid(pid, 0)
+    os.close(fd)
+    assert b"TTY-OK" in out and b"got hello" in out, out
+    assert os.waitstatus_to_exitcode(status) == 0
