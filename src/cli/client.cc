@@ -25,19 +25,6 @@ std::string unreachable(const std::string& uri, const std::string& reason) {
       reason);
 }
 
-// gRPC's "failed to connect to all addresses; last error: UNKNOWN: unix:/x: Connection
-// refused" says the useful part last.
-std::string short_reason(const std::string& message) {
-  for (const char* known : {"Connection refused", "No such file or directory",
-                            "Permission denied", "Connection reset by peer"}) {
-    if (message.find(known) != std::string::npos) {
-      std::string reason = known;
-      reason[0] = static_cast<char>(std::tolower(static_cast<unsigned char>(reason[0])));
-      return reason;
-    }
-  }
-  return message;
-}
 
 Error to_error(const grpc::Status& st, const std::string& uri) {
   switch (st.error_code()) {
@@ -70,6 +57,19 @@ void set_deadline(grpc::ClientContext& ctx, double seconds) {
 }
 
 }  // namespace
+
+std::string short_reason(const std::string& message) {
+  for (const char* known : {"Connection refused", "No such file or directory",
+                            "Permission denied", "Connection reset by peer"}) {
+    if (message.find(known) != std::string::npos) {
+      std::string reason = known;
+      reason[0] = static_cast<char>(std::tolower(static_cast<unsigned char>(reason[0])));
+      return reason;
+    }
+  }
+  return message;
+}
+
 
 std::string resolve_uri(std::string_view flag) {
   if (!flag.empty()) return std::string(flag);

@@ -20,6 +20,11 @@ inline constexpr std::string_view kDefaultUri = "unix:/run/corral/corrald.sock";
 // --uri wins, then $CORRAL_URI, then the default socket.
 std::string resolve_uri(std::string_view flag);
 
+// gRPC's "failed to connect to all addresses; last error: UNKNOWN: unix:/x: Connection
+// refused" says the useful part last: the reason alone ("connection refused"), or the
+// whole message when it is none of the usual ones.
+std::string short_reason(const std::string& message);
+
 // A server stream of WatchReply. read() returns false at the end; then finish() says
 // whether the stream ended cleanly.
 class WatchStream {

@@ -1,6 +1,5 @@
 #include "cli/step_client.h"
 
-#include <cctype>
 #include <chrono>
 #include <mutex>
 #include <utility>
@@ -8,25 +7,13 @@
 #include <fmt/format.h>
 #include <grpcpp/grpcpp.h>
 
+#include "cli/client.h"
 #include "corral.grpc.pb.h"
 
 namespace corral::cli {
 
 namespace {
 
-// gRPC's "failed to connect to all addresses; last error: UNKNOWN: unix:/x: Connection
-// refused" says the useful part last.
-std::string short_reason(const std::string& message) {
-  for (const char* known : {"Connection refused", "No such file or directory",
-                            "Permission denied", "Connection reset by peer"}) {
-    if (message.find(known) != std::string::npos) {
-      std::string reason = known;
-      reason[0] = static_cast<char>(std::tolower(static_cast<unsigned char>(reason[0])));
-      return reason;
-    }
-  }
-  return message.empty() ? "no answer" : message;
-}
 
 std::string unreachable(uint64_t jobid, const std::string& address, const std::string& why) {
   return fmt::format(
@@ -45,7 +32,7 @@ Error step_rpc_error(int grpc_code, const std::string& message, uint64_t jobid,
                      const std::string& address) {
   switch (static_cast<grpc::StatusCode>(grpc_code)) {
     case grpc::StatusCode::UNAVAILABLE:
-      return {Errc::unavailable, unreachable(jobid, address, short_reason(message))};
+      return {Errc::unavailable, unreachable(jobid, address, message.empty() ? "no answer" : short_reason(message))};
     case grpc::StatusCode::DEADLINE_EXCEEDED:
       return {Errc::unavailable, unreachable(jobid, address, "no answer within the deadline")};
     case grpc::StatusCode::CANCELLED:
