@@ -12,6 +12,7 @@
 #include "corral.pb.h"
 #include "job/jobspec.h"
 #include "node/agent.h"
+#include "loop_until.h"
 
 namespace corral::node {
 namespace {
@@ -57,23 +58,8 @@ class NodeAgent : public ::testing::Test {
     fs::remove_all(dir_);
   }
 
-  // Runs the loop until `done` holds (checked every 5 ms) or `seconds` pass.
   bool run_until(const std::function<bool()>& done, double seconds = 10) {
-    bool ok = false;
-    auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
-    std::function<void()> check = [&] {
-      if (done()) {
-        ok = true;
-        loop_->stop();
-      } else if (std::chrono::steady_clock::now() > deadline) {
-        loop_->stop();
-      } else {
-        loop_->add_timer(0.005, check);
-      }
-    };
-    loop_->add_timer(0, check);
-    loop_->run();
-    return ok;
+    return test::run_loop_until(*loop_, done, seconds);
   }
 
   static std::string spec(job::JobRequest req) {

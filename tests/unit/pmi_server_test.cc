@@ -20,6 +20,8 @@
 #include <mutex>
 #include <thread>
 
+#include "test_programs.h"
+
 extern char** environ;
 
 namespace corral::node {
@@ -27,6 +29,8 @@ namespace {
 
 namespace fs = std::filesystem;
 using namespace std::chrono_literals;
+using test::run_command;
+using test::test_data_dir;
 
 // An exchange the test completes by hand, to see the barrier wait for it.
 class ManualExchange final : public PmiExchange {
@@ -487,23 +491,6 @@ TEST_F(PmiServerTest, CallbacksMayDestroyTheServer) {
 }
 
 // ---- real MPICH ----------------------------------------------------------------------
-
-fs::path test_data_dir() {
-  if (const char* d = std::getenv("CORRAL_TEST_DATA")) return d;
-  return fs::path(__FILE__).parent_path().parent_path() / "data";
-}
-
-// Runs argv, waits, returns the exit status (-1 if it could not start).
-int run_command(const std::vector<std::string>& argv) {
-  std::vector<char*> args;
-  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-  args.push_back(nullptr);
-  pid_t pid;
-  if (::posix_spawnp(&pid, args[0], nullptr, nullptr, args.data(), environ) != 0) return -1;
-  int status = 0;
-  ::waitpid(pid, &status, 0);
-  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-}
 
 struct RankProcess {
   int rank = -1;

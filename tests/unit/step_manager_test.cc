@@ -24,6 +24,7 @@
 #include "net/peer_listener.h"
 #include "node/agent.h"
 #include "node/step_service.h"
+#include "loop_until.h"
 
 namespace corral::node {
 namespace {
@@ -669,21 +670,7 @@ class StepAgent : public ::testing::Test {
   }
 
   bool run_until(const std::function<bool()>& done, double seconds = 10) {
-    bool ok = false;
-    auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
-    std::function<void()> check = [&] {
-      if (done()) {
-        ok = true;
-        loop_->stop();
-      } else if (std::chrono::steady_clock::now() > deadline) {
-        loop_->stop();
-      } else {
-        loop_->add_timer(0.005, check);
-      }
-    };
-    loop_->add_timer(0, check);
-    loop_->run();
-    return ok;
+    return test::run_loop_until(*loop_, done, seconds);
   }
 
   v1::StartJob start(uint64_t id, job::JobRequest jr, bool alloc = false) {

@@ -33,6 +33,7 @@
 #include "node/pmi_server.h"
 #include "node/step_launch_rpc.h"
 #include "temp_dir.h"
+#include "test_programs.h"
 
 extern char** environ;
 
@@ -42,6 +43,8 @@ namespace {
 namespace fs = std::filesystem;
 using namespace std::chrono_literals;
 using ::testing::HasSubstr;
+using test::run_command;
+using test::test_data_dir;
 
 constexpr uint64_t kJob = 42;
 constexpr uint32_t kStep = 3;
@@ -161,22 +164,6 @@ struct Report {
 
 // corral-imp next to this test binary (both land in the build's bin/).
 std::string imp_path() { return (fs::read_symlink("/proc/self/exe").parent_path() / "corral-imp").string(); }
-
-fs::path test_data_dir() {
-  if (const char* d = std::getenv("CORRAL_TEST_DATA")) return d;
-  return fs::path(__FILE__).parent_path().parent_path() / "data";
-}
-
-int run_command(const std::vector<std::string>& argv) {
-  std::vector<char*> args;
-  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-  args.push_back(nullptr);
-  pid_t pid;
-  if (::posix_spawnp(&pid, args[0], nullptr, nullptr, args.data(), environ) != 0) return -1;
-  int status = 0;
-  ::waitpid(pid, &status, 0);
-  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-}
 
 struct NodeSpec {
   std::string name;

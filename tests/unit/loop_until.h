@@ -1,0 +1,31 @@
+// Runs an agent's event loop in a test until a condition holds.
+#pragma once
+
+#include <chrono>
+#include <functional>
+
+#include "node/event_loop.h"
+
+namespace corral::test {
+
+// Runs `loop` until `done` holds (checked every 5 ms) or `seconds` pass; true if it held.
+inline bool run_loop_until(node::EventLoop& loop, const std::function<bool()>& done,
+                           double seconds = 10) {
+  bool ok = false;
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+  std::function<void()> check = [&] {
+    if (done()) {
+      ok = true;
+      loop.stop();
+    } else if (std::chrono::steady_clock::now() > deadline) {
+      loop.stop();
+    } else {
+      loop.add_timer(0.005, check);
+    }
+  };
+  loop.add_timer(0, check);
+  loop.run();
+  return ok;
+}
+
+}  // namespace corral::test
