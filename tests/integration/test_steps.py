@@ -258,3 +258,25 @@ def test_alloc_gives_the_shell_a_terminal(cluster):
     os.close(fd)
     assert b"TTY-OK" in out and b"got hello" in out, out
     assert os.waitstatus_to_exitcode(status) == 0
+
+
+@pytest.mark.cluster(size=2, agents=2, cores=2,
+                     sets=("steps.mpi-ports=12000-12099", "steps.mpi-ports-per-job=10",
+                           "steps.mpi-ports-per-step=3"))
+def test_steps_get_mpi_ports_from_their_jobs_share(cluster):
+    jobid = hold(cluster, "-N2", "-n4")
+    longer = subprocess.Popen([binary("corral"), "run", f"--jobid={jobid}", "-N2", "-n2", "sh", "-c",
+                               "echo $CORRAL_MPI_PORTS; sleep 2"],
+                              env=cluster.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    wait_until(lambda: any(s["state"] == "RUNNING" and s["step"] == "0"
+                           for s in steps_json(cluster, jobid)),
+               what="the first step to run", cluster=cluster)
+    second = step(cluster, jobid, "-N2", "-n2", "sh", "-c", "echo $CORRAL_MPI_PORTS", check=True)
+    out, _ = longer.communicate(timeout=30)
+    a, b = set(out.split()), set(second.stdout.split())
+    assert len(a) == 1 and len(b) == 1, (out, second.stdout)  # the same on every node of a step
+    ranges = [tuple(map(int, r.pop().split("-"))) for r in (a, b)]
+    for lo, hi in ranges:
+        assert hi - lo + 1 == 3 and 12000 <= lo and hi <= 12099, ranges
+    (lo1, hi1), (lo2, hi2) = ranges
+    assert hi1 < lo2 or hi2 < lo1, ranges  # steps running together never share a port
