@@ -28,6 +28,20 @@ corral queue
 corral wait "$first" "$second"
 cat hello-"$first".out after-"$second".out
 
+say "Steps: a batch job runs three steps inside its allocation, then the accounting"
+cat > steps.sh <<'SCRIPT'
+#!/bin/sh
+#CORRAL -N 4 -n 8
+#CORRAL -o steps-%j.out
+corral run -N4 -n8 -l sh -c 'echo "step $CORRAL_STEPID rank $CORRAL_TASK_RANK on $CORRAL_NODENAME"' | sort -n
+corral run -N2 -n2 sh -c 'echo "step $CORRAL_STEPID on $CORRAL_NODENAME"' | sort
+corral run -n1 sh -c 'exit 3' || echo "step 2 exited with $?"
+SCRIPT
+steps=$(corral batch --parsable steps.sh)
+corral wait "$steps"
+cat steps-"$steps".out
+corral history -j "$steps"
+
 say "A job that runs too long is stopped at its time limit"
 corral run -t 2s sleep 60 || echo "exit status $? (time limit)"
 
