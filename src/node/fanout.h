@@ -12,12 +12,16 @@
 #include <cstddef>
 #include <optional>
 #include <string>
+#include <cstdint>
 #include <utility>
 #include <vector>
 
 #include "util/result.h"
 
 namespace corral::node {
+
+// The width when none is configured (corrald's [steps] fanout-width default too).
+inline constexpr uint32_t kDefaultFanoutWidth = 32;
 
 // Widths below 2 would make a chain, not a tree: refused with a message naming `width`.
 Status check_fanout_width(size_t width);

@@ -21,6 +21,7 @@
 #include "node/slingshot_task_env.h"
 #include "node/task_env.h"
 #include "node/task_launcher.h"
+#include "node/wait_status.h"
 
 namespace corral::node {
 
@@ -28,22 +29,6 @@ namespace {
 
 constexpr size_t kReadChunk = 64 * 1024;
 constexpr int kMaxDrainReads = 16;  // bounded so an escaped writer cannot stall the loop
-
-int exit_status(int code) { return code << 8; }
-
-// A wait status for "killed by signal `sig`", as waitpid would report it.
-int signalled_status(int sig) { return sig & 0x7f; }
-
-// Signals whose default action ends a process: they end an alloc job, which has none.
-bool terminating(int sig) {
-  switch (sig) {
-    case 0: case SIGCHLD: case SIGCONT: case SIGSTOP: case SIGTSTP: case SIGTTIN: case SIGTTOU:
-    case SIGURG: case SIGWINCH:
-      return false;
-    default:
-      return true;
-  }
-}
 
 EnvMap to_env_map(const google::protobuf::Map<std::string, std::string>& m) {
   return EnvMap(m.begin(), m.end());

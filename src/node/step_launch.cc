@@ -1,13 +1,14 @@
 // The step manager's placement and launch: StepSpec -> StepRequest, waiting steps
 // started in FIFO order, and the signed LaunchTasksRequest for the root of a step's tree.
-#include <chrono>
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include "job/eventlog.h"
 #include "job/hmac_key.h"
 #include "job/step_cred.h"
 #include "job/step_id.h"
+#include "node/fanout.h"
 #include "node/pmi_server.h"
 #include "node/step_manager.h"
 #include "node/step_manager_state.h"
@@ -17,11 +18,6 @@ namespace corral::node {
 
 namespace {
 
-constexpr uint32_t kDefaultFanout = 16;
-
-double now_seconds() {
-  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-}
 
 }  // namespace
 
@@ -70,7 +66,7 @@ void StepManager::start_ready(Job& job) {
 
 void StepManager::launch(Job& job, Step& step) {
   step.state = Step::State::running;
-  step.t_start = now_seconds();
+  step.t_start = job::now();
   Hostlist hosts;
   for (const auto& n : step.share.nodes) {
     hosts.append(n.name);
@@ -136,7 +132,7 @@ Result<v1::LaunchTasksRequest> StepManager::build_launch(Job& job, Step& step) {
   cred.gid = job.gid;
   cred.nodes = step.nodelist;
   for (const auto& n : step.share.nodes) cred.cores.emplace(n.name, n.cores);
-  cred.issued = now_seconds();
+  cred.issued = job::now();
   cred.expires = cred.issued + config_.cred_lifetime;
   cred.nonce = *nonce;
 
@@ -177,7 +173,7 @@ Result<v1::LaunchTasksRequest> StepManager::build_launch(Job& job, Step& step) {
     }
     if (n->agent().empty()) n->set_agent(config_.self_uri);
   }
-  req.set_fanout_width(job.fanout_width >= 2 ? job.fanout_width : kDefaultFanout);
+  req.set_fanout_width(job.fanout_width >= 2 ? job.fanout_width : kDefaultFanoutWidth);
   req.set_pmi_mapping(pmi_block_process_mapping(tasks_per_node));
   req.set_kvsname(step_kvsname(job.id, step.id));
   req.set_pty(spec.pty());

@@ -4,36 +4,19 @@
 #include <signal.h>
 #include <sys/wait.h>
 
-#include <chrono>
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include "job/eventlog.h"
 #include "job/jobspec.h"
 #include "job/step_id.h"
 #include "node/step_manager_state.h"
+#include "node/wait_status.h"
 
 namespace corral::node {
 
 namespace {
-
-double now_seconds() {
-  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-}
-
-int exit_status(int code) { return code << 8; }
-int signalled_status(int sig) { return sig & 0x7f; }
-
-// Signals whose default action ends a process: they cancel a step that has not started.
-bool terminating(int sig) {
-  switch (sig) {
-    case 0: case SIGCHLD: case SIGCONT: case SIGSTOP: case SIGTSTP: case SIGTTIN: case SIGTTOU:
-    case SIGURG: case SIGWINCH:
-      return false;
-    default:
-      return true;
-  }
-}
 
 std::string user_name(uint32_t uid) {
   struct passwd pw{};
@@ -135,7 +118,7 @@ void StepManager::add_job(const v1::StartJob& msg) {
   job->ports_per_step = msg.mpi_ports_per_step();
   job->fanout_width = msg.fanout_width();
   job->extra_env = msg.extra_env();
-  job->t_start = now_seconds();
+  job->t_start = job::now();
   if (auto spec = job::parse_jobspec(msg.jobspec()); spec) {
     job->name = spec->name;
     job->batch = !spec->batch_script.empty() && !msg.alloc();
@@ -274,7 +257,7 @@ void StepManager::open(ClientId id, uint32_t uid, v1::StepSpec spec, StepClientS
   step.client = id;
   step.sink = std::move(sink);
   step.req = *req;
-  step.t_submit = now_seconds();
+  step.t_submit = job::now();
   step.command = spec.argv(0);
   for (int i = 1; i < spec.argv_size(); ++i) step.command += " " + spec.argv(i);
   if (!spec.name().empty()) step.name = spec.name();
@@ -493,7 +476,7 @@ void StepManager::finish(Job& job, uint32_t stepid, const std::string& state) {
   }
   if (!ran) worst = exit_status(1);
   step.state = Step::State::ended;
-  step.t_end = now_seconds();
+  step.t_end = job::now();
   step.waitstatus = worst;
   step.final_state = !state.empty() ? state : step.cancelled ? "CANCELED" : worst == 0 ? "COMPLETED" : "FAILED";
   exit->set_waitstatus(worst);

@@ -10,7 +10,6 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <chrono>
 #include <cstring>
 #include <map>
 #include <unordered_map>
@@ -19,6 +18,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "job/eventlog.h"
 #include "node/agent_config.h"
 #include "node/event_loop.h"
 #include "node/fanout.h"
@@ -27,6 +27,7 @@
 #include "node/step_child_link.h"
 #include "node/step_tasks.h"
 #include "node/task_launcher.h"
+#include "node/wait_status.h"
 
 namespace corral::node {
 
@@ -34,14 +35,7 @@ namespace {
 
 constexpr size_t kReadChunk = 64 * 1024;
 constexpr int kMaxDrainReads = 16;  // bounded so an escaped writer cannot stall the loop
-constexpr uint32_t kDefaultFanout = 32;
 constexpr size_t kFlushBytes = 1 << 20;  // a LaunchUp this large goes out at once
-
-int exit_status(int code) { return code << 8; }
-
-double wall_clock() {
-  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-}
 
 // The PMI server of a local node hands its barriers to the launch, which merges them
 // with the rest of the subtree.
@@ -280,7 +274,7 @@ void StepNode::Impl::route(Launch& l) {
     }
     groups[static_cast<size_t>(it - agents.begin())].push_back(i);
   }
-  uint32_t width = l.req.fanout_width() == 0 ? kDefaultFanout : std::max<uint32_t>(2, l.req.fanout_width());
+  uint32_t width = l.req.fanout_width() == 0 ? kDefaultFanoutWidth : std::max<uint32_t>(2, l.req.fanout_width());
   auto batches = forward_batches(groups, width);
   if (batches) {
     for (const auto& batch : *batches) {
@@ -338,7 +332,7 @@ std::string StepNode::Impl::task_prefix(const Launch& l, const LocalNode& node) 
 }
 
 void StepNode::Impl::start_local(Launch& l, const v1::LaunchNode& info) {
-  StepCredCheck check{sc.cluster_key, wall_clock(), sc.clock_skew, config.as_root};
+  StepCredCheck check{sc.cluster_key, job::now(), sc.clock_skew, config.as_root};
   auto cred = check_node_cred(l.req, info, check);
   if (!cred) return refuse_node(l, info, cred.message());
   StepUser user = lookup_step_user(cred->uid, cred->gid);

@@ -1,9 +1,8 @@
 // The step manager's accounting side: StepInfo records of steps, kept until the
 // controller acknowledges them, and the listing of a job's steps.
-#include <chrono>
-
 #include <fmt/format.h>
 
+#include "job/eventlog.h"
 #include "job/step_id.h"
 #include "node/step_manager.h"
 #include "node/step_manager_state.h"
@@ -56,7 +55,7 @@ v1::StepInfo StepManager::batch_info(const Job& job) const {
   } else {
     i.set_state(job.batch_waitstatus == 0 ? "COMPLETED" : "FAILED");
     i.set_waitstatus(job.batch_waitstatus);
-    i.set_t_end(std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count());
+    i.set_t_end(job::now());
   }
   return i;
 }
