@@ -16,11 +16,6 @@
 
 namespace corral::node {
 
-namespace {
-
-
-}  // namespace
-
 Result<StepRequest> StepManager::to_request(const Job& job, const v1::StepSpec& spec) const {
   StepRequest r;
   r.cores_per_task = spec.cores_per_task() > 0 ? spec.cores_per_task() : 1;
