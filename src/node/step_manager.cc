@@ -4,6 +4,7 @@
 #include <signal.h>
 #include <sys/wait.h>
 
+#include <algorithm>
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
@@ -53,10 +54,16 @@ Result<std::vector<JobNode>> allocator_nodes(const v1::StartJob& msg) {
 
 std::string step_kvsname(uint64_t jobid, uint32_t stepid) { return fmt::format("corral_{}_{}", jobid, stepid); }
 
+Error no_step_manager(uint64_t jobid) {
+  return not_found(fmt::format(
+      "job {} has no step manager here (it is not running, or its first node is elsewhere)", jobid));
+}
+
 StepManager::StepManager(EventLoop& loop, StepLauncher& launcher, StepManagerConfig config, RecordSink records)
     : loop_(loop), launcher_(launcher), config_(std::move(config)), records_sink_(std::move(records)) {}
 
 StepManager::~StepManager() {
+  for (auto& [id, parked] : parked_) loop_.cancel_timer(parked.timer);
   for (auto& [id, job] : jobs_) {
     if (job->kill_timer) loop_.cancel_timer(*job->kill_timer);
     for (auto& [sid, step] : job->steps)
@@ -126,6 +133,7 @@ void StepManager::add_job(const v1::StartJob& msg) {
   }
   spdlog::debug("job {}: step manager started ({} node(s))", msg.jobid(), job->allocator->nodes().size());
   jobs_.emplace(msg.jobid(), std::move(job));
+  replay_parked(msg.jobid());
 }
 
 void StepManager::signal_job(uint64_t jobid, int sig, double kill_after) {
@@ -223,11 +231,7 @@ void StepManager::open(ClientId id, uint32_t uid, v1::StepSpec spec, StepClientS
     return;
   }
   Job* job = find(jobid);
-  if (job == nullptr) {
-    sink.fail(not_found(fmt::format(
-        "job {} has no step manager here (it is not running, or its first node is elsewhere)", jobid)));
-    return;
-  }
+  if (job == nullptr) return park_open(id, uid, std::move(spec), std::move(sink));
   if (auto st = check_owner(*job, uid); !st) {
     sink.fail(st.error());
     return;
@@ -306,7 +310,40 @@ void StepManager::client_message(ClientId id, v1::StepClientMessage&& msg) {
   if (any) deliver(*step, std::move(down));
 }
 
+void StepManager::park_open(ClientId id, uint32_t uid, v1::StepSpec spec, StepClientSink sink) {
+  const uint64_t jobid = spec.jobid();
+  auto timer = loop_.add_timer(config_.early_open_wait, [this, id, jobid] {
+    auto it = parked_.find(id);
+    if (it == parked_.end()) return;
+    StepClientSink client = std::move(it->second.sink);
+    parked_.erase(it);
+    client.fail(no_step_manager(jobid));
+  });
+  parked_.insert_or_assign(id, ParkedOpen{uid, std::move(spec), std::move(sink), timer});
+}
+
+void StepManager::replay_parked(uint64_t jobid) {
+  std::vector<std::pair<ClientId, ParkedOpen>> ready;
+  for (auto it = parked_.begin(); it != parked_.end();) {
+    if (it->second.spec.jobid() != jobid) {
+      ++it;
+      continue;
+    }
+    loop_.cancel_timer(it->second.timer);
+    ready.emplace_back(it->first, std::move(it->second));
+    it = parked_.erase(it);
+  }
+  // Client ids grow with arrival: open in that order, as strict FIFO placement expects.
+  std::sort(ready.begin(), ready.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  for (auto& [id, p] : ready) open(id, p.uid, std::move(p.spec), std::move(p.sink));
+}
+
 void StepManager::client_gone(ClientId id) {
+  if (auto parked = parked_.find(id); parked != parked_.end()) {
+    loop_.cancel_timer(parked->second.timer);
+    parked_.erase(parked);
+    return;
+  }
   auto it = clients_.find(id);
   if (it == clients_.end()) return;
   auto [jobid, stepid] = it->second;

@@ -55,6 +55,10 @@ struct StepManagerConfig {
   double kill_grace = 2.0;        // cancel: SIGTERM, then SIGKILL this much later
   size_t keep_finished = 1000;    // finished steps listed per job
   double cred_lifetime = 60.0;    // step credentials expire this long after signing
+  // The controller names a job's step manager as it sends StartJob, so a client (corral
+  // alloc, --jobid) can ask before this agent has the job: such a request waits this
+  // long for it before "no step manager here".
+  double early_open_wait = 5.0;
 };
 
 class StepManager {
@@ -103,6 +107,7 @@ class StepManager {
 
   size_t jobs() const { return jobs_.size(); }
   size_t unacked_records() const { return records_.size(); }
+  size_t parked_opens() const { return parked_.size(); }
 
  private:
   struct Step;
@@ -113,6 +118,9 @@ class StepManager {
   const Job* find(uint64_t jobid) const;
   Step* find_step(uint64_t jobid, uint32_t stepid);
   void fail_open(StepClientSink& sink, const std::string& error);
+  // open() of a job this agent does not have yet: parked until add_job or the wait ends.
+  void park_open(ClientId id, uint32_t uid, v1::StepSpec spec, StepClientSink sink);
+  void replay_parked(uint64_t jobid);
   Status check_owner(const Job& job, uint32_t uid) const;
 
   // Placement and launch (step_launch.cc).
@@ -150,6 +158,13 @@ class StepManager {
   InteractiveEnd interactive_end_;
   std::unordered_map<uint64_t, std::unique_ptr<Job>> jobs_;
   std::unordered_map<ClientId, StepKey> clients_;
+  struct ParkedOpen {
+    uint32_t uid = 0;
+    v1::StepSpec spec;
+    StepClientSink sink;
+    EventLoop::TimerId timer;
+  };
+  std::unordered_map<ClientId, ParkedOpen> parked_;
   std::map<std::pair<uint64_t, std::string>, v1::StepInfo> records_;  // not acknowledged yet
   uint64_t next_serial_ = 1;  // tells a reused step id (interactive) from its predecessor
 };

@@ -82,4 +82,7 @@ struct StepManager::Job {
   bool starting = false, start_again = false;  // start_ready() is not reentrant
 };
 
+// "job 42 has no step manager here (...)": RunStep and ListSteps of a job this agent lacks.
+Error no_step_manager(uint64_t jobid);
+
 }  // namespace corral::node

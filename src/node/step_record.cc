@@ -77,8 +77,7 @@ Result<v1::ListStepsReply> StepManager::list(uint32_t uid, uint64_t jobid) const
   if (jobid != 0) {
     const Job* job = find(jobid);
     if (job == nullptr)
-      return not_found(fmt::format(
-          "job {} has no step manager here (it is not running, or its first node is elsewhere)", jobid));
+      return no_step_manager(jobid);
     if (auto st = check_owner(*job, uid); !st) return st.error();
     add(*job);
     return reply;

@@ -104,6 +104,7 @@ class StepManagerTest : public ::testing::Test {
     StepManagerConfig c;
     c.self_uri = "unix:/tmp/self.sock";
     c.kill_grace = 0.05;
+    c.early_open_wait = 0.05;
     mgr_ = std::make_unique<StepManager>(*loop_, launcher_, c, [this](const v1::StepInfo& i) { records_.push_back(i); });
     mgr_->set_interactive_end([this](uint64_t jobid, int ws) { interactive_ends_.emplace_back(jobid, ws); });
   }
@@ -344,6 +345,24 @@ TEST_F(StepManagerTest, InteractiveStepEndsAnAllocJob) {
   EXPECT_EQ(records_.back().step(), "interactive");
 }
 
+// corrald names the step manager as it sends StartJob: a client may ask first.
+TEST_F(StepManagerTest, ARequestBeforeTheJobArrivesWaitsForIt) {
+  FakeClient first, second, gone;
+  mgr_->open(1, kOwner, spec(8, 1, {"/bin/echo", "first"}), first.sink());
+  mgr_->open(2, kOwner, spec(8, 1, {"/bin/echo", "second"}), second.sink());
+  mgr_->open(3, kOwner, spec(8, 1), gone.sink());
+  mgr_->client_gone(3);
+  EXPECT_TRUE(launcher_.launches.empty());
+  job(8, 1, 1);
+  ASSERT_EQ(launcher_.launches.size(), 1u);  // one core: the second waits, in arrival order
+  EXPECT_EQ(launcher_.launches[0].req.argv(1), "first");
+  EXPECT_FALSE(first.failed);
+  EXPECT_FALSE(second.waiting().empty());
+  run_loop(0.1);  // past the wait: nothing parked is failed any more
+  EXPECT_FALSE(first.failed || second.failed || gone.failed);
+  EXPECT_TRUE(gone.got.empty());
+}
+
 TEST_F(StepManagerTest, RefusesBadRequests) {
   job(7, 1, 4);
   FakeClient none, unknown, other, big, empty;
@@ -352,6 +371,8 @@ TEST_F(StepManagerTest, RefusesBadRequests) {
   EXPECT_EQ(none.failed->code, Errc::invalid_argument);
 
   mgr_->open(2, kOwner, spec(8, 1), unknown.sink());
+  EXPECT_FALSE(unknown.failed);  // the job may still be on its way from the controller
+  run_loop(0.1);
   ASSERT_TRUE(unknown.failed);
   EXPECT_EQ(unknown.failed->code, Errc::not_found);
   EXPECT_NE(unknown.failed->message.find("job 8 has no step manager here"), std::string::npos);
@@ -912,9 +933,18 @@ TEST_F(StepServiceTest, RunStepListStepsAndErrors) {
   EXPECT_EQ(r.output(), "hello\n");
   EXPECT_TRUE(r.got.front().has_created());
 
-  auto unknown = run(true_step(6));
-  EXPECT_EQ(unknown.status.error_code(), grpc::StatusCode::NOT_FOUND);
-  EXPECT_NE(unknown.status.error_message().find("job 6 has no step manager here"), std::string::npos);
+  // A request that reaches the agent before the job's StartJob waits for it.
+  auto early = std::async(std::launch::async, [&] { return run(true_step(6, {"/bin/echo", "early"})); });
+  size_t parked = 0;
+  for (int i = 0; i < 500 && parked == 0; ++i) {
+    on_loop([&] { parked = agent_->steps().parked_opens(); });
+    if (parked == 0) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ASSERT_EQ(parked, 1u);
+  on_loop([&] { start(6, jr); });
+  auto r6 = early.get();
+  ASSERT_TRUE(r6.status.ok()) << r6.status.error_message();
+  EXPECT_EQ(r6.output(), "early\n");
 
   grpc::ClientContext ctx;
   v1::ListStepsRequest req;
