@@ -77,7 +77,25 @@ Status Agent::start() {
   if (!signal_fd_.valid()) return io_error(std::string("signalfd: ") + std::strerror(errno));
   if (auto st = loop_.add_fd(signal_fd_.get(), EPOLLIN, [this](uint32_t) { on_signal(); }); !st) return st;
   loop_.set_end_of_iteration([this] { end_of_iteration(); });
+  if (auto st = open_cgroups(); !st) return st;
   arm_sweep();
+  return {};
+}
+
+Status Agent::open_cgroups() {
+  std::string why_off;
+  auto cg = TaskCgroups::open(loop_, config_.cgroups, config_.agent_id, config_.state_dir, &why_off);
+  if (!cg) return cg.error();
+  cgroups_ = std::move(*cg);
+  if (!cgroups_) {
+    spdlog::info("task containment: process groups only ({})", why_off);
+    return {};
+  }
+  if (size_t n = cgroups_->clear_leftovers(); n > 0)
+    spdlog::warn("killed {} process(es) an earlier run of this agent left in {}", n, cgroups_->root());
+  spdlog::info("task containment: cgroups under {}", cgroups_->root());
+  jobs_->set_cgroups(cgroups_.get());
+  step_node_->set_cgroups(cgroups_.get());
   return {};
 }
 

@@ -15,6 +15,7 @@
 #include "node/perilog_runner.h"
 #include "node/step_manager.h"
 #include "node/step_node.h"
+#include "node/task_cgroups.h"
 #include "node/unique_fd.h"
 #include "util/result.h"
 
@@ -48,10 +49,12 @@ class Agent {
   // For the StepService (loop thread only, but for the thread-safe fence table).
   StepManager& steps() { return *steps_; }
   StepNode& step_node() { return *step_node_; }
+  const TaskCgroups* cgroups() const { return cgroups_.get(); }
   JobFenceTable& fences() { return fences_; }
 
  private:
   void arm_sweep();
+  Status open_cgroups();  // config_.cgroups; logs whether tasks are contained
   void end_of_iteration();  // flushes the outbox; step records that linger get a timer
   void on_signal();
   void reap();
@@ -61,6 +64,7 @@ class Agent {
   EventLoop& loop_;
   AgentConfig config_;
   Outbox out_;
+  std::unique_ptr<TaskCgroups> cgroups_;  // before the users below: destroyed after them
   std::unique_ptr<JobExecutor> jobs_;
   std::unique_ptr<PerilogRunner> perilogs_;
   // Destroyed in reverse: the tree first, so nothing it still reports finds a dead manager.

@@ -22,6 +22,8 @@ struct AgentConfig {
   // The Slingshot NIC backend (fabric/slingshot open_cxi_device spec): "sim:DIR[:CONFIG]",
   // "libcxi" or "none". Given to prolog/epilog commands as CORRAL_CXI.
   std::string cxi = "none";
+  // Task containment (TaskCgroups::open): "none", "auto" or a cgroup v2 directory.
+  std::string cgroups = "none";
 
   bool hosts(const std::string& node) const {
     for (const auto& n : nodes)

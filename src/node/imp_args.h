@@ -1,9 +1,12 @@
 // Command line of corral-imp, the helper that becomes the job's user before exec.
 // Header-only on purpose: corral-imp links nothing but libc and the C++ runtime.
 //
-//   corral-imp --uid U --gid G [--cwd DIR] [--stdin PATH] [--stdout PATH]
-//              [--stderr PATH] [--env-fd N] [--status-fd N] -- COMMAND [ARG...]
+//   corral-imp --uid U --gid G [--cwd DIR] [--cgroup DIR] [--stdin PATH]
+//              [--stdout PATH] [--stderr PATH] [--env-fd N] [--status-fd N]
+//              -- COMMAND [ARG...]
 //
+// --cgroup names a cgroup v2 directory the helper moves itself into while still root,
+// so the task and everything it starts are contained from its first instruction.
 // An absent --stdin/--stdout/--stderr keeps the descriptor corral-imp inherited.
 // --stderr equal to --stdout shares one open file. --env-fd names a descriptor holding
 // the task environment as NUL-terminated KEY=VALUE strings (read from offset 0); the
@@ -25,6 +28,7 @@ struct ImpArgs {
   long uid = -1;
   long gid = -1;
   std::string cwd;
+  std::string cgroup;
   std::optional<std::string> stdin_path, stdout_path, stderr_path;
   int env_fd = -1;
   int status_fd = -1;
@@ -67,6 +71,8 @@ inline std::optional<std::string> parse_imp_args(const std::vector<std::string>&
       (a == "--env-fd" ? out.env_fd : out.status_fd) = static_cast<int>(n);
     } else if (a == "--cwd") {
       out.cwd = v;
+    } else if (a == "--cgroup") {
+      out.cgroup = v;
     } else if (a == "--stdin") {
       out.stdin_path = v;
     } else if (a == "--stdout") {

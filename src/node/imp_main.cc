@@ -58,6 +58,15 @@ std::vector<std::string> read_environment(int fd) {
   return env;
 }
 
+// While still root: the task starts inside its cgroup, with nothing to race.
+void join_cgroup(const std::string& dir) {
+  const std::string path = dir + "/cgroup.procs";
+  int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
+  if (fd < 0) fail(126, "cannot open '" + path + "'", errno);
+  if (::write(fd, "0", 1) != 1) fail(126, "cannot join cgroup '" + dir + "'", errno);
+  ::close(fd);
+}
+
 void drop_privileges(uid_t uid, gid_t gid) {
   struct passwd* pw = ::getpwuid(uid);
   if (pw != nullptr) {
@@ -107,6 +116,7 @@ int main(int argc, char** argv) {
   std::vector<std::string> env;
   if (a.env_fd >= 0) env = read_environment(a.env_fd);
 
+  if (!a.cgroup.empty()) join_cgroup(a.cgroup);
   drop_privileges(static_cast<uid_t>(a.uid), static_cast<gid_t>(a.gid));
   if (!a.cwd.empty() && ::chdir(a.cwd.c_str()) != 0)
     fail(126, "cannot change directory to '" + a.cwd + "'", errno);

@@ -19,6 +19,7 @@
 #include "node/job_fence.h"
 #include "node/output_pattern.h"
 #include "node/slingshot_task_env.h"
+#include "node/task_cgroups.h"
 #include "node/task_env.h"
 #include "node/task_launcher.h"
 #include "node/wait_status.h"
@@ -310,6 +311,7 @@ void JobExecutor::start_node(Job& job, uint32_t ni, const v1::NodeTasks& nt, con
       req.uid = msg.userid();
       req.gid = msg.groupid();
     }
+    req.cgroup = cgroup_of(job);
     auto proc = launch_process(req);
     if (!proc) {
       std::string text = error_prefix(job, node) + proc.message();
@@ -503,6 +505,8 @@ void JobExecutor::report_node(Job& job, Node& node) {
     loop_.cancel_timer(*job.kill_timer);
     job.kill_timer.reset();
   }
+  // What the tasks left running (daemons, double forks) ends with them.
+  if (cgroups_ != nullptr && job.cgroup && !job.cgroup->empty()) cgroups_->release(job.id, "tasks");
   if (job_ended_) job_ended_(job.id, job.worst, job.cpu_seconds);
 }
 
@@ -549,6 +553,15 @@ void JobExecutor::kill_all(int sig) {
 }
 
 // ------------------------------------------------------------------ bookkeeping
+
+const std::string& JobExecutor::cgroup_of(Job& job) {
+  if (job.cgroup) return *job.cgroup;
+  job.cgroup.emplace();
+  if (cgroups_ == nullptr) return *job.cgroup;
+  if (auto dir = cgroups_->create(job.id, "tasks"); dir) job.cgroup = std::move(*dir);
+  else spdlog::warn("job {}: tasks run uncontained: {}", job.id, dir.message());
+  return *job.cgroup;
+}
 
 void JobExecutor::forget(uint64_t jobid) {
   exits_.erase(jobid);

@@ -27,6 +27,8 @@ struct Jobspec;
 
 namespace corral::node {
 
+class TaskCgroups;
+
 class JobExecutor {
  public:
   JobExecutor(EventLoop& loop, Outbox& out, const AgentConfig& config);
@@ -38,6 +40,8 @@ class JobExecutor {
   // the cpu time of its tasks here (the step manager ends the job's steps).
   using JobEnded = std::function<void(uint64_t jobid, int waitstatus, double cpu_seconds)>;
   void set_job_ended(JobEnded cb) { job_ended_ = std::move(cb); }
+  // Tasks go into a cgroup per job (null: process groups only). Must outlive this.
+  void set_cgroups(TaskCgroups* cgroups) { cgroups_ = cgroups; }
 
   void start(const v1::StartJob& msg);
   void signal(const v1::SignalJob& msg);
@@ -83,6 +87,7 @@ class JobExecutor {
     std::vector<Node> nodes;
     std::optional<EventLoop::TimerId> mock_timer, kill_timer;
     std::string script_dir;  // batch jobs: removed on forget
+    std::optional<std::string> cgroup;  // created with the first task (empty: none)
     size_t unreported = 0;
     bool alloc = false;
     int worst = 0;  // over the nodes reported so far
@@ -117,6 +122,7 @@ class JobExecutor {
   void report_node(Job& job, Node& node);
   std::string error_prefix(const Job& job, const Node& node) const;
   Job* find(uint64_t jobid);
+  const std::string& cgroup_of(Job& job);
   // Jobs submitted together (`--cc`, benchmarks) often carry the same jobspec text;
   // parsing dominates the mock path, so the last parse is reused.
   Result<std::shared_ptr<const job::Jobspec>> parse_cached(const std::string& text);
@@ -124,6 +130,7 @@ class JobExecutor {
   EventLoop& loop_;
   Outbox& out_;
   const AgentConfig& config_;
+  TaskCgroups* cgroups_ = nullptr;
   std::unordered_map<uint64_t, Job> jobs_;
   std::unordered_map<pid_t, TaskRef> pids_;
   std::unordered_map<uint64_t, std::vector<v1::JobNodeExit>> exits_;  // not yet forgotten

@@ -44,6 +44,7 @@ struct Options {
   unsigned gpus = 0;
   std::string memory = "16GiB";
   std::string state_dir;
+  std::string cgroups = "auto";
   std::string agent_id;
   std::string log_level = "info";
   std::string log_file;
@@ -244,6 +245,12 @@ int main(int argc, char** argv) {
   app.add_option("--listen", o.listen,
                  "Where this agent serves step requests and launch trees: unix:/path/to.sock or host:port "
                  "(default unix:STATE_DIR/step.sock)");
+  app.add_option("--cgroups", o.cgroups,
+                 "Task containment: auto (a cgroup per job and per step under this process's cgroup v2 "
+                 "directory, when it is writable), none (process groups only), or a cgroup v2 directory "
+                 "to create them under. In a cgroup, what a task leaves running (setsid, double fork) is "
+                 "killed when its job or step ends")
+      ->capture_default_str();
   app.add_option("--key-file", o.key_file,
                  "The cluster key file (hex, mode 0600) shared with corrald; step credentials are checked "
                  "with it. Without it this agent refuses every step launch");
@@ -277,6 +284,7 @@ int main(int argc, char** argv) {
   if (!cxi) return fail(cxi.message());
   config.cxi = *cxi;
   config.as_root = ::geteuid() == 0;
+  config.cgroups = o.cgroups;
   std::error_code ec;
   std::filesystem::create_directories(config.state_dir, ec);
   if (ec) return fail("--state-dir: cannot create '" + config.state_dir + "': " + ec.message());

@@ -12,6 +12,7 @@
 #include <cerrno>
 #include <cstring>
 #include <map>
+#include <optional>
 #include <unordered_map>
 #include <unordered_set>
 #include <vector>
@@ -19,6 +20,7 @@
 #include <spdlog/spdlog.h>
 
 #include "job/eventlog.h"
+#include "job/step_id.h"
 #include "node/agent_config.h"
 #include "node/event_loop.h"
 #include "node/fanout.h"
@@ -26,6 +28,7 @@
 #include "node/pmi_server.h"
 #include "node/step_child_link.h"
 #include "node/step_tasks.h"
+#include "node/task_cgroups.h"
 #include "node/task_launcher.h"
 #include "node/wait_status.h"
 
@@ -138,6 +141,7 @@ struct StepNode::Impl {
     bool flush_posted = false;
     size_t live = 0;  // local tasks whose exit is not reported yet
     bool finishing = false;
+    std::optional<std::string> cgroup;  // created with the first task (empty: none)
   };
   struct TaskRef {
     LaunchId id;
@@ -147,6 +151,7 @@ struct StepNode::Impl {
   EventLoop& loop;
   const AgentConfig& config;
   StepNodeConfig sc;
+  TaskCgroups* cgroups = nullptr;
   std::unordered_map<LaunchId, std::unique_ptr<Launch>> launches;
   std::unordered_map<pid_t, TaskRef> pids;
   LaunchId next_id = 1;
@@ -185,6 +190,8 @@ struct StepNode::Impl {
   void schedule_flush(Launch& l);
   void flush(Launch& l);
   void maybe_finish(Launch& l);
+  const std::string& cgroup_of(Launch& l);
+  static std::string cgroup_unit(const Launch& l);
 
   // ---- local tasks
   void watch(Launch& l, size_t ni, size_t ti, bool is_err);
@@ -461,6 +468,7 @@ void StepNode::Impl::start_task(Launch& l, LocalNode& node, size_t ni, size_t ti
       lr.stdin_fd = stdin_r.get();
     }
   }
+  lr.cgroup = cgroup_of(l);
   auto proc = launch_process(lr);
   if (!proc) {
     t.stdin_w.reset();
@@ -534,12 +542,28 @@ void StepNode::Impl::maybe_finish(Launch& l) {
     Done d = std::move(x.done);
     for (auto& node : x.locals)
       for (auto& t : node->tasks) close_stdin(t);
+    // Whatever the tasks left running (daemons, double forks) ends with the step here.
+    if (cgroups != nullptr && x.cgroup && !x.cgroup->empty()) cgroups->release(x.req.jobid(), cgroup_unit(x));
     launches.erase(x.id);
     if (d) d("");
   });
 }
 
 // ------------------------------------------------------------------ local tasks
+
+// A step id can come back (the interactive step): the launch id keeps units apart.
+std::string StepNode::Impl::cgroup_unit(const Launch& l) {
+  return "step_" + job::step_name(l.req.stepid()) + "-" + std::to_string(l.id);
+}
+
+const std::string& StepNode::Impl::cgroup_of(Launch& l) {
+  if (l.cgroup) return *l.cgroup;
+  l.cgroup.emplace();
+  if (cgroups == nullptr) return *l.cgroup;
+  if (auto dir = cgroups->create(l.req.jobid(), cgroup_unit(l)); dir) l.cgroup = std::move(*dir);
+  else spdlog::warn("step {}.{}: tasks run uncontained: {}", l.req.jobid(), l.req.stepid(), dir.message());
+  return *l.cgroup;
+}
 
 void StepNode::Impl::watch(Launch& l, size_t ni, size_t ti, bool is_err) {
   Task& t = l.locals[ni]->tasks[ti];
@@ -824,6 +848,8 @@ void StepNode::signal_job(uint64_t jobid, int sig) {
 void StepNode::kill_all(int sig) {
   for (auto& [id, l] : impl_->launches) impl_->signal_local(*l, sig);
 }
+
+void StepNode::set_cgroups(TaskCgroups* cgroups) { impl_->cgroups = cgroups; }
 
 size_t StepNode::live_processes() const { return impl_->pids.size(); }
 

@@ -20,6 +20,7 @@
 namespace corral::node {
 
 class EventLoop;
+class TaskCgroups;
 struct AgentConfig;
 
 struct StepNodeConfig {
@@ -62,6 +63,8 @@ class StepNode {
   // Signals every step task of the job on this agent (the job ended or was canceled).
   void signal_job(uint64_t jobid, int sig);
   void kill_all(int sig);  // agent shutdown
+  // Each launch's tasks go into a cgroup of their own (null: process groups only).
+  void set_cgroups(TaskCgroups* cgroups);
   size_t live_processes() const;
 
  private:

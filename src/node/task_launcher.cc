@@ -12,6 +12,7 @@
 #include <cstring>
 
 #include "node/output_pattern.h"
+#include "node/spawn_actions.h"
 
 namespace corral::node {
 
@@ -69,12 +70,21 @@ bool is_executable_file(const std::string& path, int& err) {
 }
 
 // RAII wrappers so every exit path destroys the spawn objects.
-struct SpawnActions {
+struct PosixActions {
   posix_spawn_file_actions_t fa;
-  SpawnActions() { posix_spawn_file_actions_init(&fa); }
-  ~SpawnActions() { posix_spawn_file_actions_destroy(&fa); }
-  SpawnActions(const SpawnActions&) = delete;
-  SpawnActions& operator=(const SpawnActions&) = delete;
+  explicit PosixActions(const SpawnActions& actions) {
+    posix_spawn_file_actions_init(&fa);
+    for (const auto& a : actions.list) {
+      switch (a.kind) {
+        case SpawnActions::Kind::dup2: posix_spawn_file_actions_adddup2(&fa, a.fd, a.target); break;
+        case SpawnActions::Kind::open: posix_spawn_file_actions_addopen(&fa, a.target, a.path.c_str(), a.flags, 0); break;
+        case SpawnActions::Kind::chdir: posix_spawn_file_actions_addchdir_np(&fa, a.path.c_str()); break;
+      }
+    }
+  }
+  ~PosixActions() { posix_spawn_file_actions_destroy(&fa); }
+  PosixActions(const PosixActions&) = delete;
+  PosixActions& operator=(const PosixActions&) = delete;
 };
 struct SpawnAttr {
   posix_spawnattr_t attr;
@@ -106,13 +116,21 @@ std::vector<char*> c_strings(std::vector<std::string>& v) {
   return out;
 }
 
+// `cgroup` non-empty: the process starts inside that cgroup (nothing to race with).
 Result<pid_t> do_spawn(const std::string& path, std::vector<std::string> argv, std::vector<std::string> env,
-                       SpawnActions& actions, bool new_session) {
-  SpawnAttr attr(new_session);
+                       const SpawnActions& actions, bool new_session, const std::string& cgroup = {}) {
   auto cargv = c_strings(argv);
   auto cenv = c_strings(env);
   pid_t pid = -1;
-  int rc = ::posix_spawn(&pid, path.c_str(), &actions.fa, &attr.attr, cargv.data(), cenv.data());
+  if (!cgroup.empty()) {
+    SpawnFailure f = spawn_in_cgroup(pid, path, cargv.data(), cenv.data(), actions, new_session, cgroup);
+    if (f.in_cgroup) return launch_error(f.err, "cannot move the task into cgroup " + cgroup);
+    if (f.err != 0) return exec_error(f.err, argv[0]);
+    return pid;
+  }
+  SpawnAttr attr(new_session);
+  PosixActions fa(actions);
+  int rc = ::posix_spawn(&pid, path.c_str(), &fa.fa, &attr.attr, cargv.data(), cenv.data());
   if (rc != 0) return exec_error(rc, argv[0]);
   return pid;
 }
@@ -174,7 +192,7 @@ Status check_inherit_fds(const std::vector<int>& fds) {
 // POSIX 2024) then clears FD_CLOEXEC in the child, which is all an inherited fd needs.
 // Added after every other action, so none of them can land on these numbers later.
 void add_inherited(SpawnActions& actions, const std::vector<int>& fds) {
-  for (int fd : fds) posix_spawn_file_actions_adddup2(&actions.fa, fd, fd);
+  for (int fd : fds) actions.dup2(fd, fd);
 }
 
 Result<LaunchedProcess> launch_direct(const LaunchRequest& req) {
@@ -199,12 +217,12 @@ Result<LaunchedProcess> launch_direct(const LaunchRequest& req) {
   if (!exe) return fail(exe.error());
 
   SpawnActions actions;
-  posix_spawn_file_actions_adddup2(&actions.fa, in.valid() ? in.get() : req.stdin_fd, STDIN_FILENO);
-  posix_spawn_file_actions_adddup2(&actions.fa, outs->out.get(), STDOUT_FILENO);
-  posix_spawn_file_actions_adddup2(&actions.fa, outs->err.get(), STDERR_FILENO);
+  actions.dup2(in.valid() ? in.get() : req.stdin_fd, STDIN_FILENO);
+  actions.dup2(outs->out.get(), STDOUT_FILENO);
+  actions.dup2(outs->err.get(), STDERR_FILENO);
   add_inherited(actions, req.inherit_fds);
-  if (!req.cwd.empty()) posix_spawn_file_actions_addchdir_np(&actions.fa, req.cwd.c_str());
-  auto pid = do_spawn(*exe, req.argv, req.env, actions, false);
+  if (!req.cwd.empty()) actions.chdir(req.cwd);
+  auto pid = do_spawn(*exe, req.argv, req.env, actions, false, req.cgroup);
   if (!pid) return fail(pid.error());
   outs->proc.pid = *pid;
   return std::move(outs->proc);
@@ -221,12 +239,12 @@ Result<LaunchedProcess> launch_on_terminal(const LaunchRequest& req) {
   auto exe = find_executable(req.argv.at(0), req.env, req.cwd);
   if (!exe) return exe.error();
   SpawnActions actions;
-  posix_spawn_file_actions_addopen(&actions.fa, STDIN_FILENO, req.terminal.c_str(), O_RDWR, 0);
-  posix_spawn_file_actions_adddup2(&actions.fa, STDIN_FILENO, STDOUT_FILENO);
-  posix_spawn_file_actions_adddup2(&actions.fa, STDIN_FILENO, STDERR_FILENO);
+  actions.open(STDIN_FILENO, req.terminal, O_RDWR);
+  actions.dup2(STDIN_FILENO, STDOUT_FILENO);
+  actions.dup2(STDIN_FILENO, STDERR_FILENO);
   add_inherited(actions, req.inherit_fds);
-  if (!req.cwd.empty()) posix_spawn_file_actions_addchdir_np(&actions.fa, req.cwd.c_str());
-  auto pid = do_spawn(*exe, req.argv, req.env, actions, true);
+  if (!req.cwd.empty()) actions.chdir(req.cwd);
+  auto pid = do_spawn(*exe, req.argv, req.env, actions, true, req.cgroup);
   if (!pid) return pid.error();
   LaunchedProcess proc;
   proc.pid = *pid;
@@ -301,6 +319,7 @@ Result<LaunchedProcess> launch_via_imp(const LaunchRequest& req) {
 
   std::vector<std::string> argv = {req.imp_path, "--uid", std::to_string(req.uid), "--gid", std::to_string(req.gid)};
   if (!req.cwd.empty()) argv.insert(argv.end(), {"--cwd", req.cwd});
+  if (!req.cgroup.empty()) argv.insert(argv.end(), {"--cgroup", req.cgroup});
   if (tty) {
     // corral-imp leads the new session, so its open of the terminal as stdin makes it the
     // controlling terminal; the task inherits both through exec.
@@ -316,11 +335,11 @@ Result<LaunchedProcess> launch_via_imp(const LaunchRequest& req) {
   argv.insert(argv.end(), req.argv.begin(), req.argv.end());
 
   SpawnActions actions;
-  posix_spawn_file_actions_adddup2(&actions.fa, in.get(), STDIN_FILENO);
-  posix_spawn_file_actions_adddup2(&actions.fa, out.get(), STDOUT_FILENO);
-  posix_spawn_file_actions_adddup2(&actions.fa, err.get(), STDERR_FILENO);
-  posix_spawn_file_actions_adddup2(&actions.fa, env_high.get(), env_slot);
-  posix_spawn_file_actions_adddup2(&actions.fa, status_high.get(), status_slot);
+  actions.dup2(in.get(), STDIN_FILENO);
+  actions.dup2(out.get(), STDOUT_FILENO);
+  actions.dup2(err.get(), STDERR_FILENO);
+  actions.dup2(env_high.get(), env_slot);
+  actions.dup2(status_high.get(), status_slot);
   // corral-imp closes nothing it does not own, so these reach the task through its exec.
   add_inherited(actions, req.inherit_fds);
   // The helper runs as root: its own environment is fixed, never the user's.

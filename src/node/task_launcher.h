@@ -35,6 +35,8 @@ struct LaunchRequest {
   // Non-empty: start `imp_path` (corral-imp) as root, which becomes uid/gid and then
   // executes argv; files are then opened by the user, not by the agent.
   std::string imp_path;
+  // Non-empty: the cgroup directory the process is moved into (TaskCgroups::create).
+  std::string cgroup;
   uid_t uid = 0;
   gid_t gid = 0;
 };

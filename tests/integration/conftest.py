@@ -136,8 +136,42 @@ def write_key_file(path):
     return path
 
 
+def cgroup2_mount():
+    """Where cgroup v2 is mounted, if it is and this process may create cgroups there."""
+    if os.geteuid() != 0:
+        return None
+    with open("/proc/self/mounts") as f:
+        for line in f:
+            fields = line.split()
+            if len(fields) > 2 and fields[2] == "cgroup2":
+                return fields[1]
+    return None
+
+
+def remove_cgroup_tree(path):
+    """Kills what is left in a cgroup tree and removes it, deepest first."""
+    if not os.path.isdir(path):
+        return
+    for _ in range(100):
+        for root, dirs, _files in os.walk(path, topdown=False):
+            try:
+                with open(os.path.join(root, "cgroup.kill"), "w") as f:
+                    f.write("1")
+            except OSError:
+                pass
+            try:
+                os.rmdir(root)
+            except OSError:
+                pass
+        if not os.path.isdir(path):
+            return
+        time.sleep(0.05)
+
+
 class Cluster:
-    """A controller and K agents hosting node0..node{size-1} in a temporary directory."""
+    """A controller and K agents hosting node0..node{size-1} in a temporary directory.
+    Where cgroup v2 is writable, the agents contain their tasks in cgroups under a parent
+    made for this cluster (self.cgroup), removed with everything in it at the end."""
 
     def __init__(self, size=4, agents=None, cores=4, gpus=0, memory="16GiB", sets=(),
                  config=None, agent_args=()):
@@ -156,6 +190,15 @@ class Cluster:
         self.key_file = write_key_file(os.path.join(self.dir, "cluster.key"))
         self.controller = None
         self.agents = [None] * len(self.node_sets)
+        mount = cgroup2_mount()
+        self.cgroup = None
+        if mount is not None:
+            path = os.path.join(mount, "corral-test-" + os.path.basename(self.dir))
+            try:
+                os.mkdir(path)
+                self.cgroup = path
+            except OSError:
+                pass
 
     # ------------------------------------------------------------ processes
 
@@ -182,6 +225,8 @@ class Cluster:
                 "--cores", str(self.cores), "--gpus", str(self.gpus), "--memory", self.memory,
                 "--state-dir", os.path.join(self.dir, f"agent-{i}"), "--log-file", log,
                 "--key-file", self.key_file, *self.agent_args]
+        if "--cgroups" not in self.agent_args:
+            args += ["--cgroups", self.cgroup if self.cgroup else "none"]
         self.agents[i] = self._spawn(args, os.path.join(self.dir, f"agent-{i}.out"))
         return self.agents[i]
 
@@ -308,6 +353,8 @@ class Cluster:
         for i in range(len(self.agents)):
             self._kill(self.agents[i], signal.SIGTERM)
         self._kill(self.controller, signal.SIGTERM)
+        if self.cgroup:
+            remove_cgroup_tree(self.cgroup)
         shutil.rmtree(self.dir, ignore_errors=True)
 
 

@@ -1,0 +1,211 @@
+#include "node/task_cgroups.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <cctype>
+#include <climits>
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <fstream>
+#include <thread>
+#include <vector>
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+namespace corral::node {
+
+namespace {
+
+constexpr long kCgroup2Magic = 0x63677270;  // CGROUP2_SUPER_MAGIC
+constexpr double kDrainInterval = 0.05;
+
+std::string errno_text(int err) { return std::strerror(err); }
+
+bool is_cgroup2(const std::string& dir) {
+  struct statfs fs{};
+  return ::statfs(dir.c_str(), &fs) == 0 && static_cast<long>(fs.f_type) == kCgroup2Magic;
+}
+
+// The cgroup v2 mount point and this process's cgroup in it: where "auto" puts ROOT.
+std::optional<std::string> own_cgroup2_dir() {
+  std::ifstream mounts("/proc/self/mounts");
+  std::string dev, dir, type, rest, mount;
+  while (mounts >> dev >> dir >> type && std::getline(mounts, rest)) {
+    if (type == "cgroup2") {
+      mount = dir;
+      break;
+    }
+  }
+  if (mount.empty()) return std::nullopt;
+  std::ifstream self("/proc/self/cgroup");
+  for (std::string line; std::getline(self, line);)
+    if (line.rfind("0::", 0) == 0) return line.size() > 4 ? mount + line.substr(3) : mount;
+  return mount;
+}
+
+// Agent ids are hostlists ("node[0-3]"): keep what a directory name may safely carry.
+std::string dir_name(const std::string& agent_id, const std::string& state_dir) {
+  std::string out = "corral-";
+  for (char c : agent_id) out += (std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_') ? c : '_';
+  uint32_t h = 2166136261u;  // FNV-1a of the state directory: one ROOT per agent instance
+  for (unsigned char c : state_dir) h = (h ^ c) * 16777619u;
+  return out + fmt::format("-{:08x}", h);
+}
+
+std::vector<std::string> subdirs(const std::string& dir) {
+  std::vector<std::string> out;
+  DIR* d = ::opendir(dir.c_str());
+  if (d == nullptr) return out;
+  while (struct dirent* e = ::readdir(d)) {
+    if (e->d_type == DT_DIR && e->d_name[0] != '.') out.push_back(dir + "/" + e->d_name);
+  }
+  ::closedir(d);
+  return out;
+}
+
+std::vector<pid_t> procs(const std::string& dir) {
+  std::vector<pid_t> out;
+  std::ifstream in(dir + "/cgroup.procs");
+  for (long pid = 0; in >> pid;) out.push_back(static_cast<pid_t>(pid));
+  return out;
+}
+
+bool write_file(const std::string& path, const std::string& text, int* err) {
+  int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
+  if (fd < 0) {
+    *err = errno;
+    return false;
+  }
+  bool ok = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
+  *err = ok ? 0 : errno;
+  ::close(fd);
+  return ok;
+}
+
+// rmdir of a cgroup: fails with EBUSY while processes (or child cgroups) remain.
+bool remove_dir(const std::string& dir) { return ::rmdir(dir.c_str()) == 0 || errno == ENOENT; }
+
+// Kills and removes `dir` and every cgroup below it; false if something is still busy.
+bool kill_tree(const std::string& dir, size_t& found) {
+  bool all = true;
+  for (const auto& sub : subdirs(dir)) all = kill_tree(sub, found) && all;
+  found += kill_cgroup(dir);
+  return remove_dir(dir) && all;
+}
+
+}  // namespace
+
+size_t kill_cgroup(const std::string& dir) {
+  const std::vector<pid_t> pids = procs(dir);
+  if (pids.empty()) return 0;
+  int err = 0;
+  if (!write_file(dir + "/cgroup.kill", "1", &err)) {
+    // Kernels before 5.14 have no cgroup.kill: one by one (a fork meanwhile is caught
+    // by the next round, as release() retries until the cgroup is empty).
+    for (pid_t pid : pids) ::kill(pid, SIGKILL);
+  }
+  return pids.size();
+}
+
+Result<std::unique_ptr<TaskCgroups>> TaskCgroups::open(EventLoop& loop, const std::string& setting,
+                                                       const std::string& agent_id, const std::string& state_dir,
+                                                       std::string* why_off) {
+  auto off = [&](std::string why) -> Result<std::unique_ptr<TaskCgroups>> {
+    if (why_off != nullptr) *why_off = std::move(why);
+    return std::unique_ptr<TaskCgroups>();
+  };
+  if (setting.empty() || setting == "none") return off("turned off (--cgroups none)");
+  std::string base;
+  if (setting == "auto") {
+    auto own = own_cgroup2_dir();
+    if (!own) return off("no cgroup v2 hierarchy is mounted");
+    base = *own;
+  } else {
+    base = setting;
+  }
+  if (!is_cgroup2(base)) {
+    std::string why = fmt::format("{} is not in a cgroup v2 hierarchy", base);
+    if (setting == "auto") return off(why);
+    return invalid("--cgroups: " + why);
+  }
+  char real[PATH_MAX];
+  const std::string where = ::realpath(state_dir.c_str(), real) != nullptr ? std::string(real) : state_dir;
+  std::string root = base + (base.back() == '/' ? "" : "/") + dir_name(agent_id, where);
+  if (::mkdir(root.c_str(), 0755) != 0 && errno != EEXIST) {
+    std::string why = fmt::format("cannot create {}: {}", root, errno_text(errno));
+    if (setting == "auto") return off(why);
+    return io_error("--cgroups: " + why);
+  }
+  return std::unique_ptr<TaskCgroups>(new TaskCgroups(loop, std::move(root)));
+}
+
+TaskCgroups::TaskCgroups(EventLoop& loop, std::string root) : loop_(loop), root_(std::move(root)) {}
+
+TaskCgroups::~TaskCgroups() {
+  if (timer_) loop_.cancel_timer(*timer_);
+  // Shutdown: the agent already signalled its tasks; give the kernel a moment to let
+  // them go, so that no empty cgroup stays behind.
+  size_t found = 0;
+  for (int i = 0; i < 50 && !kill_tree(root_, found); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+}
+
+std::string TaskCgroups::unit_path(uint64_t jobid, const std::string& unit) const {
+  return fmt::format("{}/job_{}/{}", root_, jobid, unit);
+}
+
+Result<std::string> TaskCgroups::create(uint64_t jobid, const std::string& unit) {
+  const std::string job_dir = fmt::format("{}/job_{}", root_, jobid);
+  const std::string path = unit_path(jobid, unit);
+  for (const auto& d : {job_dir, path})
+    if (::mkdir(d.c_str(), 0755) != 0 && errno != EEXIST)
+      return io_error(fmt::format("cannot create cgroup {}: {}", d, errno_text(errno)));
+  return path;
+}
+
+void TaskCgroups::release(uint64_t jobid, const std::string& unit) {
+  const std::string path = unit_path(jobid, unit);
+  // Usually every task is gone and the cgroup goes at once; EBUSY means something is left.
+  if (!remove_dir(path)) {
+    if (size_t n = kill_cgroup(path); n > 0)
+      spdlog::info("job {}: killed {} process(es) left in {} after its tasks ended", jobid, n, unit);
+    draining_.insert(path);
+    if (!timer_) timer_ = loop_.add_timer(kDrainInterval, [this] { drain(); });
+    return;
+  }
+  remove_dir(fmt::format("{}/job_{}", root_, jobid));  // EBUSY while other units remain
+}
+
+void TaskCgroups::drain() {
+  timer_.reset();
+  for (auto it = draining_.begin(); it != draining_.end();) {
+    kill_cgroup(*it);
+    if (!remove_dir(*it)) {
+      ++it;
+      continue;
+    }
+    if (std::string parent = it->substr(0, it->rfind('/')); parent != root_) remove_dir(parent);
+    it = draining_.erase(it);
+  }
+  if (!draining_.empty()) timer_ = loop_.add_timer(kDrainInterval, [this] { drain(); });
+}
+
+size_t TaskCgroups::clear_leftovers() {
+  size_t found = 0;
+  for (const auto& job : subdirs(root_)) {
+    if (kill_tree(job, found)) continue;
+    for (const auto& unit : subdirs(job)) draining_.insert(unit);
+    if (subdirs(job).empty()) draining_.insert(job);
+  }
+  if (!draining_.empty() && !timer_) timer_ = loop_.add_timer(kDrainInterval, [this] { drain(); });
+  return found;
+}
+
+}  // namespace corral::node

@@ -1,0 +1,225 @@
+// Task containment in cgroup v2: tasks land in their unit's cgroup (directly and through
+// corral-imp), what they leave running dies when the unit is released, a restarted agent
+// clears what its predecessor left, and bad settings are refused. The tests that need a
+// writable cgroup v2 hierarchy (root on a machine that has one) say so when they skip.
+#include "node/task_cgroups.h"
+
+#include <gtest/gtest.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <thread>
+
+#include "loop_until.h"
+#include "node/task_launcher.h"
+#include "temp_dir.h"
+
+namespace corral::node {
+namespace {
+
+namespace fs = std::filesystem;
+
+bool alive(pid_t pid) {
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string s;
+  std::getline(stat, s);
+  return !s.empty() && s.find(") Z") == std::string::npos;
+}
+
+bool eventually_dead(pid_t pid) {
+  for (int i = 0; i < 300; ++i) {
+    if (!alive(pid)) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return false;
+}
+
+std::string read_line(int fd) {
+  std::string line;
+  char c = 0;
+  for (;;) {
+    pollfd p{fd, POLLIN, 0};
+    if (::poll(&p, 1, 5000) <= 0 || ::read(fd, &c, 1) != 1 || c == '\n') return line;
+    line += c;
+  }
+}
+
+std::string cgroup_of(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/cgroup");
+  for (std::string line; std::getline(in, line);)
+    if (line.rfind("0::", 0) == 0) return line.substr(3);
+  return {};
+}
+
+// A task that starts a daemon in a session of its own, prints the daemon's pid once the
+// daemon leads that session (field 6 of its stat) and exits: no process group of the task
+// reaches the daemon any more.
+LaunchRequest escaping_task() {
+  LaunchRequest r;
+  r.argv = {"/bin/sh", "-c",
+            "setsid sleep 300 </dev/null >/dev/null 2>&1 & pid=$!; "
+            "while [ \"$(cut -d' ' -f6 /proc/$pid/stat)\" != $pid ]; do sleep 0.01; done; echo $pid"};
+  r.env = {"PATH=/usr/bin:/bin"};
+  r.cwd = "/";
+  return r;
+}
+
+class TaskCgroupsTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto loop = EventLoop::create();
+    ASSERT_TRUE(loop);
+    loop_ = std::move(*loop);
+    if (::geteuid() != 0) GTEST_SKIP() << "needs root (cgroup directories)";
+    std::string why;
+    auto cg = TaskCgroups::open(*loop_, "auto", "node[0-1]", state_.str(), &why);
+    ASSERT_TRUE(cg) << cg.message();
+    if (!*cg) GTEST_SKIP() << "no writable cgroup v2 hierarchy here: " << why;
+    cgroups_ = std::move(*cg);
+  }
+
+  // Starts the escaping task in `dir` and returns the daemon's pid (the task is reaped).
+  pid_t start_escaper(const std::string& dir, const std::string& imp = {}) {
+    LaunchRequest r = escaping_task();
+    r.cgroup = dir;
+    if (!imp.empty()) {
+      r.imp_path = imp;
+      r.uid = 65534;
+      r.gid = 65534;
+    }
+    auto p = launch_process(r);
+    EXPECT_TRUE(p) << p.message();
+    if (!p) return -1;
+    pid_t daemon = static_cast<pid_t>(std::stol("0" + read_line(p->stdout_pipe.get())));
+    int st = 0;
+    ::waitpid(p->pid, &st, 0);
+    EXPECT_EQ(st, 0);
+    return daemon;
+  }
+
+  test::TempDir state_{"corral-cgroups"};
+  std::unique_ptr<EventLoop> loop_;
+  std::unique_ptr<TaskCgroups> cgroups_;
+};
+
+TEST_F(TaskCgroupsTest, WhatATaskLeavesRunningDiesWithItsUnit) {
+  auto dir = cgroups_->create(42, "step_0-1");
+  ASSERT_TRUE(dir) << dir.message();
+  EXPECT_EQ(*dir, cgroups_->root() + "/job_42/step_0-1");
+  const pid_t daemon = start_escaper(*dir);
+  ASSERT_GT(daemon, 0);
+  EXPECT_TRUE(alive(daemon));
+  EXPECT_NE(::getpgid(daemon), ::getpgrp());
+  EXPECT_NE(cgroup_of(daemon).find("/job_42/step_0-1"), std::string::npos) << cgroup_of(daemon);
+
+  auto other = cgroups_->create(42, "tasks");  // a sibling unit of the same job is not touched
+  ASSERT_TRUE(other);
+  const pid_t bystander = start_escaper(*other);
+
+  cgroups_->release(42, "step_0-1");
+  EXPECT_TRUE(eventually_dead(daemon));
+  EXPECT_TRUE(alive(bystander));
+  ASSERT_TRUE(test::run_loop_until(*loop_, [&] { return cgroups_->draining() == 0; }));
+  EXPECT_FALSE(fs::exists(*dir));
+  EXPECT_TRUE(fs::exists(cgroups_->root() + "/job_42"));  // "tasks" is still there
+
+  cgroups_->release(42, "tasks");
+  EXPECT_TRUE(eventually_dead(bystander));
+  ASSERT_TRUE(test::run_loop_until(*loop_, [&] { return cgroups_->draining() == 0; }));
+  EXPECT_FALSE(fs::exists(cgroups_->root() + "/job_42"));
+  cgroups_->release(42, "never-created");  // nothing to do, nothing breaks
+}
+
+TEST_F(TaskCgroupsTest, LaunchFailuresInACgroupReadAsWithoutOne) {
+  auto dir = cgroups_->create(5, "tasks");
+  ASSERT_TRUE(dir);
+  LaunchRequest r = escaping_task();
+  r.cgroup = *dir;
+  r.argv = {"no-such-command-here"};
+  auto missing = launch_process(r);
+  ASSERT_FALSE(missing);
+  EXPECT_EQ(launch_failure_code(missing.error()), 127);
+  EXPECT_NE(missing.message().find("cannot execute 'no-such-command-here'"), std::string::npos) << missing.message();
+
+  r.argv = {"/bin/true"};
+  r.cgroup = *dir + "/gone";
+  auto nowhere = launch_process(r);
+  ASSERT_FALSE(nowhere);
+  EXPECT_NE(nowhere.message().find("cannot move the task into cgroup " + *dir + "/gone"), std::string::npos)
+      << nowhere.message();
+
+  // The child runs with the actions applied: cwd, stdio, a fresh process group.
+  r = escaping_task();
+  r.cgroup = *dir;
+  r.cwd = "/tmp";
+  r.argv = {"/bin/sh", "-c", "pwd; cut -d' ' -f5 /proc/$$/stat; echo $$"};
+  auto ok = launch_process(r);
+  ASSERT_TRUE(ok) << ok.message();
+  EXPECT_EQ(read_line(ok->stdout_pipe.get()), "/tmp");
+  const std::string pgid = read_line(ok->stdout_pipe.get());
+  EXPECT_EQ(pgid, read_line(ok->stdout_pipe.get()));
+  int st = 0;
+  ::waitpid(ok->pid, &st, 0);
+  EXPECT_EQ(st, 0);
+}
+
+TEST_F(TaskCgroupsTest, ImpJoinsTheCgroupBeforeBecomingTheUser) {
+  const fs::path imp = fs::read_symlink("/proc/self/exe").parent_path() / "corral-imp";
+  if (!fs::exists(imp)) GTEST_SKIP() << "corral-imp not built next to the test";
+  auto dir = cgroups_->create(7, "tasks");
+  ASSERT_TRUE(dir) << dir.message();
+  const pid_t daemon = start_escaper(*dir, imp.string());
+  ASSERT_GT(daemon, 0);
+  EXPECT_NE(cgroup_of(daemon).find("/job_7/tasks"), std::string::npos) << cgroup_of(daemon);
+  cgroups_->release(7, "tasks");
+  EXPECT_TRUE(eventually_dead(daemon));
+}
+
+TEST_F(TaskCgroupsTest, ARestartedAgentClearsWhatItsPredecessorLeft) {
+  auto dir = cgroups_->create(9, "tasks");
+  ASSERT_TRUE(dir);
+  const pid_t daemon = start_escaper(*dir);
+  ASSERT_GT(daemon, 0);
+  const std::string root = cgroups_->root();
+  // Same agent id and state directory: the same root, as after a crash.
+  auto again = TaskCgroups::open(*loop_, "auto", "node[0-1]", state_.str());
+  ASSERT_TRUE(again && *again);
+  EXPECT_EQ((*again)->root(), root);
+  EXPECT_EQ((*again)->clear_leftovers(), 1u);
+  EXPECT_TRUE(eventually_dead(daemon));
+  ASSERT_TRUE(test::run_loop_until(*loop_, [&] { return (*again)->draining() == 0; }));
+  EXPECT_FALSE(fs::exists(root + "/job_9"));
+}
+
+TEST_F(TaskCgroupsTest, OtherAgentsGetTheirOwnRoot) {
+  test::TempDir other_state{"corral-cgroups"};
+  auto other = TaskCgroups::open(*loop_, "auto", "node[0-1]", other_state.str());
+  ASSERT_TRUE(other && *other);
+  EXPECT_NE((*other)->root(), cgroups_->root());
+  EXPECT_EQ(fs::path(cgroups_->root()).filename().string().rfind("corral-node_0-1_-", 0), 0u) << cgroups_->root();
+}
+
+TEST(TaskCgroupsSetting, NoneIsOffAndABadDirectoryIsRefused) {
+  auto loop = EventLoop::create();
+  ASSERT_TRUE(loop);
+  std::string why;
+  auto none = TaskCgroups::open(**loop, "none", "n1", "/tmp", &why);
+  ASSERT_TRUE(none);
+  EXPECT_FALSE(*none);
+  EXPECT_NE(why.find("turned off"), std::string::npos);
+
+  test::TempDir plain;
+  auto bad = TaskCgroups::open(**loop, plain.str(), "n1", "/tmp");
+  ASSERT_FALSE(bad);
+  EXPECT_NE(bad.message().find(plain.str() + " is not in a cgroup v2 hierarchy"), std::string::npos)
+      << bad.message();
+}
+
+}  // namespace
+}  // namespace corral::node
