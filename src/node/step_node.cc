@@ -152,6 +152,13 @@ struct StepNode::Impl {
   const AgentConfig& config;
   StepNodeConfig sc;
   TaskCgroups* cgroups = nullptr;
+  // Account lookups read /etc/passwd (or ask NSS): once a minute per user, not per step.
+  struct CachedUser {
+    StepUser user;
+    double looked_up = 0;
+  };
+  std::unordered_map<uint64_t, CachedUser> users;
+  const StepUser& user_of(uint32_t uid, uint32_t gid);
   std::unordered_map<LaunchId, std::unique_ptr<Launch>> launches;
   std::unordered_map<pid_t, TaskRef> pids;
   LaunchId next_id = 1;
@@ -338,11 +345,19 @@ std::string StepNode::Impl::task_prefix(const Launch& l, const LocalNode& node) 
          std::to_string(l.req.stepid()) + ": ";
 }
 
+const StepUser& StepNode::Impl::user_of(uint32_t uid, uint32_t gid) {
+  constexpr double kUserCacheSeconds = 60;
+  const double now = job::now();
+  CachedUser& c = users[(uint64_t{uid} << 32) | gid];
+  if (c.looked_up == 0 || now - c.looked_up > kUserCacheSeconds) c = {lookup_step_user(uid, gid), now};
+  return c.user;
+}
+
 void StepNode::Impl::start_local(Launch& l, const v1::LaunchNode& info) {
   StepCredCheck check{sc.cluster_key, job::now(), sc.clock_skew, config.as_root};
   auto cred = check_node_cred(l.req, info, check);
   if (!cred) return refuse_node(l, info, cred.message());
-  StepUser user = lookup_step_user(cred->uid, cred->gid);
+  const StepUser& user = user_of(cred->uid, cred->gid);
   std::string cwd = step_cwd(l.req, user);
   auto env = step_node_env(l.req, info, user, cwd, config.controller_uri, config.cxi);
   if (!env) return refuse_node(l, info, env.message());
