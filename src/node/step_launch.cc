@@ -102,7 +102,7 @@ void StepManager::launch(Job& job, Step& step) {
   c->set_nodelist(step.nodelist);
   c->set_ntasks(step.ntasks);
   if (step.ports) c->set_mpi_ports(step.ports->encode());
-  send(step, std::move(created));
+  hold_created(job, step, std::move(created));
 
   const uint64_t jobid = job.id, serial = step.serial;
   const uint32_t stepid = step.id;

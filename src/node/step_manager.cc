@@ -66,8 +66,10 @@ StepManager::~StepManager() {
   for (auto& [id, parked] : parked_) loop_.cancel_timer(parked.timer);
   for (auto& [id, job] : jobs_) {
     if (job->kill_timer) loop_.cancel_timer(*job->kill_timer);
-    for (auto& [sid, step] : job->steps)
+    for (auto& [sid, step] : job->steps) {
       if (step.kill_timer) loop_.cancel_timer(*step.kill_timer);
+      if (step.created_timer) loop_.cancel_timer(*step.created_timer);
+    }
   }
 }
 
@@ -365,7 +367,26 @@ void StepManager::client_gone(ClientId id) {
 // ------------------------------------------------------------------ running steps
 
 void StepManager::send(Step& step, v1::StepServerMessage&& msg) {
+  if (step.created) {
+    if (step.created_timer) loop_.cancel_timer(*step.created_timer);
+    step.created_timer.reset();
+    msg.mutable_created()->Swap(step.created->mutable_created());
+    step.created.reset();
+  }
   if (step.sink.send) step.sink.send(std::move(msg));
+}
+
+void StepManager::hold_created(const Job& job, Step& step, v1::StepServerMessage&& created) {
+  if (config_.created_linger <= 0) return send(step, std::move(created));
+  step.created = std::move(created);
+  const uint64_t jobid = job.id, serial = step.serial;
+  const uint32_t stepid = step.id;
+  step.created_timer = loop_.add_timer(config_.created_linger, [this, jobid, stepid, serial] {
+    Step* s = find_step(jobid, stepid, serial);
+    if (s == nullptr || !s->created) return;
+    s->created_timer.reset();
+    send(*s, v1::StepServerMessage());
+  });
 }
 
 void StepManager::deliver(Step& step, v1::LaunchDown&& down) {

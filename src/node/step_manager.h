@@ -59,6 +59,11 @@ struct StepManagerConfig {
   // alloc, --jobid) can ask before this agent has the job: such a request waits this
   // long for it before "no step manager here".
   double early_open_wait = 5.0;
+  // `created` waits this long for the step's first output or exit to travel with (0: sent
+  // at once). Most steps of a busy job are short: one message per step instead of two
+  // halves the writes and the client's wake-ups; a longer step's client hears of its
+  // start this much later.
+  double created_linger = 0.010;
 };
 
 class StepManager {
@@ -139,6 +144,8 @@ class StepManager {
   void deliver(Step& step, v1::LaunchDown&& down);
   void cancel_running(Step& step, int sig, double grace);
   void send(Step& step, v1::StepServerMessage&& msg);
+  // Sends `created` with the step's next message, or alone after a short while.
+  void hold_created(const Job& job, Step& step, v1::StepServerMessage&& created);
   // Ends the step: exit to the client, allocation released, record, waiting steps
   // started. `state` overrides COMPLETED/FAILED/CANCELED (pending steps that never ran).
   void finish(Job& job, uint32_t stepid, const std::string& state = {});

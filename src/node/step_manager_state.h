@@ -45,6 +45,10 @@ struct StepManager::Step {
   bool killed = false;  // SIGKILL sent (kill_on_bad_exit, client gone, job end)
   std::string error;
   std::optional<EventLoop::TimerId> kill_timer;
+  // `created`, held back briefly so that a short step's client gets created, output and
+  // exit in one message (see StepManager::hold_created).
+  std::optional<v1::StepServerMessage> created;
+  std::optional<EventLoop::TimerId> created_timer;
   std::string final_state;
   int waitstatus = -1;
 

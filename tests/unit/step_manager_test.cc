@@ -105,6 +105,7 @@ class StepManagerTest : public ::testing::Test {
     c.self_uri = "unix:/tmp/self.sock";
     c.kill_grace = 0.05;
     c.early_open_wait = 0.05;
+    c.created_linger = 0;  // `created` at once, so tests can look at it before any exit
     mgr_ = std::make_unique<StepManager>(*loop_, launcher_, c, [this](const v1::StepInfo& i) { records_.push_back(i); });
     mgr_->set_interactive_end([this](uint64_t jobid, int ws) { interactive_ends_.emplace_back(jobid, ws); });
   }
@@ -343,6 +344,32 @@ TEST_F(StepManagerTest, InteractiveStepEndsAnAllocJob) {
   ASSERT_EQ(interactive_ends_.size(), 1u);
   EXPECT_EQ(interactive_ends_[0], std::make_pair(uint64_t{9}, 3 << 8));
   EXPECT_EQ(records_.back().step(), "interactive");
+}
+
+TEST_F(StepManagerTest, CreatedTravelsWithAShortStepsExitAndAloneForALongOne) {
+  StepManagerConfig c;
+  c.created_linger = 0.05;
+  StepManager mgr(*loop_, launcher_, c, [](const v1::StepInfo&) {});
+  auto sj = job(7, 1, 4);
+  mgr.add_job(sj);
+  FakeClient quick, slow;
+  mgr.open(1, kOwner, spec(7, 1), quick.sink());
+  EXPECT_TRUE(quick.got.empty());  // held back
+  v1::LaunchUp up;
+  auto* e = up.add_exits();
+  e->set_rank(0);
+  launcher_.launches.back().up(std::move(up));
+  ASSERT_EQ(quick.got.size(), 1u);  // one message: created and exit
+  EXPECT_TRUE(quick.got[0].has_created());
+  EXPECT_TRUE(quick.got[0].has_exit());
+  EXPECT_EQ(quick.got[0].created().stepid(), 0u);
+
+  mgr.open(2, kOwner, spec(7, 1), slow.sink());
+  EXPECT_TRUE(slow.got.empty());
+  run_loop(0.1);
+  ASSERT_EQ(slow.got.size(), 1u);  // the linger ran out: created alone
+  EXPECT_TRUE(slow.got[0].has_created());
+  EXPECT_FALSE(slow.got[0].has_exit());
 }
 
 // corrald names the step manager as it sends StartJob: a client may ask first.
