@@ -318,8 +318,8 @@ void run_step(const Globals& g, const RunState& st, uint64_t jobid, const JobCon
   AttachOptions opts;
   opts.label = st.label;
   opts.verbose = st.flags.verbose;
-  if (int code = attach_step(steps, *spec, opts, signals).exit_code; code != 0)
-    throw CLI::RuntimeError(code);
+  const int code = attach_step(steps, *spec, opts, signals).exit_code;
+  exit_now(code);
 }
 
 void run_run(const Globals& g, const RunState& st) {
@@ -344,7 +344,7 @@ void run_run(const Globals& g, const RunState& st) {
   const uint64_t id = submit_request(client, "run", st.flags, req).front();
   if (st.flags.verbose) fmt::print(stderr, "corral run: job {}\n", id);
   AttachedJob attached(client, id, st.label, signals);
-  if (int code = attached.run(); code != 0) throw CLI::RuntimeError(code);
+  exit_now(attached.run());
 }
 
 }  // namespace

@@ -1,5 +1,8 @@
 #include "cli/commands.h"
 
+#include <cstdio>
+#include <cstdlib>
+
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
@@ -8,6 +11,12 @@ namespace corral::cli {
 void fail(std::string_view cmd, std::string_view message, int code) {
   fmt::print(stderr, "corral {}: {}\n", cmd, message);
   throw CLI::RuntimeError(code);
+}
+
+void exit_now(int code) {
+  std::fflush(stdout);
+  std::fflush(stderr);
+  std::_Exit(code);
 }
 
 void usage_error(std::string_view cmd, std::string_view message) {

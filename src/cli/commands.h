@@ -51,5 +51,10 @@ inline constexpr int kExitUsage = 2;
 [[noreturn]] void fail(std::string_view cmd, std::string_view message, int code = kExitFailure);
 // For usage errors: adds a hint to run --help, exits 2.
 [[noreturn]] void usage_error(std::string_view cmd, std::string_view message);
+// Ends the process at once with `code` once everything it had to say is written: skips
+// gRPC's orderly teardown (joining its threads takes milliseconds, which a `corral run`
+// per step would pay every time). Only for the end of a command, with no RPC in flight
+// that matters.
+[[noreturn]] void exit_now(int code);
 
 }  // namespace corral::cli
