@@ -28,6 +28,7 @@
 #include "node/event_loop.h"
 #include "node/hardware.h"
 #include "node/orphans.h"
+#include "node/state_lock.h"
 #include "node/step_service.h"
 #include "util/hostlist.h"
 #include "util/units.h"
@@ -288,6 +289,8 @@ int main(int argc, char** argv) {
   std::error_code ec;
   std::filesystem::create_directories(config.state_dir, ec);
   if (ec) return fail("--state-dir: cannot create '" + config.state_dir + "': " + ec.message());
+  auto state_lock = lock_state_dir(config.state_dir);
+  if (!state_lock) return fail(state_lock.message());
   if (config.as_root && ::access(config.imp_path.c_str(), X_OK) != 0)
     spdlog::warn("{} is missing: jobs of other users will fail to start", config.imp_path);
   auto address = step_address(o, config.state_dir);

@@ -2,9 +2,13 @@
 jobspec files (`corral submit --jobspec`), bad and unknown hostlists, unknown partitions,
 requests no node could ever satisfy, and `corral hostlist` errors."""
 import json
+import os
+import subprocess
 import textwrap
 
 import pytest
+
+from conftest import binary
 
 # The cluster: four nodes of 4 cores, 16 GiB, no GPUs.
 pytestmark = pytest.mark.cluster(size=4, agents=2, cores=4)
@@ -258,3 +262,15 @@ def test_hostlist_errors(corral):
     assert proc.returncode == 2, proc.stderr
     # The good ones work.
     assert corral("hostlist", "count", "n[1-3],m7").stdout == "4\n"
+
+
+def test_a_second_agent_on_a_state_directory_in_use_is_refused(cluster):
+    state = os.path.join(cluster.dir, "agent-0")
+    proc = subprocess.run([binary("corral-node"), "--controller", cluster.uri,
+                           "--nodes", "node9", "--state-dir", state, "--cgroups", "none"],
+                          capture_output=True, text=True, timeout=30)
+    assert proc.returncode != 0
+    pid = cluster.agents[0].pid
+    assert f"state directory {state} is in use by corral-node pid {pid}" in proc.stderr, proc.stderr
+    # The running agent and its nodes are untouched.
+    assert all(not n["state"].startswith("down") for n in cluster.nodes())
