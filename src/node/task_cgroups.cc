@@ -26,6 +26,7 @@ namespace {
 
 constexpr long kCgroup2Magic = 0x63677270;  // CGROUP2_SUPER_MAGIC
 constexpr double kDrainInterval = 0.05;
+constexpr int kDrainTries = 200;  // 10 s: then it is left for the next start of the agent
 
 std::string errno_text(int err) { return std::strerror(err); }
 
@@ -176,7 +177,7 @@ void TaskCgroups::release(uint64_t jobid, const std::string& unit) {
   if (!remove_dir(path)) {
     if (size_t n = kill_cgroup(path); n > 0)
       spdlog::info("job {}: killed {} process(es) left in {} after its tasks ended", jobid, n, unit);
-    draining_.insert(path);
+    draining_.emplace(path, 0);
     if (!timer_) timer_ = loop_.add_timer(kDrainInterval, [this] { drain(); });
     return;
   }
@@ -186,12 +187,16 @@ void TaskCgroups::release(uint64_t jobid, const std::string& unit) {
 void TaskCgroups::drain() {
   timer_.reset();
   for (auto it = draining_.begin(); it != draining_.end();) {
-    kill_cgroup(*it);
-    if (!remove_dir(*it)) {
+    const std::string& dir = it->first;
+    kill_cgroup(dir);
+    if (remove_dir(dir)) {
+      if (std::string parent = dir.substr(0, dir.rfind('/')); parent != root_) remove_dir(parent);
+    } else if (++it->second < kDrainTries) {
       ++it;
       continue;
+    } else {
+      spdlog::warn("cannot remove cgroup {} ({}): left for the next start of this agent", dir, errno_text(errno));
     }
-    if (std::string parent = it->substr(0, it->rfind('/')); parent != root_) remove_dir(parent);
     it = draining_.erase(it);
   }
   if (!draining_.empty()) timer_ = loop_.add_timer(kDrainInterval, [this] { drain(); });
@@ -201,8 +206,8 @@ size_t TaskCgroups::clear_leftovers() {
   size_t found = 0;
   for (const auto& job : subdirs(root_)) {
     if (kill_tree(job, found)) continue;
-    for (const auto& unit : subdirs(job)) draining_.insert(unit);
-    if (subdirs(job).empty()) draining_.insert(job);
+    for (const auto& unit : subdirs(job)) draining_.emplace(unit, 0);
+    if (subdirs(job).empty()) draining_.emplace(job, 0);
   }
   if (!draining_.empty() && !timer_) timer_ = loop_.add_timer(kDrainInterval, [this] { drain(); });
   return found;

@@ -17,7 +17,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
-#include <set>
+#include <map>
 #include <string>
 
 #include "node/event_loop.h"
@@ -58,7 +58,7 @@ class TaskCgroups {
 
   EventLoop& loop_;
   std::string root_;
-  std::set<std::string> draining_;
+  std::map<std::string, int> draining_;  // cgroup -> removal attempts
   std::optional<EventLoop::TimerId> timer_;
 };
 
