@@ -24,12 +24,18 @@ struct AgentConfig {
   std::string cxi = "none";
   // Task containment (TaskCgroups::open): "none", "auto" or a cgroup v2 directory.
   std::string cgroups = "none";
+  // Tasks run only on the CPUs of their job's (or step's) cores on nodes with a CPU map
+  // (NodeHardware::core_cpus: real nodes, not virtual ones).
+  bool cpu_bind = true;
 
-  bool hosts(const std::string& node) const {
+  const NodeHardware* node(const std::string& name) const {
     for (const auto& n : nodes)
-      if (n.name == node) return true;
-    return false;
+      if (n.name == name) return &n;
+    return nullptr;
   }
+  bool hosts(const std::string& name) const { return node(name) != nullptr; }
+  // The CPUs tasks on `name` holding `cores` may use; empty: unbound. Errors are logged.
+  std::vector<int> task_cpus(const std::string& name, const std::string& cores) const;
 };
 
 }  // namespace corral::node

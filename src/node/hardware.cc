@@ -47,9 +47,18 @@ Result<NodeHardware> discover_hardware() {
 
   NodeHardware hw;
   hw.name = short_hostname();
-  int cores = hwloc_get_nbobjs_by_type(raw, HWLOC_OBJ_CORE);
-  if (cores <= 0) cores = hwloc_get_nbobjs_by_type(raw, HWLOC_OBJ_PU);
+  hwloc_obj_type_t unit = HWLOC_OBJ_CORE;
+  int cores = hwloc_get_nbobjs_by_type(raw, unit);
+  if (cores <= 0) cores = hwloc_get_nbobjs_by_type(raw, unit = HWLOC_OBJ_PU);
   hw.cores = cores > 0 ? static_cast<uint32_t>(cores) : 1;
+  for (int i = 0; i < cores; ++i) {
+    hwloc_obj_t core = hwloc_get_obj_by_type(raw, unit, static_cast<unsigned>(i));
+    std::vector<int> pus;
+    for (int pu = core != nullptr ? hwloc_bitmap_first(core->cpuset) : -1; pu >= 0;
+         pu = hwloc_bitmap_next(core->cpuset, pu))
+      pus.push_back(pu);
+    hw.core_cpus.push_back(std::move(pus));
+  }
   // The kernel's MemTotal: hwloc sums NUMA nodes, which misses memory some VMs hot-plug
   // outside of them.
   long pages = ::sysconf(_SC_PHYS_PAGES), page_size = ::sysconf(_SC_PAGESIZE);

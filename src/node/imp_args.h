@@ -1,12 +1,13 @@
 // Command line of corral-imp, the helper that becomes the job's user before exec.
 // Header-only on purpose: corral-imp links nothing but libc and the C++ runtime.
 //
-//   corral-imp --uid U --gid G [--cwd DIR] [--cgroup DIR] [--stdin PATH]
+//   corral-imp --uid U --gid G [--cwd DIR] [--cgroup DIR] [--cpus LIST] [--stdin PATH]
 //              [--stdout PATH] [--stderr PATH] [--env-fd N] [--status-fd N]
 //              -- COMMAND [ARG...]
 //
 // --cgroup names a cgroup v2 directory the helper moves itself into while still root,
 // so the task and everything it starts are contained from its first instruction.
+// --cpus ("0-3,8") binds it to those CPUs before exec.
 // An absent --stdin/--stdout/--stderr keeps the descriptor corral-imp inherited.
 // --stderr equal to --stdout shares one open file. --env-fd names a descriptor holding
 // the task environment as NUL-terminated KEY=VALUE strings (read from offset 0); the
@@ -29,6 +30,7 @@ struct ImpArgs {
   long gid = -1;
   std::string cwd;
   std::string cgroup;
+  std::vector<int> cpus;
   std::optional<std::string> stdin_path, stdout_path, stderr_path;
   int env_fd = -1;
   int status_fd = -1;
@@ -47,6 +49,25 @@ inline bool parse_number(std::string_view text, long max, long& out) {
   if (v > max) return false;
   out = v;
   return true;
+}
+
+// "0-3,8" -> {0,1,2,3,8}; false on anything else (CPU numbers below 65536).
+inline bool parse_cpu_list(std::string_view text, std::vector<int>& out) {
+  out.clear();
+  while (!text.empty()) {
+    size_t comma = text.find(',');
+    std::string_view item = text.substr(0, comma);
+    text = comma == std::string_view::npos ? std::string_view() : text.substr(comma + 1);
+    if (comma != std::string_view::npos && text.empty()) return false;
+    size_t dash = item.find('-');
+    long lo = 0, hi = 0;
+    if (!parse_number(item.substr(0, dash), 65535, lo)) return false;
+    hi = lo;
+    if (dash != std::string_view::npos && !parse_number(item.substr(dash + 1), 65535, hi)) return false;
+    if (hi < lo) return false;
+    for (long c = lo; c <= hi; ++c) out.push_back(static_cast<int>(c));
+  }
+  return !out.empty();
 }
 
 }  // namespace imp_detail
@@ -73,6 +94,8 @@ inline std::optional<std::string> parse_imp_args(const std::vector<std::string>&
       out.cwd = v;
     } else if (a == "--cgroup") {
       out.cgroup = v;
+    } else if (a == "--cpus") {
+      if (!imp_detail::parse_cpu_list(v, out.cpus)) return "invalid --cpus '" + v + "'";
     } else if (a == "--stdin") {
       out.stdin_path = v;
     } else if (a == "--stdout") {

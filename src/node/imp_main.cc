@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <grp.h>
 #include <pwd.h>
+#include <sched.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -67,6 +68,14 @@ void join_cgroup(const std::string& dir) {
   ::close(fd);
 }
 
+void bind_cpus(const std::vector<int>& cpus) {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  for (int c : cpus)
+    if (c < CPU_SETSIZE) CPU_SET(c, &set);
+  if (::sched_setaffinity(0, sizeof set, &set) != 0) fail(126, "cannot bind the task to its CPUs", errno);
+}
+
 void drop_privileges(uid_t uid, gid_t gid) {
   struct passwd* pw = ::getpwuid(uid);
   if (pw != nullptr) {
@@ -117,6 +126,7 @@ int main(int argc, char** argv) {
   if (a.env_fd >= 0) env = read_environment(a.env_fd);
 
   if (!a.cgroup.empty()) join_cgroup(a.cgroup);
+  if (!a.cpus.empty()) bind_cpus(a.cpus);
   drop_privileges(static_cast<uid_t>(a.uid), static_cast<gid_t>(a.gid));
   if (!a.cwd.empty() && ::chdir(a.cwd.c_str()) != 0)
     fail(126, "cannot change directory to '" + a.cwd + "'", errno);

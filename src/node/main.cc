@@ -46,6 +46,7 @@ struct Options {
   std::string memory = "16GiB";
   std::string state_dir;
   std::string cgroups = "auto";
+  std::string cpu_bind = "cores";
   std::string agent_id;
   std::string log_level = "info";
   std::string log_file;
@@ -92,7 +93,7 @@ Result<std::vector<NodeHardware>> configured_nodes(const Options& o) {
   auto mem = parse_size(o.memory, 1024 * 1024);
   if (!mem) return invalid("--memory: " + mem.message());
   std::vector<NodeHardware> nodes;
-  for (const auto& h : hosts->hosts()) nodes.push_back(NodeHardware{h, o.cores, o.gpus, *mem / (1024 * 1024)});
+  for (const auto& h : hosts->hosts()) nodes.push_back(NodeHardware{h, o.cores, o.gpus, *mem / (1024 * 1024), {}});
   return nodes;
 }
 
@@ -252,6 +253,12 @@ int main(int argc, char** argv) {
                  "to create them under. In a cgroup, what a task leaves running (setsid, double fork) is "
                  "killed when its job or step ends")
       ->capture_default_str();
+  app.add_option("--cpu-bind", o.cpu_bind,
+                 "cores: tasks run only on the CPUs of the cores their job or step holds on the node "
+                 "(real nodes; virtual --nodes have no CPUs of their own and are never bound); none: "
+                 "tasks may run on any CPU")
+      ->check(CLI::IsMember({"cores", "none"}))
+      ->capture_default_str();
   app.add_option("--key-file", o.key_file,
                  "The cluster key file (hex, mode 0600) shared with corrald; step credentials are checked "
                  "with it. Without it this agent refuses every step launch");
@@ -286,6 +293,7 @@ int main(int argc, char** argv) {
   config.cxi = *cxi;
   config.as_root = ::geteuid() == 0;
   config.cgroups = o.cgroups;
+  config.cpu_bind = o.cpu_bind == "cores";
   std::error_code ec;
   std::filesystem::create_directories(config.state_dir, ec);
   if (ec) return fail("--state-dir: cannot create '" + config.state_dir + "': " + ec.message());

@@ -1,8 +1,11 @@
 // What a new process does between fork and exec, recorded once and carried out either by
-// posix_spawn or, when the process must start inside a cgroup, by spawn_in_cgroup.
+// posix_spawn or, when the process must also join a cgroup or be bound to CPUs before it
+// runs any code of its own (which posix_spawn cannot do), by spawn_child.
 #pragma once
 
 #include <sys/types.h>
+
+#include <sched.h>
 
 #include <string>
 #include <vector>
@@ -27,15 +30,24 @@ struct SpawnActions {
   void chdir(std::string dir) { list.push_back({Kind::chdir, -1, -1, std::move(dir), 0}); }
 };
 
+// What the child does before its file actions, besides what posix_spawn would.
+struct ChildSetup {
+  std::string cgroup;     // non-empty: the cgroup v2 directory it moves itself into
+  std::vector<int> cpus;  // non-empty: the only CPUs it (and what it starts) may run on
+  bool any() const { return !cgroup.empty() || !cpus.empty(); }
+};
+
+struct SpawnFailure {
+  enum class Stage { exec, cgroup, cpus };
+  int err = 0;  // errno; 0: started
+  Stage stage = Stage::exec;  // exec also covers the file actions
+};
+
 // Starts `path` with the actions, in a process group of its own (or a session of its own
 // when `new_session`), with the signal mask empty and every signal at its default — as
-// posix_spawn does — but moved into the cgroup directory `cgroup` before exec, so that
-// nothing the program starts can be outside it.
-struct SpawnFailure {
-  int err = 0;              // errno; 0: started
-  bool in_cgroup = false;   // the move into the cgroup failed (else an action or exec)
-};
-SpawnFailure spawn_in_cgroup(pid_t& pid, const std::string& path, char* const argv[], char* const envp[],
-                             const SpawnActions& actions, bool new_session, const std::string& cgroup);
+// posix_spawn does — after `setup`, so nothing the program starts can be outside its
+// cgroup or off its CPUs.
+SpawnFailure spawn_child(pid_t& pid, const std::string& path, char* const argv[], char* const envp[],
+                         const SpawnActions& actions, bool new_session, const ChildSetup& setup);
 
 }  // namespace corral::node

@@ -11,6 +11,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "node/cpu_binding.h"
 #include "node/output_pattern.h"
 #include "node/spawn_actions.h"
 
@@ -116,15 +117,21 @@ std::vector<char*> c_strings(std::vector<std::string>& v) {
   return out;
 }
 
-// `cgroup` non-empty: the process starts inside that cgroup (nothing to race with).
+// With a cgroup or CPUs to bind to, the process is set up before it runs any code of
+// its own (spawn_child); otherwise posix_spawn.
 Result<pid_t> do_spawn(const std::string& path, std::vector<std::string> argv, std::vector<std::string> env,
-                       const SpawnActions& actions, bool new_session, const std::string& cgroup = {}) {
+                       const SpawnActions& actions, bool new_session, const ChildSetup& setup = {}) {
   auto cargv = c_strings(argv);
   auto cenv = c_strings(env);
   pid_t pid = -1;
-  if (!cgroup.empty()) {
-    SpawnFailure f = spawn_in_cgroup(pid, path, cargv.data(), cenv.data(), actions, new_session, cgroup);
-    if (f.in_cgroup) return launch_error(f.err, "cannot move the task into cgroup " + cgroup);
+  if (setup.any()) {
+    SpawnFailure f = spawn_child(pid, path, cargv.data(), cenv.data(), actions, new_session, setup);
+    switch (f.stage) {
+      case SpawnFailure::Stage::cgroup: return launch_error(f.err, "cannot move the task into cgroup " + setup.cgroup);
+      case SpawnFailure::Stage::cpus:
+        return launch_error(f.err, "cannot bind the task to CPUs " + cpu_list_text(setup.cpus));
+      case SpawnFailure::Stage::exec: break;
+    }
     if (f.err != 0) return exec_error(f.err, argv[0]);
     return pid;
   }
@@ -222,7 +229,7 @@ Result<LaunchedProcess> launch_direct(const LaunchRequest& req) {
   actions.dup2(outs->err.get(), STDERR_FILENO);
   add_inherited(actions, req.inherit_fds);
   if (!req.cwd.empty()) actions.chdir(req.cwd);
-  auto pid = do_spawn(*exe, req.argv, req.env, actions, false, req.cgroup);
+  auto pid = do_spawn(*exe, req.argv, req.env, actions, false, {req.cgroup, req.cpus});
   if (!pid) return fail(pid.error());
   outs->proc.pid = *pid;
   return std::move(outs->proc);
@@ -244,7 +251,7 @@ Result<LaunchedProcess> launch_on_terminal(const LaunchRequest& req) {
   actions.dup2(STDIN_FILENO, STDERR_FILENO);
   add_inherited(actions, req.inherit_fds);
   if (!req.cwd.empty()) actions.chdir(req.cwd);
-  auto pid = do_spawn(*exe, req.argv, req.env, actions, true, req.cgroup);
+  auto pid = do_spawn(*exe, req.argv, req.env, actions, true, {req.cgroup, req.cpus});
   if (!pid) return pid.error();
   LaunchedProcess proc;
   proc.pid = *pid;
@@ -320,6 +327,7 @@ Result<LaunchedProcess> launch_via_imp(const LaunchRequest& req) {
   std::vector<std::string> argv = {req.imp_path, "--uid", std::to_string(req.uid), "--gid", std::to_string(req.gid)};
   if (!req.cwd.empty()) argv.insert(argv.end(), {"--cwd", req.cwd});
   if (!req.cgroup.empty()) argv.insert(argv.end(), {"--cgroup", req.cgroup});
+  if (!req.cpus.empty()) argv.insert(argv.end(), {"--cpus", cpu_list_text(req.cpus)});
   if (tty) {
     // corral-imp leads the new session, so its open of the terminal as stdin makes it the
     // controlling terminal; the task inherits both through exec.

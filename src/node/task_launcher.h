@@ -37,6 +37,8 @@ struct LaunchRequest {
   std::string imp_path;
   // Non-empty: the cgroup directory the process is moved into (TaskCgroups::create).
   std::string cgroup;
+  // Non-empty: the OS CPU numbers the process is bound to (cpus_of_cores).
+  std::vector<int> cpus;
   uid_t uid = 0;
   gid_t gid = 0;
 };

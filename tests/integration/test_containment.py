@@ -102,3 +102,49 @@ def test_a_bad_cgroups_directory_stops_the_agent_with_a_message(tmp_path):
                           capture_output=True, text=True, timeout=30)
     assert proc.returncode != 0
     assert f"--cgroups: {tmp_path} is not in a cgroup v2 hierarchy" in proc.stderr, proc.stderr
+
+
+def allowed_cpus(text):
+    """The CPUs a `Cpus_allowed_list` value ("0-2,5") names."""
+    out = set()
+    for part in text.strip().split(","):
+        lo, _, hi = part.partition("-")
+        out.update(range(int(lo), int(hi or lo) + 1))
+    return out
+
+
+@pytest.mark.cluster(size=1, agents=1, cores=2)
+def test_tasks_on_a_real_node_run_only_on_their_cores(cluster):
+    """An agent without --nodes is this machine, with hwloc's core -> CPU map: a job's and
+    a step's tasks are bound to the CPUs of the cores they hold (virtual nodes never are)."""
+    if (os.cpu_count() or 1) < 2:
+        pytest.skip("needs two CPUs to tell bound from unbound")
+    real = subprocess.Popen([binary("corral-node"), "--controller", cluster.uri,
+                             "--state-dir", os.path.join(cluster.dir, "real-agent"),
+                             "--log-file", os.path.join(cluster.dir, "real-agent.log"),
+                             "--key-file", cluster.key_file, "--cgroups", "none"],
+                            stdin=subprocess.DEVNULL, start_new_session=True)
+    try:
+        cluster.wait_nodes_up(2)
+        host = next(n["name"] for n in cluster.nodes() if n["name"] != "node0")
+        show = "grep Cpus_allowed_list /proc/self/status | cut -f2"
+        one = cluster.corral("run", "-w", host, "-n1", "-c1", "sh", "-c", show).stdout
+        everything = allowed_cpus(f"0-{os.cpu_count() - 1}")
+        assert 0 < len(allowed_cpus(one)) < len(everything), one
+        whole = cluster.corral("run", "-w", host, "-n1", "-c", str(len(everything)),
+                               "sh", "-c", show, check=False)
+        if whole.returncode == 0:  # as many cores as CPUs (no SMT): all of them
+            assert allowed_cpus(whole.stdout) == everything, whole.stdout
+        # A step holding one of the job's two cores gets that core's CPUs only.
+        job = int(cluster.corral("batch", "--parsable", "-w", host, "-n1", "-c2", "-",
+                                 input="#!/bin/sh\nexec sleep 300\n").stdout.strip())
+        cluster.wait_job(job, "RUN")
+        step = cluster.corral("run", f"--jobid={job}", "-n1", "-c1", "sh", "-c", show).stdout
+        assert 0 < len(allowed_cpus(step)) < len(everything), step
+        cluster.corral("cancel", job)
+        # The virtual node's tasks are not bound.
+        virt = cluster.corral("run", "-w", "node0", "-n1", "sh", "-c", show).stdout
+        assert allowed_cpus(virt) == everything, virt
+    finally:
+        real.terminate()
+        real.wait(timeout=30)

@@ -37,7 +37,7 @@ class NodeAgent : public ::testing::Test {
     loop_ = std::move(*loop);
     AgentConfig c;
     c.agent_id = "n[1-2]";
-    c.nodes = {{"n1", 4, 0, 1024}, {"n2", 4, 2, 1024}};
+    c.nodes = {{"n1", 4, 0, 1024, {}}, {"n2", 4, 2, 1024, {}}};
     c.controller_uri = "unix:/tmp/test.sock";
     c.state_dir = (dir_ / "state").string();
     c.kill_grace = 0.2;

@@ -696,7 +696,7 @@ class StepAgent : public ::testing::Test {
     loop_ = std::move(*loop);
     AgentConfig c;
     c.agent_id = "n[1-2]";
-    c.nodes = {{"n1", 4, 0, 1024}, {"n2", 4, 0, 1024}};
+    c.nodes = {{"n1", 4, 0, 1024, {}}, {"n2", 4, 0, 1024, {}}};
     c.controller_uri = "unix:/tmp/test.sock";
     c.step_uri = "unix:" + (dir_ / "step.sock").string();
     c.state_dir = dir_.string();

@@ -75,7 +75,7 @@ class TestAgent {
     config_.agent_id = "agent-" + nodes.front();
     config_.as_root = !imp.empty();
     config_.imp_path = std::move(imp);
-    for (auto& n : nodes) config_.nodes.push_back(NodeHardware{n, 4, 0, 1024});
+    for (auto& n : nodes) config_.nodes.push_back(NodeHardware{n, 4, 0, 1024, {}});
     config_.controller_uri = "unix:/nonexistent/corrald.sock";
     auto l = EventLoop::create();
     EXPECT_TRUE(l.ok()) << l.message();

@@ -1,6 +1,7 @@
 #include "node/spawn_actions.h"
 
 #include <fcntl.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -32,19 +33,40 @@ int apply(const SpawnActions::Action& a) {
   return EINVAL;
 }
 
-[[noreturn]] void child(const std::string& path, char* const argv[], char* const envp[], const SpawnActions& actions,
-                        bool new_session, const char* procs, int report) {
-  SpawnFailure failed;
-  int fd = ::open(procs, O_WRONLY | O_CLOEXEC);
-  if (fd < 0 || ::write(fd, "0", 1) != 1) failed = {errno == 0 ? EIO : errno, true};
-  if (fd >= 0) ::close(fd);
+// Everything the child needs, prepared by the parent: the child must not allocate.
+struct Prepared {
+  const std::string& path;
+  char* const* argv;
+  char* const* envp;
+  const SpawnActions& actions;
+  bool new_session;
+  const char* procs;  // null: no cgroup
+  const cpu_set_t* cpus;  // null: no binding
+  int report;
+};
+
+SpawnFailure join_and_bind(const Prepared& p) {
+  if (p.procs != nullptr) {
+    int fd = ::open(p.procs, O_WRONLY | O_CLOEXEC);
+    bool ok = fd >= 0 && ::write(fd, "0", 1) == 1;
+    int err = errno == 0 ? EIO : errno;
+    if (fd >= 0) ::close(fd);
+    if (!ok) return {err, SpawnFailure::Stage::cgroup};
+  }
+  if (p.cpus != nullptr && ::sched_setaffinity(0, sizeof(cpu_set_t), p.cpus) != 0)
+    return {errno, SpawnFailure::Stage::cpus};
+  return {};
+}
+
+[[noreturn]] void child(const Prepared& p) {
+  SpawnFailure failed = join_and_bind(p);
   int err = failed.err;
   struct sigaction dfl{};
   dfl.sa_handler = SIG_DFL;
   for (int sig = 1; err == 0 && sig < NSIG; ++sig)
     if (sig != SIGKILL && sig != SIGSTOP) ::sigaction(sig, &dfl, nullptr);  // fails only for reserved ones
-  if (err == 0 && (new_session ? ::setsid() : ::setpgid(0, 0)) < 0) err = errno;
-  for (const auto& a : actions.list) {
+  if (err == 0 && (p.new_session ? ::setsid() : ::setpgid(0, 0)) < 0) err = errno;
+  for (const auto& a : p.actions.list) {
     if (err != 0) break;
     err = apply(a);
   }
@@ -52,11 +74,11 @@ int apply(const SpawnActions::Action& a) {
     sigset_t none;
     sigemptyset(&none);
     ::sigprocmask(SIG_SETMASK, &none, nullptr);
-    ::execve(path.c_str(), argv, envp);
+    ::execve(p.path.c_str(), p.argv, p.envp);
     err = errno;
   }
-  if (!failed.in_cgroup) failed.err = err;
-  if (::write(report, &failed, sizeof failed) < 0) {
+  if (failed.err == 0) failed.err = err;
+  if (::write(p.report, &failed, sizeof failed) < 0) {
     // the parent then sees no report and the exit code 127
   }
   ::_exit(127);
@@ -64,17 +86,23 @@ int apply(const SpawnActions::Action& a) {
 
 }  // namespace
 
-SpawnFailure spawn_in_cgroup(pid_t& pid, const std::string& path, char* const argv[], char* const envp[],
-                             const SpawnActions& actions, bool new_session, const std::string& cgroup) {
-  const std::string procs = cgroup + "/cgroup.procs";
+SpawnFailure spawn_child(pid_t& pid, const std::string& path, char* const argv[], char* const envp[],
+                         const SpawnActions& actions, bool new_session, const ChildSetup& setup) {
+  const std::string procs = setup.cgroup.empty() ? "" : setup.cgroup + "/cgroup.procs";
+  cpu_set_t cpus;
+  CPU_ZERO(&cpus);
+  for (int cpu : setup.cpus)
+    if (cpu >= 0 && cpu < CPU_SETSIZE) CPU_SET(cpu, &cpus);
   int report[2];
-  if (::pipe2(report, O_CLOEXEC) != 0) return {errno, false};
+  if (::pipe2(report, O_CLOEXEC) != 0) return {errno};
+  const Prepared prepared{path, argv, envp, actions, new_session,
+                          procs.empty() ? nullptr : procs.c_str(), setup.cpus.empty() ? nullptr : &cpus, report[1]};
   // No handler of the agent may run in the child before it resets them (as glibc does).
   sigset_t all, old;
   sigfillset(&all);
   ::pthread_sigmask(SIG_BLOCK, &all, &old);
   pid = ::vfork();
-  if (pid == 0) child(path, argv, envp, actions, new_session, procs.c_str(), report[1]);
+  if (pid == 0) child(prepared);
   const int vfork_err = errno;
   ::pthread_sigmask(SIG_SETMASK, &old, nullptr);
   ::close(report[1]);

@@ -1,0 +1,52 @@
+#include "node/cpu_binding.h"
+
+#include <algorithm>
+
+#include <spdlog/spdlog.h>
+
+#include "node/agent_config.h"
+#include "util/idset.h"
+
+namespace corral::node {
+
+Result<std::vector<int>> cpus_of_cores(const NodeHardware& node, const std::string& cores) {
+  if (node.core_cpus.empty() || cores.empty()) return std::vector<int>{};
+  auto ids = IdSet::parse(cores);
+  if (!ids) return invalid("cores '" + cores + "': " + ids.message());
+  std::vector<int> out;
+  for (uint32_t id : ids->to_vector()) {
+    if (id >= node.core_cpus.size())
+      return invalid("node " + node.name + " has no core " + std::to_string(id) + " (it has " +
+                     std::to_string(node.core_cpus.size()) + ")");
+    out.insert(out.end(), node.core_cpus[id].begin(), node.core_cpus[id].end());
+  }
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
+
+std::vector<int> AgentConfig::task_cpus(const std::string& name, const std::string& cores) const {
+  const NodeHardware* hw = node(name);
+  if (!cpu_bind || hw == nullptr) return {};
+  auto cpus = cpus_of_cores(*hw, cores);
+  if (!cpus) {
+    spdlog::warn("tasks on {} run unbound: {}", name, cpus.message());
+    return {};
+  }
+  return std::move(*cpus);
+}
+
+std::string cpu_list_text(const std::vector<int>& cpus) {
+  std::string out;
+  for (size_t i = 0; i < cpus.size();) {
+    size_t j = i;
+    while (j + 1 < cpus.size() && cpus[j + 1] == cpus[j] + 1) ++j;
+    if (!out.empty()) out += ',';
+    out += std::to_string(cpus[i]);
+    if (j > i) out += '-' + std::to_string(cpus[j]);
+    i = j + 1;
+  }
+  return out;
+}
+
+}  // namespace corral::node
