@@ -25,15 +25,26 @@ Result<std::vector<int>> cpus_of_cores(const NodeHardware& node, const std::stri
   return out;
 }
 
-std::vector<int> AgentConfig::task_cpus(const std::string& name, const std::string& cores) const {
+std::vector<std::vector<int>> AgentConfig::task_cpus(const std::string& name, const std::string& cores,
+                                                     uint32_t ntasks) const {
+  std::vector<std::vector<int>> out(ntasks);
   const NodeHardware* hw = node(name);
-  if (!cpu_bind || hw == nullptr) return {};
-  auto cpus = cpus_of_cores(*hw, cores);
-  if (!cpus) {
-    spdlog::warn("tasks on {} run unbound: {}", name, cpus.message());
-    return {};
+  if (!cpu_bind || hw == nullptr || hw->core_cpus.empty() || ntasks == 0) return out;
+  auto ids = IdSet::parse(cores);
+  auto all = ids ? cpus_of_cores(*hw, cores) : Result<std::vector<int>>(invalid("cores '" + cores + "': " + ids.message()));
+  if (!all) {
+    spdlog::warn("tasks on {} run unbound: {}", name, all.message());
+    return out;
   }
-  return std::move(*cpus);
+  const std::vector<uint32_t> list = ids->to_vector();
+  if (list.size() % ntasks != 0) return std::vector<std::vector<int>>(ntasks, *all);
+  const size_t share = list.size() / ntasks;
+  for (uint32_t t = 0; t < ntasks; ++t) {
+    for (size_t k = t * share; k < (t + 1) * share; ++k)
+      out[t].insert(out[t].end(), hw->core_cpus[list[k]].begin(), hw->core_cpus[list[k]].end());
+    std::sort(out[t].begin(), out[t].end());
+  }
+  return out;
 }
 
 std::string cpu_list_text(const std::vector<int>& cpus) {

@@ -272,7 +272,7 @@ void JobExecutor::start_node(Job& job, uint32_t ni, const v1::NodeTasks& nt, con
   }
 
   const bool use_imp = config_.as_root && msg.userid() != ::getuid();
-  const std::vector<int> cpus = config_.task_cpus(node.name, nt.cores());
+  const std::vector<std::vector<int>> cpus = config_.task_cpus(node.name, nt.cores(), node.ntasks);
   // A batch script is no MPI program; the PMI_* it would inherit would only mislead
   // the programs it starts.
   const bool with_pmi = spec.batch_script.empty() && node.ntasks > 0;
@@ -313,7 +313,7 @@ void JobExecutor::start_node(Job& job, uint32_t ni, const v1::NodeTasks& nt, con
       req.gid = msg.groupid();
     }
     req.cgroup = cgroup_of(job);
-    req.cpus = cpus;
+    req.cpus = cpus[i];
     auto proc = launch_process(req);
     if (!proc) {
       std::string text = error_prefix(job, node) + proc.message();

@@ -113,7 +113,7 @@ struct StepNode::Impl {
     std::map<uint32_t, PmiExchange::Done> fences;  // by barrier number, waiting for the result
     uint32_t next_seq = 0;
     std::vector<Task> tasks;
-    std::vector<int> cpus;  // of the step's cores here (empty: unbound)
+    std::vector<std::vector<int>> cpus;  // by local rank: of the step's cores here (empty: unbound)
   };
   struct Child {
     std::vector<v1::LaunchNode> nodes;
@@ -365,7 +365,7 @@ void StepNode::Impl::start_local(Launch& l, const v1::LaunchNode& info) {
 
   auto node = std::make_unique<LocalNode>();
   node->info = info;
-  node->cpus = config.task_cpus(info.name(), info.cores());
+  node->cpus = config.task_cpus(info.name(), info.cores(), info.ntasks());
   const size_t ni = l.locals.size();
   LocalNode& n = *node;
   l.locals.push_back(std::move(node));
@@ -486,7 +486,7 @@ void StepNode::Impl::start_task(Launch& l, LocalNode& node, size_t ni, size_t ti
     }
   }
   lr.cgroup = cgroup_of(l);
-  lr.cpus = node.cpus;
+  lr.cpus = node.cpus[ti];
   auto proc = launch_process(lr);
   if (!proc) {
     t.stdin_w.reset();

@@ -135,6 +135,11 @@ def test_tasks_on_a_real_node_run_only_on_their_cores(cluster):
                                "sh", "-c", show, check=False)
         if whole.returncode == 0:  # as many cores as CPUs (no SMT): all of them
             assert allowed_cpus(whole.stdout) == everything, whole.stdout
+        # Two tasks on two cores: each on a core of its own.
+        two = cluster.corral("run", "-w", host, "-n2", "-c1", "-l", "sh", "-c", show, check=False)
+        if two.returncode == 0:
+            sets = [allowed_cpus(line.split(":", 1)[1]) for line in two.stdout.splitlines()]
+            assert len(sets) == 2 and not sets[0] & sets[1], two.stdout
         # A step holding one of the job's two cores gets that core's CPUs only.
         job = int(cluster.corral("batch", "--parsable", "-w", host, "-n1", "-c2", "-",
                                  input="#!/bin/sh\nexec sleep 300\n").stdout.strip())

@@ -45,13 +45,24 @@ TEST(CpuBinding, VirtualNodesAndBadCoresAreNotBound) {
   EXPECT_NE(missing.message().find("node n1 has no core 4 (it has 4)"), std::string::npos) << missing.message();
   EXPECT_FALSE(cpus_of_cores(smt_node(), "x"));
 
+  using Cpus = std::vector<std::vector<int>>;
   AgentConfig c;
   c.nodes = {smt_node(), virt};
-  EXPECT_EQ(c.task_cpus("n1", "0"), (std::vector<int>{0, 4}));
-  EXPECT_TRUE(c.task_cpus("v1", "0").empty());
-  EXPECT_TRUE(c.task_cpus("n1", "9").empty());  // logged, the task runs unbound
+  EXPECT_EQ(c.task_cpus("v1", "0-1", 2), (Cpus{{}, {}}));
+  EXPECT_EQ(c.task_cpus("n1", "9", 1), (Cpus{{}}));  // logged, the task runs unbound
   c.cpu_bind = false;
-  EXPECT_TRUE(c.task_cpus("n1", "0").empty());
+  EXPECT_EQ(c.task_cpus("n1", "0", 1), (Cpus{{}}));
+}
+
+TEST(CpuBinding, TasksOfANodeGetCoresOfTheirOwnWhenTheyDivideEvenly) {
+  using Cpus = std::vector<std::vector<int>>;
+  AgentConfig c;
+  c.nodes = {smt_node()};
+  EXPECT_EQ(c.task_cpus("n1", "0", 1), (Cpus{{0, 4}}));
+  EXPECT_EQ(c.task_cpus("n1", "0-3", 2), (Cpus{{0, 1, 4, 5}, {2, 3, 6, 7}}));
+  EXPECT_EQ(c.task_cpus("n1", "1,3", 2), (Cpus{{1, 5}, {3, 7}}));
+  // Three cores for two tasks: no even split, both get all three.
+  EXPECT_EQ(c.task_cpus("n1", "0-2", 2), (Cpus{{0, 1, 2, 4, 5, 6}, {0, 1, 2, 4, 5, 6}}));
 }
 
 TEST(CpuBinding, ImpTakesACpuList) {
