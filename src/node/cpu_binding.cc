@@ -29,14 +29,13 @@ std::vector<std::vector<int>> AgentConfig::task_cpus(const std::string& name, co
                                                      uint32_t ntasks) const {
   std::vector<std::vector<int>> out(ntasks);
   const NodeHardware* hw = node(name);
-  if (!cpu_bind || hw == nullptr || hw->core_cpus.empty() || ntasks == 0) return out;
-  auto ids = IdSet::parse(cores);
-  auto all = ids ? cpus_of_cores(*hw, cores) : Result<std::vector<int>>(invalid("cores '" + cores + "': " + ids.message()));
+  if (!cpu_bind || hw == nullptr || hw->core_cpus.empty() || ntasks == 0 || cores.empty()) return out;
+  auto all = cpus_of_cores(*hw, cores);
   if (!all) {
     spdlog::warn("tasks on {} run unbound: {}", name, all.message());
     return out;
   }
-  const std::vector<uint32_t> list = ids->to_vector();
+  const std::vector<uint32_t> list = IdSet::parse(cores)->to_vector();  // valid: checked above
   if (list.size() % ntasks != 0) return std::vector<std::vector<int>>(ntasks, *all);
   const size_t share = list.size() / ntasks;
   for (uint32_t t = 0; t < ntasks; ++t) {

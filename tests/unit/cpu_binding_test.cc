@@ -50,6 +50,8 @@ TEST(CpuBinding, VirtualNodesAndBadCoresAreNotBound) {
   c.nodes = {smt_node(), virt};
   EXPECT_EQ(c.task_cpus("v1", "0-1", 2), (Cpus{{}, {}}));
   EXPECT_EQ(c.task_cpus("n1", "9", 1), (Cpus{{}}));  // logged, the task runs unbound
+  EXPECT_EQ(c.task_cpus("n1", "x", 1), (Cpus{{}}));
+  EXPECT_EQ(c.task_cpus("n1", "", 2), (Cpus{{}, {}}));
   c.cpu_bind = false;
   EXPECT_EQ(c.task_cpus("n1", "0", 1), (Cpus{{}}));
 }
