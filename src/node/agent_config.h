@@ -34,11 +34,6 @@ struct AgentConfig {
     return nullptr;
   }
   bool hosts(const std::string& name) const { return node(name) != nullptr; }
-  // The CPUs of each of the `ntasks` tasks on `name` that hold `cores` together: equal
-  // consecutive shares when the cores divide evenly (each rank on cores of its own, like
-  // Slurm's --cpu-bind=cores), else all of them for every task. Empty: unbound (binding
-  // off, a virtual node, or bad cores, which are logged).
-  std::vector<std::vector<int>> task_cpus(const std::string& name, const std::string& cores, uint32_t ntasks) const;
 };
 
 }  // namespace corral::node

@@ -4,7 +4,6 @@
 
 #include <spdlog/spdlog.h>
 
-#include "node/agent_config.h"
 #include "util/idset.h"
 
 namespace corral::node {
@@ -25,11 +24,11 @@ Result<std::vector<int>> cpus_of_cores(const NodeHardware& node, const std::stri
   return out;
 }
 
-std::vector<std::vector<int>> AgentConfig::task_cpus(const std::string& name, const std::string& cores,
-                                                     uint32_t ntasks) const {
+std::vector<std::vector<int>> task_cpus(const AgentConfig& config, const std::string& name,
+                                        const std::string& cores, uint32_t ntasks) {
   std::vector<std::vector<int>> out(ntasks);
-  const NodeHardware* hw = node(name);
-  if (!cpu_bind || hw == nullptr || hw->core_cpus.empty() || ntasks == 0 || cores.empty()) return out;
+  const NodeHardware* hw = config.node(name);
+  if (!config.cpu_bind || hw == nullptr || hw->core_cpus.empty() || ntasks == 0 || cores.empty()) return out;
   auto all = cpus_of_cores(*hw, cores);
   if (!all) {
     spdlog::warn("tasks on {} run unbound: {}", name, all.message());

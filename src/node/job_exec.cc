@@ -16,6 +16,7 @@
 #include <spdlog/spdlog.h>
 
 #include "job/jobspec.h"
+#include "node/cpu_binding.h"
 #include "node/job_fence.h"
 #include "node/output_pattern.h"
 #include "node/slingshot_task_env.h"
@@ -272,7 +273,7 @@ void JobExecutor::start_node(Job& job, uint32_t ni, const v1::NodeTasks& nt, con
   }
 
   const bool use_imp = config_.as_root && msg.userid() != ::getuid();
-  const std::vector<std::vector<int>> cpus = config_.task_cpus(node.name, nt.cores(), node.ntasks);
+  const std::vector<std::vector<int>> cpus = task_cpus(config_, node.name, nt.cores(), node.ntasks);
   // A batch script is no MPI program; the PMI_* it would inherit would only mislead
   // the programs it starts.
   const bool with_pmi = spec.batch_script.empty() && node.ntasks > 0;

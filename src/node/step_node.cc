@@ -22,6 +22,7 @@
 #include "job/eventlog.h"
 #include "job/step_id.h"
 #include "node/agent_config.h"
+#include "node/cpu_binding.h"
 #include "node/event_loop.h"
 #include "node/fanout.h"
 #include "node/output_pattern.h"
@@ -365,7 +366,7 @@ void StepNode::Impl::start_local(Launch& l, const v1::LaunchNode& info) {
 
   auto node = std::make_unique<LocalNode>();
   node->info = info;
-  node->cpus = config.task_cpus(info.name(), info.cores(), info.ntasks());
+  node->cpus = task_cpus(config, info.name(), info.cores(), info.ntasks());
   const size_t ni = l.locals.size();
   LocalNode& n = *node;
   l.locals.push_back(std::move(node));

@@ -91,6 +91,20 @@ bool write_file(const std::string& path, const std::string& text, int* err) {
   return ok;
 }
 
+// Kills every process in cgroup `dir` (cgroup.kill, or one by one where the kernel has
+// none). Returns how many processes it found there.
+size_t kill_cgroup(const std::string& dir) {
+  const std::vector<pid_t> pids = procs(dir);
+  if (pids.empty()) return 0;
+  int err = 0;
+  if (!write_file(dir + "/cgroup.kill", "1", &err)) {
+    // Kernels before 5.14 have no cgroup.kill: one by one (a fork meanwhile is caught
+    // by the next round, as release() retries until the cgroup is empty).
+    for (pid_t pid : pids) ::kill(pid, SIGKILL);
+  }
+  return pids.size();
+}
+
 // rmdir of a cgroup: fails with EBUSY while processes (or child cgroups) remain.
 bool remove_dir(const std::string& dir) { return ::rmdir(dir.c_str()) == 0 || errno == ENOENT; }
 
@@ -103,18 +117,6 @@ bool kill_tree(const std::string& dir, size_t& found) {
 }
 
 }  // namespace
-
-size_t kill_cgroup(const std::string& dir) {
-  const std::vector<pid_t> pids = procs(dir);
-  if (pids.empty()) return 0;
-  int err = 0;
-  if (!write_file(dir + "/cgroup.kill", "1", &err)) {
-    // Kernels before 5.14 have no cgroup.kill: one by one (a fork meanwhile is caught
-    // by the next round, as release() retries until the cgroup is empty).
-    for (pid_t pid : pids) ::kill(pid, SIGKILL);
-  }
-  return pids.size();
-}
 
 Result<std::unique_ptr<TaskCgroups>> TaskCgroups::open(EventLoop& loop, const std::string& setting,
                                                        const std::string& agent_id, const std::string& state_dir,

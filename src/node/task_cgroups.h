@@ -62,8 +62,4 @@ class TaskCgroups {
   std::optional<EventLoop::TimerId> timer_;
 };
 
-// Kills every process in cgroup `dir` (cgroup.kill, or one by one where the kernel has
-// none). Returns how many processes it found there.
-size_t kill_cgroup(const std::string& dir);
-
 }  // namespace corral::node

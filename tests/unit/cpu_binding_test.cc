@@ -3,7 +3,6 @@
 #include "node/cpu_binding.h"
 
 #include <gtest/gtest.h>
-#include <poll.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -13,6 +12,7 @@
 #include "node/agent_config.h"
 #include "node/imp_args.h"
 #include "node/task_launcher.h"
+#include "test_programs.h"
 
 namespace corral::node {
 namespace {
@@ -48,23 +48,23 @@ TEST(CpuBinding, VirtualNodesAndBadCoresAreNotBound) {
   using Cpus = std::vector<std::vector<int>>;
   AgentConfig c;
   c.nodes = {smt_node(), virt};
-  EXPECT_EQ(c.task_cpus("v1", "0-1", 2), (Cpus{{}, {}}));
-  EXPECT_EQ(c.task_cpus("n1", "9", 1), (Cpus{{}}));  // logged, the task runs unbound
-  EXPECT_EQ(c.task_cpus("n1", "x", 1), (Cpus{{}}));
-  EXPECT_EQ(c.task_cpus("n1", "", 2), (Cpus{{}, {}}));
+  EXPECT_EQ(task_cpus(c, "v1", "0-1", 2), (Cpus{{}, {}}));
+  EXPECT_EQ(task_cpus(c, "n1", "9", 1), (Cpus{{}}));  // logged, the task runs unbound
+  EXPECT_EQ(task_cpus(c, "n1", "x", 1), (Cpus{{}}));
+  EXPECT_EQ(task_cpus(c, "n1", "", 2), (Cpus{{}, {}}));
   c.cpu_bind = false;
-  EXPECT_EQ(c.task_cpus("n1", "0", 1), (Cpus{{}}));
+  EXPECT_EQ(task_cpus(c, "n1", "0", 1), (Cpus{{}}));
 }
 
 TEST(CpuBinding, TasksOfANodeGetCoresOfTheirOwnWhenTheyDivideEvenly) {
   using Cpus = std::vector<std::vector<int>>;
   AgentConfig c;
   c.nodes = {smt_node()};
-  EXPECT_EQ(c.task_cpus("n1", "0", 1), (Cpus{{0, 4}}));
-  EXPECT_EQ(c.task_cpus("n1", "0-3", 2), (Cpus{{0, 1, 4, 5}, {2, 3, 6, 7}}));
-  EXPECT_EQ(c.task_cpus("n1", "1,3", 2), (Cpus{{1, 5}, {3, 7}}));
+  EXPECT_EQ(task_cpus(c, "n1", "0", 1), (Cpus{{0, 4}}));
+  EXPECT_EQ(task_cpus(c, "n1", "0-3", 2), (Cpus{{0, 1, 4, 5}, {2, 3, 6, 7}}));
+  EXPECT_EQ(task_cpus(c, "n1", "1,3", 2), (Cpus{{1, 5}, {3, 7}}));
   // Three cores for two tasks: no even split, both get all three.
-  EXPECT_EQ(c.task_cpus("n1", "0-2", 2), (Cpus{{0, 1, 2, 4, 5, 6}, {0, 1, 2, 4, 5, 6}}));
+  EXPECT_EQ(task_cpus(c, "n1", "0-2", 2), (Cpus{{0, 1, 2, 4, 5, 6}, {0, 1, 2, 4, 5, 6}}));
 }
 
 TEST(CpuBinding, ImpTakesACpuList) {
@@ -79,16 +79,6 @@ TEST(CpuBinding, ImpTakesACpuList) {
   }
 }
 
-std::string first_line(int fd) {
-  std::string line;
-  char c = 0;
-  for (;;) {
-    pollfd p{fd, POLLIN, 0};
-    if (::poll(&p, 1, 5000) <= 0 || ::read(fd, &c, 1) != 1 || c == '\n') return line;
-    line += c;
-  }
-}
-
 // What the kernel says the task may run on.
 std::string allowed_cpus(const LaunchRequest& base, const std::vector<int>& cpus) {
   LaunchRequest r = base;
@@ -99,7 +89,7 @@ std::string allowed_cpus(const LaunchRequest& base, const std::vector<int>& cpus
   auto p = launch_process(r);
   EXPECT_TRUE(p) << p.message();
   if (!p) return {};
-  std::string line = first_line(p->stdout_pipe.get());
+  std::string line = test::read_line(p->stdout_pipe.get());
   int st = 0;
   ::waitpid(p->pid, &st, 0);
   return line;

@@ -5,7 +5,6 @@
 #include "node/task_cgroups.h"
 
 #include <gtest/gtest.h>
-#include <poll.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -18,6 +17,7 @@
 
 #include "loop_until.h"
 #include "node/task_launcher.h"
+#include "test_programs.h"
 #include "temp_dir.h"
 
 namespace corral::node {
@@ -38,16 +38,6 @@ bool eventually_dead(pid_t pid) {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
   return false;
-}
-
-std::string read_line(int fd) {
-  std::string line;
-  char c = 0;
-  for (;;) {
-    pollfd p{fd, POLLIN, 0};
-    if (::poll(&p, 1, 5000) <= 0 || ::read(fd, &c, 1) != 1 || c == '\n') return line;
-    line += c;
-  }
 }
 
 std::string cgroup_of(pid_t pid) {
@@ -96,7 +86,7 @@ class TaskCgroupsTest : public ::testing::Test {
     auto p = launch_process(r);
     EXPECT_TRUE(p) << p.message();
     if (!p) return -1;
-    pid_t daemon = static_cast<pid_t>(std::stol("0" + read_line(p->stdout_pipe.get())));
+    pid_t daemon = static_cast<pid_t>(std::stol("0" + test::read_line(p->stdout_pipe.get())));
     int st = 0;
     ::waitpid(p->pid, &st, 0);
     EXPECT_EQ(st, 0);
@@ -161,9 +151,9 @@ TEST_F(TaskCgroupsTest, LaunchFailuresInACgroupReadAsWithoutOne) {
   r.argv = {"/bin/sh", "-c", "pwd; cut -d' ' -f5 /proc/$$/stat; echo $$"};
   auto ok = launch_process(r);
   ASSERT_TRUE(ok) << ok.message();
-  EXPECT_EQ(read_line(ok->stdout_pipe.get()), "/tmp");
-  const std::string pgid = read_line(ok->stdout_pipe.get());
-  EXPECT_EQ(pgid, read_line(ok->stdout_pipe.get()));
+  EXPECT_EQ(test::read_line(ok->stdout_pipe.get()), "/tmp");
+  const std::string pgid = test::read_line(ok->stdout_pipe.get());
+  EXPECT_EQ(pgid, test::read_line(ok->stdout_pipe.get()));
   int st = 0;
   ::waitpid(ok->pid, &st, 0);
   EXPECT_EQ(st, 0);

@@ -1,7 +1,10 @@
-// Running helper programs from tests: where tests/data is, and a command's exit status.
+// Running helper programs from tests: where tests/data is, a command's exit status, and
+// reading what a started process prints.
 #pragma once
 
+#include <poll.h>
 #include <spawn.h>
+#include <unistd.h>
 #include <sys/wait.h>
 
 #include <cstdlib>
@@ -30,6 +33,18 @@ inline int run_command(const std::vector<std::string>& argv) {
   int status = 0;
   ::waitpid(pid, &status, 0);
   return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+// The next line a process writes to `fd` (without the newline); what came before EOF, or
+// before 5 s passed without output.
+inline std::string read_line(int fd) {
+  std::string line;
+  char c = 0;
+  for (;;) {
+    pollfd p{fd, POLLIN, 0};
+    if (::poll(&p, 1, 5000) <= 0 || ::read(fd, &c, 1) != 1 || c == '\n') return line;
+    line += c;
+  }
 }
 
 }  // namespace corral::test
