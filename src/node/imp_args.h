@@ -3,7 +3,7 @@
 //
 //   corral-imp --uid U --gid G [--cwd DIR] [--cgroup DIR] [--cpus LIST] [--stdin PATH]
 //              [--stdout PATH] [--stderr PATH] [--env-fd N] [--status-fd N]
-//              -- COMMAND [ARG...]
+//              [--note-fd N] [--keep-fd N]... -- COMMAND [ARG...]
 //
 // --cgroup names a cgroup v2 directory the helper moves itself into while still root,
 // so the task and everything it starts are contained from its first instruction.
@@ -14,6 +14,10 @@
 // environment corral-imp itself was started with is never passed on, so a user cannot
 // steer the root part of the helper (LD_PRELOAD and friends). --status-fd names a
 // close-on-exec pipe: a failure is written there, a successful exec closes it silently.
+// --note-fd names a descriptor whose text (the job's notes from hooks) is appended to
+// the error file once it is open, so the user's file is only ever written by the user.
+// --keep-fd names a descriptor the task inherits (a PMI socket); every other descriptor
+// above 2 is closed before exec, whatever the parent left open.
 #pragma once
 
 #include <cerrno>
@@ -34,6 +38,8 @@ struct ImpArgs {
   std::optional<std::string> stdin_path, stdout_path, stderr_path;
   int env_fd = -1;
   int status_fd = -1;
+  int note_fd = -1;
+  std::vector<int> keep_fds;
   std::vector<std::string> command;
 };
 
@@ -87,9 +93,10 @@ inline std::optional<std::string> parse_imp_args(const std::vector<std::string>&
     if (a == "--uid" || a == "--gid") {
       if (!imp_detail::parse_number(v, 4294967294L, n)) return "invalid " + a + " '" + v + "'";
       (a == "--uid" ? out.uid : out.gid) = n;
-    } else if (a == "--env-fd" || a == "--status-fd") {
-      if (!imp_detail::parse_number(v, 1 << 20, n)) return "invalid " + a + " '" + v + "'";
-      (a == "--env-fd" ? out.env_fd : out.status_fd) = static_cast<int>(n);
+    } else if (a == "--env-fd" || a == "--status-fd" || a == "--note-fd" || a == "--keep-fd") {
+      if (!imp_detail::parse_number(v, 1 << 20, n) || n < 3) return "invalid " + a + " '" + v + "'";
+      if (a == "--keep-fd") out.keep_fds.push_back(static_cast<int>(n));
+      else (a == "--env-fd" ? out.env_fd : a == "--status-fd" ? out.status_fd : out.note_fd) = static_cast<int>(n);
     } else if (a == "--cwd") {
       out.cwd = v;
     } else if (a == "--cgroup") {

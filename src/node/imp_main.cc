@@ -35,19 +35,24 @@ int g_status_fd = -1;  // set once before anything can fail after parsing
   std::_Exit(code);
 }
 
-std::vector<std::string> read_environment(int fd) {
+std::string read_all(int fd, const char* what) {
   std::string data;
   char buf[65536];
   off_t off = 0;
   for (;;) {
     ssize_t n = ::pread(fd, buf, sizeof buf, off);
     if (n < 0 && errno == EINTR) continue;
-    if (n < 0) fail(126, "cannot read the task environment", errno);
+    if (n < 0) fail(126, std::string("cannot read ") + what, errno);
     if (n == 0) break;
     data.append(buf, static_cast<size_t>(n));
     off += n;
   }
   ::close(fd);
+  return data;
+}
+
+std::vector<std::string> read_environment(int fd) {
+  const std::string data = read_all(fd, "the task environment");
   std::vector<std::string> env;
   size_t start = 0;
   while (start < data.size()) {
@@ -110,6 +115,25 @@ void setup_stdio(const ImpArgs& a) {
   }
 }
 
+// Nothing the agent had open reaches the task except the descriptors it names.
+void close_the_rest(const std::vector<int>& keep) {
+  if (::close_range(3, ~0U, CLOSE_RANGE_CLOEXEC) != 0) fail(126, "cannot close inherited descriptors", errno);
+  for (int fd : keep) {
+    int flags = ::fcntl(fd, F_GETFD);
+    if (flags < 0 || ::fcntl(fd, F_SETFD, flags & ~FD_CLOEXEC) != 0) fail(126, "descriptor " + std::to_string(fd), errno);
+  }
+}
+
+void write_note(const std::string& note) {
+  size_t off = 0;
+  while (off < note.size()) {
+    ssize_t n = ::write(STDERR_FILENO, note.data() + off, note.size() - off);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return;  // the task still runs; the notes are also in the job's eventlog
+    off += static_cast<size_t>(n);
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -124,6 +148,9 @@ int main(int argc, char** argv) {
 
   std::vector<std::string> env;
   if (a.env_fd >= 0) env = read_environment(a.env_fd);
+  std::string note;
+  if (a.note_fd >= 0) note = read_all(a.note_fd, "the job's notes");
+  close_the_rest(a.keep_fds);
 
   if (!a.cgroup.empty()) join_cgroup(a.cgroup);
   if (!a.cpus.empty()) bind_cpus(a.cpus);
@@ -131,6 +158,7 @@ int main(int argc, char** argv) {
   if (!a.cwd.empty() && ::chdir(a.cwd.c_str()) != 0)
     fail(126, "cannot change directory to '" + a.cwd + "'", errno);
   setup_stdio(a);
+  write_note(note);
 
   if (::clearenv() != 0) fail(126, "clearenv", 0);
   for (auto& kv : env) {

@@ -36,9 +36,13 @@ EnvMap to_env_map(const google::protobuf::Map<std::string, std::string>& m) {
   return EnvMap(m.begin(), m.end());
 }
 
-Status write_file(const std::string& path, const std::string& text, mode_t mode) {
-  UniqueFd fd(::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, mode));
+// Creates `path` (which must not exist) with `mode`, owned by `owner` when given.
+Status write_file(const std::string& path, const std::string& text, mode_t mode,
+                  std::optional<std::pair<uid_t, gid_t>> owner) {
+  UniqueFd fd(::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, mode & 0700));
   if (!fd.valid()) return io_error("cannot write '" + path + "': " + std::strerror(errno));
+  if (owner && ::fchown(fd.get(), owner->first, owner->second) != 0)
+    return io_error("cannot give '" + path + "' to uid " + std::to_string(owner->first) + ": " + std::strerror(errno));
   size_t off = 0;
   while (off < text.size()) {
     ssize_t n = ::write(fd.get(), text.data() + off, text.size() - off);
@@ -170,18 +174,23 @@ void JobExecutor::finish_mock(uint64_t jobid, int waitstatus) {
   }
 }
 
+// The directory stays the agent's (0711: the user may reach the script, not replace it),
+// and the script is created fresh, never through a link, and given to the user through
+// its descriptor, so no name is ever resolved twice.
 Result<std::string> JobExecutor::write_batch_script(Job& job, const v1::StartJob& msg, const job::Jobspec& spec) {
   std::string dir = config_.state_dir + "/job-" + std::to_string(job.id);
-  if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST)
+  if (::mkdir(dir.c_str(), 0711) != 0 && errno != EEXIST)
     return io_error("cannot create '" + dir + "': " + std::strerror(errno));
+  struct stat st{};
+  if (::lstat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != ::geteuid())
+    return io_error("'" + dir + "' is not a directory of the agent's own");
+  ::chmod(dir.c_str(), 0711);
   job.script_dir = dir;
   std::string path = dir + "/script";
-  if (auto st = write_file(path, spec.batch_script, 0700); !st) return st.error();
-  if (config_.as_root && ::getuid() != msg.userid()) {
-    // The user runs the script: both the directory and the file are theirs.
-    if (::chown(dir.c_str(), msg.userid(), msg.groupid()) != 0 || ::chown(path.c_str(), msg.userid(), msg.groupid()) != 0)
-      return io_error("cannot give '" + path + "' to uid " + std::to_string(msg.userid()) + ": " + std::strerror(errno));
-  }
+  ::unlink(path.c_str());  // left by an agent that died before the job's forget
+  const bool give = config_.as_root && ::geteuid() != msg.userid();
+  auto written = write_file(path, spec.batch_script, 0700, give ? std::optional(std::pair(msg.userid(), msg.groupid())) : std::nullopt);
+  if (!written) return written.error();
   return path;
 }
 
@@ -286,7 +295,6 @@ void JobExecutor::start_node(Job& job, uint32_t ni, const v1::NodeTasks& nt, con
       return;
     }
   }
-  if (node.index == 0 && msg.notes_size() > 0 && node.ntasks > 0) write_notes(job, node, msg, spec, user, cwd);
   node.tasks.resize(node.ntasks);
   for (uint32_t i = 0; i < node.ntasks; ++i) {
     Task& task = node.tasks[i];
@@ -315,6 +323,7 @@ void JobExecutor::start_node(Job& job, uint32_t ni, const v1::NodeTasks& nt, con
     }
     req.cgroup = cgroup_of(job);
     req.cpus = cpus[i];
+    if (node.index == 0 && i == 0) place_notes(job, node, msg, req);
     auto proc = launch_process(req);
     if (!proc) {
       std::string text = error_prefix(job, node) + proc.message();
@@ -383,27 +392,15 @@ void JobExecutor::pmi_failed(uint64_t jobid, const std::string& node_name, const
 
 // ------------------------------------------------------------------ output
 
-// Hooks' notes (a prolog's warnings) go where the first task's stderr goes, before it starts.
-void JobExecutor::write_notes(const Job& job, const Node& node, const v1::StartJob& msg, const job::Jobspec& spec,
-                              const UserInfo& user, const std::string& cwd) {
+// Hooks' notes (a prolog's warnings) go where the first task's stderr goes, before it
+// starts. The agent never opens the user's file itself: the launch writes them through
+// the descriptor it opened for the task (as the user, through corral-imp).
+void JobExecutor::place_notes(const Job& job, const Node& node, const v1::StartJob& msg, LaunchRequest& req) {
   std::string text;
   for (const auto& n : msg.notes()) text += n + "\n";
-  PatternVars vars{job.id, node.first_rank, node.index, node.name, spec.name, user.name};
-  const auto& pattern = spec.error.path.empty() ? spec.output.path : spec.error.path;
-  if (pattern.empty()) {
-    out_.output(job.id, node.first_rank, node.name, true, text, false);
-    return;
-  }
-  std::string path = resolve_path(expand_output_pattern(pattern, vars), cwd);
-  UniqueFd fd(::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644));
-  if (!fd.valid()) {
-    spdlog::warn("job {}: cannot write notes to {}: {}", job.id, path, std::strerror(errno));
-    return;
-  }
-  // Created by the agent (root) on behalf of the job's user, who must own it.
-  if (config_.as_root && msg.userid() != ::getuid()) (void)::fchown(fd.get(), msg.userid(), msg.groupid());
-  if (::write(fd.get(), text.data(), text.size()) < 0)
-    spdlog::warn("job {}: cannot write notes to {}: {}", job.id, path, std::strerror(errno));
+  if (text.empty()) return;
+  if (req.error_path.empty()) out_.output(job.id, node.first_rank, node.name, true, text, false);
+  else req.stderr_note = std::move(text);
 }
 
 void JobExecutor::watch_stream(uint64_t jobid, uint32_t ni, uint32_t ti, bool is_err, int fd) {

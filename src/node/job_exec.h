@@ -18,6 +18,7 @@
 #include "node/event_loop.h"
 #include "node/outbox.h"
 #include "node/pmi_server.h"
+#include "node/task_launcher.h"
 #include "node/unique_fd.h"
 #include "util/result.h"
 
@@ -102,8 +103,9 @@ class JobExecutor {
   };
 
   void start_mock(Job& job, const v1::StartJob& msg, double seconds);
-  void write_notes(const Job& job, const Node& node, const v1::StartJob& msg, const job::Jobspec& spec,
-                   const UserInfo& user, const std::string& cwd);
+  // Where the hooks' notes go for the first task: into `req` (its error file, written by
+  // whoever opens that file) or to the controller when stderr is captured.
+  void place_notes(const Job& job, const Node& node, const v1::StartJob& msg, LaunchRequest& req);
   void finish_mock(uint64_t jobid, int waitstatus);
   void start_alloc(Job& job, const v1::StartJob& msg);
   void start_real(Job& job, const v1::StartJob& msg, const job::Jobspec& spec);

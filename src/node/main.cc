@@ -5,9 +5,12 @@
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
+#include <cstring>
 #include <cstdio>
 #include <filesystem>
 #include <memory>
@@ -30,6 +33,7 @@
 #include "node/orphans.h"
 #include "node/state_lock.h"
 #include "node/step_service.h"
+#include "util/fd_hygiene.h"
 #include "util/hostlist.h"
 #include "util/units.h"
 
@@ -126,16 +130,6 @@ void block_signals() {
   ::signal(SIGPIPE, SIG_IGN);
 }
 
-// Every captured task stream is a pipe: one agent hosting many virtual nodes needs more
-// descriptors than the usual soft limit of 1024.
-void raise_fd_limit() {
-  rlimit lim{};
-  if (::getrlimit(RLIMIT_NOFILE, &lim) == 0 && lim.rlim_cur < lim.rlim_max) {
-    lim.rlim_cur = lim.rlim_max;
-    ::setrlimit(RLIMIT_NOFILE, &lim);
-  }
-}
-
 // Tasks get 0/1/2 through dup2; the agent's own must exist so pipes never land there.
 void ensure_std_fds() {
   for (int fd = 0; fd < 3; ++fd)
@@ -191,7 +185,7 @@ struct StepServer {
   Status start(const std::string& address, const std::string& listen, Agent& agent, EventLoop& loop) {
     grpc::ServerBuilder builder;
     if (address.rfind("unix:", 0) == 0) {
-      auto l = net::PeerListener::open(address.substr(5));
+      auto l = net::PeerListener::open(address.substr(5), raise_fd_limit());
       if (!l) return invalid("--listen: " + l.message());
       peers = std::move(*l);
     } else {
@@ -266,8 +260,12 @@ int main(int argc, char** argv) {
 
   block_signals();
   ensure_std_fds();
+  // Every captured task stream is a pipe: one agent hosting many virtual nodes needs more
+  // descriptors than the usual soft limit of 1024.
   raise_fd_limit();
   if (auto st = setup_logging(o); !st) return fail(st.message());
+  // The log file (a FILE* spdlog opened) and anything else inherited stay out of tasks.
+  cloexec_from(3);
   if (::prctl(PR_SET_CHILD_SUBREAPER, 1) != 0) spdlog::warn("cannot become a child subreaper: orphaned task processes will not be reaped here");
 
   auto nodes = configured_nodes(o);
@@ -297,6 +295,9 @@ int main(int argc, char** argv) {
   std::error_code ec;
   std::filesystem::create_directories(config.state_dir, ec);
   if (ec) return fail("--state-dir: cannot create '" + config.state_dir + "': " + ec.message());
+  // Users reach their batch scripts inside it, but may not list it or read its files.
+  if (::chmod(config.state_dir.c_str(), 0711) != 0)
+    return fail("--state-dir: cannot set the mode of '" + config.state_dir + "': " + std::strerror(errno));
   auto state_lock = lock_state_dir(config.state_dir);
   if (!state_lock) return fail(state_lock.message());
   if (config.as_root && ::access(config.imp_path.c_str(), X_OK) != 0)

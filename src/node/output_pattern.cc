@@ -2,6 +2,19 @@
 
 namespace corral::node {
 
+namespace {
+// A field's value is one path component: the job name (the user's own text) or a node
+// name may not add directories ("../x") or be "." / "..". Slurm keeps '/' in %x; a
+// name then decides where output goes, which is what patterns must not do.
+void append_component(std::string& out, std::string_view value) {
+  if (value == "." || value == "..") {
+    out.append(value.size(), '_');
+    return;
+  }
+  for (char ch : value) out += ch == '/' || ch == '\0' ? '_' : ch;
+}
+}  // namespace
+
 std::string expand_output_pattern(std::string_view pattern, const PatternVars& vars) {
   std::string out;
   out.reserve(pattern.size() + 16);
@@ -16,9 +29,9 @@ std::string expand_output_pattern(std::string_view pattern, const PatternVars& v
       case 'j': out += std::to_string(vars.jobid); break;
       case 't': out += std::to_string(vars.rank); break;
       case 'n': out += std::to_string(vars.node_index); break;
-      case 'N': out += vars.node_name; break;
-      case 'x': out += vars.job_name; break;
-      case 'u': out += vars.user_name; break;
+      case 'N': append_component(out, vars.node_name); break;
+      case 'x': append_component(out, vars.job_name); break;
+      case 'u': append_component(out, vars.user_name); break;
       case '%': out += '%'; break;
       default:
         out += c;

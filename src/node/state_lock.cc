@@ -12,7 +12,7 @@ namespace corral::node {
 
 Result<UniqueFd> lock_state_dir(const std::string& dir) {
   const std::string path = dir + "/lock";
-  UniqueFd fd(::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644));
+  UniqueFd fd(::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600));
   if (!fd.valid()) return io_error("cannot open " + path + ": " + std::strerror(errno));
   if (::flock(fd.get(), LOCK_EX | LOCK_NB) != 0) {
     if (errno != EWOULDBLOCK) return io_error("cannot lock " + path + ": " + std::strerror(errno));

@@ -176,12 +176,17 @@ Result<Outputs> open_outputs(const LaunchRequest& req) {
   return o;
 }
 
-void write_message(int fd, const std::string& msg) {
-  std::string line = msg + "\n";
-  if (::write(fd, line.data(), line.size()) < 0) {
-    // the error is reported in the job's exit too
+void write_text(int fd, const std::string& text) {
+  size_t off = 0;
+  while (off < text.size()) {
+    ssize_t n = ::write(fd, text.data() + off, text.size() - off);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return;  // what was lost is reported in the job's exit or eventlog too
+    off += static_cast<size_t>(n);
   }
 }
+
+void write_message(int fd, const std::string& msg) { write_text(fd, msg + "\n"); }
 
 // Refused before anything is opened: a stdio number would be overwritten by the task's
 // own stdio, and a closed one would make the spawn fail with a less useful message.
@@ -205,6 +210,7 @@ void add_inherited(SpawnActions& actions, const std::vector<int>& fds) {
 Result<LaunchedProcess> launch_direct(const LaunchRequest& req) {
   auto outs = open_outputs(req);
   if (!outs) return outs.error();
+  if (!req.stderr_note.empty() && !req.error_path.empty() && !req.merge_stderr) write_text(outs->err.get(), req.stderr_note);
   auto fail = [&](Error e) -> Result<LaunchedProcess> {
     if (!req.error_path.empty() && !req.merge_stderr) write_message(outs->err.get(), e.message);
     return e;
@@ -258,22 +264,26 @@ Result<LaunchedProcess> launch_on_terminal(const LaunchRequest& req) {
   return proc;
 }
 
+Result<UniqueFd> text_memfd(const char* name, const std::string& data, const char* what) {
+  UniqueFd fd(::memfd_create(name, MFD_CLOEXEC));
+  if (!fd.valid()) return launch_error(errno, std::string("cannot create ") + what);
+  size_t off = 0;
+  while (off < data.size()) {
+    ssize_t n = ::write(fd.get(), data.data() + off, data.size() - off);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return launch_error(errno, std::string("cannot write ") + what);
+    off += static_cast<size_t>(n);
+  }
+  return fd;
+}
+
 Result<UniqueFd> environment_memfd(const std::vector<std::string>& env) {
-  UniqueFd fd(::memfd_create("corral-task-env", MFD_CLOEXEC));
-  if (!fd.valid()) return launch_error(errno, "cannot create the task environment");
   std::string data;
   for (const auto& kv : env) {
     data += kv;
     data += '\0';
   }
-  size_t off = 0;
-  while (off < data.size()) {
-    ssize_t n = ::write(fd.get(), data.data() + off, data.size() - off);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return launch_error(errno, "cannot write the task environment");
-    off += static_cast<size_t>(n);
-  }
-  return fd;
+  return text_memfd("corral-task-env", data, "the task environment");
 }
 
 // Moves a descriptor above the range corral-imp's file actions write to (0-4), so the
@@ -318,11 +328,19 @@ Result<LaunchedProcess> launch_via_imp(const LaunchRequest& req) {
   auto status = make_pipe();
   if (!status) return status.error();
   UniqueFd env_high = high_fd(*envfd), status_high = high_fd(status->write);
+  UniqueFd note_high;
+  if (!req.stderr_note.empty() && !req.error_path.empty() && !tty) {
+    auto notefd = text_memfd("corral-job-notes", req.stderr_note, "the job's notes");
+    if (!notefd) return notefd.error();
+    note_high = high_fd(*notefd);
+  }
   std::vector<int> taken = req.inherit_fds;
-  taken.insert(taken.end(), {env_high.get(), status_high.get()});
+  taken.insert(taken.end(), {env_high.get(), status_high.get(), note_high.get()});
   const int env_slot = imp_fd_slot(3, taken);
   taken.push_back(env_slot);
   const int status_slot = imp_fd_slot(env_slot + 1, taken);
+  taken.push_back(status_slot);
+  const int note_slot = note_high.valid() ? imp_fd_slot(status_slot + 1, taken) : -1;
 
   std::vector<std::string> argv = {req.imp_path, "--uid", std::to_string(req.uid), "--gid", std::to_string(req.gid)};
   if (!req.cwd.empty()) argv.insert(argv.end(), {"--cwd", req.cwd});
@@ -339,7 +357,10 @@ Result<LaunchedProcess> launch_via_imp(const LaunchRequest& req) {
     if (!req.error_path.empty()) argv.insert(argv.end(), {"--stderr", req.error_path});
     else if (req.merge_stderr && !req.output_path.empty()) argv.insert(argv.end(), {"--stderr", req.output_path});
   }
-  argv.insert(argv.end(), {"--env-fd", std::to_string(env_slot), "--status-fd", std::to_string(status_slot), "--"});
+  argv.insert(argv.end(), {"--env-fd", std::to_string(env_slot), "--status-fd", std::to_string(status_slot)});
+  if (note_slot >= 0) argv.insert(argv.end(), {"--note-fd", std::to_string(note_slot)});
+  for (int fd : req.inherit_fds) argv.insert(argv.end(), {"--keep-fd", std::to_string(fd)});
+  argv.push_back("--");
   argv.insert(argv.end(), req.argv.begin(), req.argv.end());
 
   SpawnActions actions;
@@ -348,7 +369,8 @@ Result<LaunchedProcess> launch_via_imp(const LaunchRequest& req) {
   actions.dup2(err.get(), STDERR_FILENO);
   actions.dup2(env_high.get(), env_slot);
   actions.dup2(status_high.get(), status_slot);
-  // corral-imp closes nothing it does not own, so these reach the task through its exec.
+  if (note_slot >= 0) actions.dup2(note_high.get(), note_slot);
+  // corral-imp closes everything but these (--keep-fd), so they reach the task.
   add_inherited(actions, req.inherit_fds);
   // The helper runs as root: its own environment is fixed, never the user's.
   auto pid = do_spawn(req.imp_path, argv, {"PATH=/usr/sbin:/usr/bin:/sbin:/bin"}, actions, tty);

@@ -28,6 +28,10 @@ struct LaunchRequest {
   std::string output_path;       // absolute; empty: capture through a pipe
   std::string error_path;        // absolute; empty: capture through a pipe
   bool merge_stderr = false;     // stderr goes wherever stdout goes (perilogs)
+  // Text put at the end of the error file before the task starts (the job's notes from
+  // hooks). It is written through the descriptor opened for the task, so by corral-imp
+  // as the user when the task runs as another user; ignored when stderr is captured.
+  std::string stderr_note;
   // Open descriptors the task keeps at the same numbers (a PMI socket, say): only the
   // child's copies lose close-on-exec. Each must be >= 3, as 0-2 are the task's stdio;
   // every other descriptor of the agent stays out of the task.

@@ -23,6 +23,16 @@ TEST(NodeImpArgs, ParsesEverything) {
   EXPECT_EQ(a.command, (std::vector<std::string>{"echo", "--uid", "x"}));
 }
 
+TEST(NodeImpArgs, NotesAndKeptDescriptors) {
+  ImpArgs a;
+  auto err = parse_imp_args({"--uid", "1", "--gid", "1", "--note-fd", "5", "--keep-fd", "7", "--keep-fd", "9", "--", "x"}, a);
+  ASSERT_FALSE(err) << *err;
+  EXPECT_EQ(a.note_fd, 5);
+  EXPECT_EQ(a.keep_fds, (std::vector<int>{7, 9}));
+  EXPECT_TRUE(parse_imp_args({"--uid", "1", "--gid", "1", "--keep-fd", "2", "--", "x"}, a).has_value());
+  EXPECT_TRUE(parse_imp_args({"--uid", "1", "--gid", "1", "--note-fd", "x", "--", "x"}, a).has_value());
+}
+
 TEST(NodeImpArgs, OptionalStreamsStayUnset) {
   ImpArgs a;
   ASSERT_FALSE(parse_imp_args({"--uid", "0", "--gid", "0", "--", "true"}, a));

@@ -371,5 +371,71 @@ TEST_F(NodeLauncher, ImpPassesInheritedDescriptorsEvenOnItsOwnNumbers) {
   EXPECT_EQ(read_all(pmi.read.get()), "hi\n");
 }
 
+TEST_F(NodeLauncher, NotesGoToTheErrorFileBeforeTheTasksOwnOutput) {
+  LaunchRequest r = sh("echo from-task >&2");
+  r.error_path = (dir_ / "e.txt").string();
+  r.stderr_note = "corral: a note\n";
+  auto p = launch_process(r);
+  ASSERT_TRUE(p) << p.message();
+  EXPECT_EQ(wait_for(p->pid), 0);
+  EXPECT_EQ(slurp(dir_ / "e.txt"), "corral: a note\nfrom-task\n");
+}
+
+// The notes are written through corral-imp after it became the user: a file the user may
+// not write stays untouched and the task fails, instead of root appending to it and
+// handing it over (the `-e /etc/shadow` attack).
+TEST_F(NodeLauncher, ImpWritesNotesAsTheUserOnly) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root";
+  if (!fs::exists(imp_path())) GTEST_SKIP() << "corral-imp not built next to the test";
+  fs::permissions(dir_, fs::perms::all);
+  const fs::path victim = dir_ / "roots-file";
+  { std::ofstream(victim) << "root's\n"; }
+  fs::permissions(victim, fs::perms::owner_read | fs::perms::owner_write | fs::perms::group_read |
+                              fs::perms::others_read);
+  LaunchRequest r = sh("echo ran");
+  r.error_path = victim.string();
+  r.stderr_note = "corral: a note\n";
+  r.imp_path = imp_path();
+  r.uid = 65534;
+  r.gid = 65534;
+  auto p = launch_process(r);
+  ASSERT_TRUE(p) << p.message();
+  EXPECT_EQ(WEXITSTATUS(wait_for(p->pid)), 126);
+  EXPECT_NE(read_all(p->status_pipe.get()).find("cannot open error file"), std::string::npos);
+  EXPECT_EQ(slurp(victim), "root's\n");
+  struct stat st{};
+  ASSERT_EQ(::stat(victim.c_str(), &st), 0);
+  EXPECT_EQ(st.st_uid, 0u);
+
+  // Where the user may write, the notes come first, and the file is the user's.
+  r.error_path = (dir_ / "e.txt").string();
+  r.argv = {"/bin/sh", "-c", "echo from-task >&2"};
+  p = launch_process(r);
+  ASSERT_TRUE(p) << p.message();
+  EXPECT_EQ(wait_for(p->pid), 0);
+  EXPECT_EQ(slurp(dir_ / "e.txt"), "corral: a note\nfrom-task\n");
+  ASSERT_EQ(::stat((dir_ / "e.txt").c_str(), &st), 0);
+  EXPECT_EQ(st.st_uid, 65534u);
+}
+
+// A descriptor the agent opened without close-on-exec (a library's log file) must not
+// reach a task that corral-imp starts.
+TEST_F(NodeLauncher, ImpClosesWhatItWasNotAskedToPass) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root";
+  if (!fs::exists(imp_path())) GTEST_SKIP() << "corral-imp not built next to the test";
+  int fds[2];
+  ASSERT_EQ(::pipe(fds), 0);  // deliberately inheritable
+  UniqueFd leak_r(fds[0]), leak_w(fds[1]);
+  auto r = sh("if [ -e /proc/$$/fd/$OTHER ]; then echo open; else echo closed; fi");
+  r.env.push_back("OTHER=" + std::to_string(leak_w.get()));
+  r.imp_path = imp_path();
+  r.uid = 65534;
+  r.gid = 65534;
+  auto p = launch_process(r);
+  ASSERT_TRUE(p) << p.message();
+  EXPECT_EQ(wait_for(p->pid), 0);
+  EXPECT_EQ(read_all(p->stdout_pipe.get()), "closed\n");
+}
+
 }  // namespace
 }  // namespace corral::node

@@ -21,6 +21,18 @@ TEST(NodeOutputPattern, UnknownAndTrailingPercentAreKept) {
   EXPECT_EQ(expand_output_pattern("", vars()), "");
 }
 
+TEST(NodeOutputPattern, AFieldNeverAddsDirectories) {
+  PatternVars v = vars();
+  v.job_name = "../../etc/cron.d/x";
+  EXPECT_EQ(expand_output_pattern("/home/a/%x.out", v), "/home/a/.._.._etc_cron.d_x.out");
+  v.job_name = "..";
+  EXPECT_EQ(expand_output_pattern("/home/a/%x", v), "/home/a/__");
+  v.job_name = ".";
+  EXPECT_EQ(expand_output_pattern("/home/a/%x/o", v), "/home/a/_/o");
+  v.job_name = "ok.name";
+  EXPECT_EQ(expand_output_pattern("%x", v), "ok.name");
+}
+
 TEST(NodeOutputPattern, ResolvesRelativeToCwd) {
   EXPECT_EQ(resolve_path("o.txt", "/home/a"), "/home/a/o.txt");
   EXPECT_EQ(resolve_path("o.txt", "/home/a/"), "/home/a/o.txt");

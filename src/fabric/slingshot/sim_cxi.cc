@@ -129,7 +129,7 @@ Result<NodeState> read_state(const std::string& path) {
 Status write_state(const std::string& path, const NodeState& st, const std::string& node) {
   const std::string tmp = path + ".tmp";
   const std::string text = state_to_json(st, node).dump(1) + "\n";
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
   if (fd < 0) return io_error(fmt::format("simulated NIC state '{}': {}", tmp, std::strerror(errno)));
   bool ok = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
   ok = ::fsync(fd) == 0 && ok;
@@ -149,7 +149,7 @@ class FileLock {
   // try); it never creates the lock file, and a node without one has nothing to lock yet.
   static Result<FileLock> acquire(const std::string& path, bool shared = false) {
     int fd = shared ? ::open(path.c_str(), O_RDONLY | O_CLOEXEC)
-                    : ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+                    : ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
     if (fd < 0 && shared && errno == ENOENT) return FileLock(-1);
     if (fd < 0) return io_error(fmt::format("simulated NIC lock '{}': {}", path, std::strerror(errno)));
     FileLock lock(fd);
