@@ -2,7 +2,10 @@
 #include <signal.h>
 #include <sys/stat.h>
 
+#include <cerrno>
+#include <algorithm>
 #include <condition_variable>
+#include <cstring>
 #include <filesystem>
 #include <iostream>
 #include <mutex>
@@ -16,13 +19,18 @@
 #include "ctld/config.h"
 #include "ctld/controller.h"
 #include "ctld/dependency_hook.h"
+#include "net/message_limits.h"
 #include "net/peer_listener.h"
 #include "ctld/perilog_hook.h"
 #include "ctld/rpc_service.h"
 #include "ctld/time_limit_hook.h"
 #include "fabric/slingshot/slingshot_hook.h"
+#include "util/fd_hygiene.h"
 
 namespace {
+
+using corral::Status;
+using corral::io_error;
 
 struct Options {
   std::string config;
@@ -44,6 +52,24 @@ void setup_logging(const Options& o) {
   spdlog::flush_on(spdlog::level::info);
 }
 
+// The state directory holds the job database (every user's environment and scripts) and
+// the cluster key: corrald's own user alone may read it. A socket inside it must stay
+// reachable, so then the directory is 0711 (enter, not list); the files stay 0600.
+Status make_private_state_dir(const std::string& dir, const std::string& socket) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) return io_error("cannot create state directory " + dir + ": " + ec.message());
+  auto parent = std::filesystem::path(socket).parent_path();
+  bool socket_inside = std::filesystem::equivalent(parent, dir, ec);
+  if (::chmod(dir.c_str(), socket_inside ? 0711 : 0700) != 0)
+    return io_error("cannot make state directory " + dir + " private: " + std::strerror(errno));
+  for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
+    if (entry.is_regular_file(ec) && entry.path().filename().string().rfind("corral.db", 0) == 0)
+      ::chmod(entry.path().c_str(), 0600);  // written by an older corrald under a looser umask
+  }
+  return {};
+}
+
 int run(const Options& o) {
   using namespace corral;
   std::vector<std::string> sets = o.sets;
@@ -54,13 +80,11 @@ int run(const Options& o) {
     std::cerr << "corrald: " << cfg.message() << "\n";
     return 2;
   }
-  std::error_code ec;
-  std::filesystem::create_directories(cfg->state_dir, ec);
-  if (ec) {
-    std::cerr << "corrald: cannot create state directory " << cfg->state_dir << ": "
-              << ec.message() << "\n";
+  if (auto st = make_private_state_dir(cfg->state_dir, cfg->socket); !st) {
+    std::cerr << "corrald: " << st.message() << "\n";
     return 1;
   }
+  std::error_code ec;
   store::StoreOptions so;
   so.synchronous_full = cfg->sync_full;
   so.commit_interval = cfg->commit_interval;
@@ -88,8 +112,11 @@ int run(const Options& o) {
     std::cerr << "corrald: " << st.message() << "\n";
     return 1;
   }
-  std::filesystem::create_directories(std::filesystem::path(cfg->socket).parent_path(), ec);
-  auto listener = net::PeerListener::open(cfg->socket);
+  // Every user connects to the socket: a directory made for it here is 0755, not 0700.
+  if (auto sockdir = std::filesystem::path(cfg->socket).parent_path();
+      !sockdir.empty() && std::filesystem::create_directories(sockdir, ec))
+    ::chmod(sockdir.c_str(), 0755);
+  auto listener = net::PeerListener::open(cfg->socket, raise_fd_limit());
   if (!listener) {
     std::cerr << "corrald: " << listener.message() << "\n";
     return 1;
@@ -97,8 +124,9 @@ int run(const Options& o) {
   ctld::RpcService service(ctl, **listener);
   grpc::ServerBuilder builder;
   builder.RegisterService(&service);
-  builder.SetMaxReceiveMessageSize(256 << 20);
-  builder.SetMaxSendMessageSize(256 << 20);
+  // Explicit limits (net/message_limits.h): the largest client request or agent message.
+  builder.SetMaxReceiveMessageSize(static_cast<int>(std::max(net::kMaxClientRequest, net::kMaxAgentUpMessage)));
+  builder.SetMaxSendMessageSize(static_cast<int>(net::kMaxClientReply));
   auto server = builder.BuildAndStart();
   if (!server) {
     std::cerr << "corrald: cannot start the gRPC server\n";
@@ -165,6 +193,8 @@ int main(int argc, char** argv) {
   app.add_option("--log-level", o.log_level, "trace, debug, info, warn, error")
       ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error"}));
   CLI11_PARSE(app, argc, argv);
+  // Whatever corrald creates (the database, its journal, the log) is its own alone.
+  ::umask(077);
   setup_logging(o);
   return run(o);
 }

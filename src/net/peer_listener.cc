@@ -18,7 +18,7 @@
 
 namespace corral::net {
 
-Result<std::unique_ptr<PeerListener>> PeerListener::open(const std::string& path) {
+Result<std::unique_ptr<PeerListener>> PeerListener::open(const std::string& path, size_t fd_limit) {
   sockaddr_un addr{};
   if (path.size() >= sizeof(addr.sun_path))
     return invalid(fmt::format("socket path {} is longer than {} bytes", path,
@@ -34,11 +34,11 @@ Result<std::unique_ptr<PeerListener>> PeerListener::open(const std::string& path
     ::close(fd);
     return io_error(fmt::format("cannot listen on {}: {}", path, std::strerror(e)));
   }
-  return std::unique_ptr<PeerListener>(new PeerListener(fd, path));  // private ctor
+  return std::unique_ptr<PeerListener>(new PeerListener(fd, path, fd_limit));  // private ctor
 }
 
-PeerListener::PeerListener(int fd, std::string path)
-    : listen_fd_(fd), wake_fd_(::eventfd(0, EFD_CLOEXEC)), path_(std::move(path)) {}
+PeerListener::PeerListener(int fd, std::string path, size_t fd_limit)
+    : listen_fd_(fd), wake_fd_(::eventfd(0, EFD_CLOEXEC)), path_(std::move(path)), peers_(fd_limit) {}
 
 PeerListener::~PeerListener() {
   stop();
@@ -58,17 +58,12 @@ void PeerListener::stop() {
   thread_.join();
 }
 
-std::optional<PeerCred> PeerListener::lookup(std::string_view peer) const {
-  if (!peer.starts_with("fd:")) return std::nullopt;
-  int fd = 0;
-  for (char ch : peer.substr(3)) {
-    if (ch < '0' || ch > '9') return std::nullopt;
-    fd = fd * 10 + (ch - '0');
-  }
-  std::lock_guard lk(mu_);
-  auto it = creds_.find(fd);
-  if (it == creds_.end()) return std::nullopt;
-  return it->second;
+std::optional<PeerCred> PeerListener::lookup(std::string_view peer) const { return peers_.lookup(peer); }
+
+bool PeerListener::back_off(int err) {
+  spdlog::warn("accept on {}: {}; new connections wait 100 ms", path_, std::strerror(err));
+  pollfd wake{wake_fd_, POLLIN, 0};
+  return ::poll(&wake, 1, 100) <= 0;  // only the wake descriptor stops the loop
 }
 
 void PeerListener::accept_loop(grpc::Server* server) {
@@ -81,19 +76,17 @@ void PeerListener::accept_loop(grpc::Server* server) {
     }
     if (fds[1].revents) return;
     int c = ::accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
-    if (c < 0) continue;
+    if (c < 0) {
+      if ((errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) && !back_off(errno)) return;
+      continue;
+    }
     ucred uc{};
     socklen_t len = sizeof(uc);
     if (::getsockopt(c, SOL_SOCKET, SO_PEERCRED, &uc, &len) < 0) {
       ::close(c);
       continue;
     }
-    {
-      // A reused descriptor number replaces the closed connection's entry.
-      std::lock_guard lk(mu_);
-      creds_[c] = PeerCred{uc.uid, uc.gid, uc.pid};
-    }
-    grpc::AddInsecureChannelFromFd(server, c);
+    grpc::AddInsecureChannelFromFd(server, peers_.adopt(c, PeerCred{uc.uid, uc.gid, uc.pid}));
   }
 }
 

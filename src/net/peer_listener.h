@@ -1,19 +1,18 @@
-// The controller's Unix socket. We accept connections ourselves so that the peer's
+// A daemon's Unix socket. We accept connections ourselves so that the peer's
 // credentials (SO_PEERCRED) become its identity, then hand each connection to gRPC.
-// gRPC names such a connection "fd:N" as its peer, which is how calls find their caller.
+// gRPC names such a connection "fd:N" as its peer, which is how calls find their caller;
+// PeerTable makes sure N names that one connection (see peer_table.h).
 #pragma once
 
 #include <sys/types.h>
 
-#include <atomic>
-#include <map>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <thread>
 
+#include "net/peer_table.h"
 #include "util/result.h"
 
 namespace grpc {
@@ -22,17 +21,12 @@ class Server;
 
 namespace corral::net {
 
-struct PeerCred {
-  uid_t uid = 0;
-  gid_t gid = 0;
-  pid_t pid = 0;
-};
-
 class PeerListener {
  public:
   // Binds and listens on `path` (replacing a stale socket file), mode 0777: every local
   // user may connect; what they may do is decided per call from their uid.
-  static Result<std::unique_ptr<PeerListener>> open(const std::string& path);
+  // `fd_limit` is the process's descriptor limit (raise_fd_limit()).
+  static Result<std::unique_ptr<PeerListener>> open(const std::string& path, size_t fd_limit);
   ~PeerListener();
   PeerListener(const PeerListener&) = delete;
   PeerListener& operator=(const PeerListener&) = delete;
@@ -43,15 +37,16 @@ class PeerListener {
   std::optional<PeerCred> lookup(std::string_view peer) const;
 
  private:
-  PeerListener(int fd, std::string path);
+  PeerListener(int fd, std::string path, size_t fd_limit);
   void accept_loop(grpc::Server* server);
+  // Out of descriptors or memory: wait (or stop) rather than spin on a ready socket.
+  bool back_off(int err);
 
   int listen_fd_;
   int wake_fd_;  // eventfd to stop the accept loop
   std::string path_;
   std::thread thread_;
-  mutable std::mutex mu_;
-  std::map<int, PeerCred> creds_;
+  PeerTable peers_;
 };
 
 }  // namespace corral::net

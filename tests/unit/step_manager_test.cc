@@ -873,7 +873,7 @@ class StepServiceTest : public StepAgent {
   void SetUp() override {
     StepAgent::SetUp();
     path_ = agent_->config().step_uri.substr(5);
-    auto l = net::PeerListener::open(path_);
+    auto l = net::PeerListener::open(path_, 1024);
     ASSERT_TRUE(l) << l.message();
     peers_ = std::move(*l);
     service_ = std::make_unique<StepService>(*loop_, agent_->steps(), agent_->step_node(), agent_->fences(),
