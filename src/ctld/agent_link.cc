@@ -4,6 +4,8 @@
 
 #include <grpcpp/server_context.h>
 
+#include "net/message_limits.h"
+
 namespace corral::ctld {
 
 AgentLink::AgentLink(std::string agent_id, std::vector<std::string> nodes,
@@ -11,22 +13,26 @@ AgentLink::AgentLink(std::string agent_id, std::vector<std::string> nodes,
     : agent_id_(std::move(agent_id)), nodes_(std::move(nodes)), ctx_(ctx) {}
 
 void AgentLink::send(const v1::ControllerMessage& msg) {
+  const size_t bytes = msg.ByteSizeLong();
   std::lock_guard lk(mu_);
   if (closed_) return;
-  pending_.MergeFrom(msg);
-  has_pending_ = true;
+  if (batches_.empty() || last_bytes_ + bytes > net::kAgentBatchBytes) {
+    batches_.emplace_back();
+    last_bytes_ = 0;
+  }
+  batches_.back().MergeFrom(msg);
+  last_bytes_ += bytes;
   cv_.notify_one();
 }
 
 bool AgentLink::next(v1::ControllerMessage& out, int timeout_ms) {
   std::unique_lock lk(mu_);
-  cv_.wait_for(lk, std::chrono::milliseconds(timeout_ms),
-               [&] { return has_pending_ || closed_; });
+  cv_.wait_for(lk, std::chrono::milliseconds(timeout_ms), [&] { return !batches_.empty() || closed_; });
   if (closed_) return false;
-  if (has_pending_) {
-    out.Swap(&pending_);
-    pending_.Clear();
-    has_pending_ = false;
+  if (!batches_.empty()) {
+    out.Swap(&batches_.front());
+    batches_.pop_front();
+    if (batches_.empty()) last_bytes_ = 0;
   }
   return true;
 }

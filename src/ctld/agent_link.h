@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <condition_variable>
+#include <deque>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -23,7 +24,8 @@ class AgentLink {
   const std::string& agent_id() const { return agent_id_; }
   const std::vector<std::string>& nodes() const { return nodes_; }
 
-  // Merges `msg` into the next batch (repeated fields append).
+  // Merges `msg` into the next batch (repeated fields append); a batch is cut at
+  // net::kAgentBatchBytes, so no batch passes what the agent accepts.
   void send(const v1::ControllerMessage& msg);
   // Writer side: waits up to `timeout_ms` for a batch. False when the link is closed.
   bool next(v1::ControllerMessage& out, int timeout_ms);
@@ -40,8 +42,8 @@ class AgentLink {
   grpc::ServerContext* ctx_;
   std::mutex mu_;
   std::condition_variable cv_;
-  v1::ControllerMessage pending_;
-  bool has_pending_ = false;
+  std::deque<v1::ControllerMessage> batches_;
+  size_t last_bytes_ = 0;  // of batches_.back()
   std::atomic<bool> closed_{false};
   std::atomic<double> last_seen_{0};
 };

@@ -11,6 +11,7 @@
 
 #include "ctld/controller.h"
 #include "ctld/job_summary.h"
+#include "net/message_limits.h"
 #include "job/step_cred.h"
 #include "util/hostlist.h"
 #include "util/natural_sort.h"
@@ -72,7 +73,7 @@ void Controller::apply_posted(uint64_t jobid, const job::Event& ev) {
   absorb(job, ev);
   job.events.push_back(ev);
   store_->append_event(jobid, ev);
-  outbox_.push([this, jev = to_proto(jobid, ev)] { hub_.publish_event(jev); });
+  outbox_.push([this, jev = to_proto(jobid, ev), owner = job.userid] { hub_.publish_event(jev, owner); });
   for (auto& h : hooks_) h->on_event(*this, job, ev);
   touch(job);
 }
@@ -242,11 +243,29 @@ void Controller::start_exec(JobRecord& job) {
   json ctx{{"incarnations", incarnations}};
   if (!js.stepmgr.empty()) ctx["stepmgr"] = js.stepmgr;
   if (!js.mpi_ports.empty()) ctx["mpi_ports"] = js.mpi_ports;
-  send_start(job, {});
+  auto starts = build_starts(job, {});
+  for (const auto& [node, msg] : starts) {
+    // Too big for the agent's link: this job fails alone instead of breaking the stream
+    // every other job on that agent depends on.
+    if (size_t bytes = msg.ByteSizeLong(); bytes > net::kMaxAgentDownMessage) {
+      job.exec_tasks.clear();
+      raise_exception(job.id, "exec", 0,
+                      fmt::format("cannot start the job: its start message for node {} is {} bytes, more than the "
+                                  "{} a node agent accepts (make the jobspec or its environment smaller)",
+                                  node, bytes, net::kMaxAgentDownMessage));
+      return;
+    }
+  }
+  for (const auto& [node, msg] : starts) send_to_node(node, msg);
   post(job.id, job::make_event("start", ctx.dump()));
 }
 
 void Controller::send_start(const JobRecord& job, const std::set<std::string>& only) {
+  for (const auto& [node, msg] : build_starts(job, only)) send_to_node(node, msg);
+}
+
+std::vector<std::pair<std::string, v1::ControllerMessage>> Controller::build_starts(
+    const JobRecord& job, const std::set<std::string>& only) const {
   const std::string nodelist = job.R->nodelist();
   const topology::Topology* topo = topology_of(job.partition);
   auto js = job_steps_.find(job.id);
@@ -297,11 +316,13 @@ void Controller::send_start(const JobRecord& job, const std::set<std::string>& o
     t->set_gpus(n.gpus.encode());
     add_topology_env(topo, n.name, *t->mutable_env());
   }
+  std::vector<std::pair<std::string, v1::ControllerMessage>> out;
   for (auto& [key, entry] : per_agent) {
     v1::ControllerMessage msg;
     *msg.add_start() = std::move(entry.second);
-    send_to_node(entry.first, msg);
+    out.emplace_back(entry.first, std::move(msg));
   }
+  return out;
 }
 
 // Everything the step manager needs to launch steps anywhere in the job; resends after a
@@ -374,6 +395,7 @@ void Controller::retire(JobRecord& job) {
   }
   release_mpi_share(job.id);  // normally back at `free` already
   job_steps_.erase(job.id);
+  user_limits_.job_removed(job.userid);
   jobs_.erase(job.id);
   ++retired_since_trim_;
 }

@@ -13,6 +13,7 @@
 #include <spdlog/spdlog.h>
 
 #include "corral.grpc.pb.h"
+#include "net/message_limits.h"
 #include "node/agent.h"
 #include "node/event_loop.h"
 
@@ -64,6 +65,8 @@ struct ControllerLink::Impl {
     // A controller restart must be noticed even when nothing is being written.
     args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, 10000);
     args.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 5000);
+    args.SetMaxReceiveMessageSize(static_cast<int>(net::kMaxAgentDownMessage));
+    args.SetMaxSendMessageSize(static_cast<int>(net::kMaxAgentUpMessage));
     channel = grpc::CreateCustomChannel(uri, grpc::InsecureChannelCredentials(), args);
     stub = v1::Controller::NewStub(channel);
   }
