@@ -95,7 +95,20 @@ grpc::Status Controller::cancel(const Caller& c, const v1::CancelRequest& req,
   return grpc::Status::OK;
 }
 
-grpc::Status Controller::get_job(const v1::GetJobRequest& req, v1::JobInfo* rep) {
+grpc::Status Controller::get_job(const Caller& c, const v1::GetJobRequest& req, v1::JobInfo* rep) {
+  auto st = get_job_unfiltered(req, rep);
+  if (!st.ok()) return st;
+  const Viewer v = viewer(c);
+  if (!v.sees_job(rep->userid())) {
+    rep->Clear();
+    return {grpc::StatusCode::PERMISSION_DENIED,
+            fmt::format("job {} belongs to another user (private-data = jobs)", req.jobid())};
+  }
+  if (!v.sees_details(rep->userid())) redact(*rep);
+  return grpc::Status::OK;
+}
+
+grpc::Status Controller::get_job_unfiltered(const v1::GetJobRequest& req, v1::JobInfo* rep) {
   {
     std::lock_guard lk(mu_);
     auto it = jobs_.find(req.jobid());
@@ -128,9 +141,13 @@ grpc::Status Controller::get_job(const v1::GetJobRequest& req, v1::JobInfo* rep)
   return grpc::Status::OK;
 }
 
-grpc::Status Controller::subscribe(const v1::WatchRequest& req,
+grpc::Status Controller::subscribe(const Caller& c, const v1::WatchRequest& req,
                                    std::shared_ptr<Subscriber>* out) {
+  if (req.jobids_size() > kMaxWatchedJobs)
+    return {grpc::StatusCode::INVALID_ARGUMENT,
+            fmt::format("watch: {} job ids asked for, at most {} at once", req.jobids_size(), kMaxWatchedJobs)};
   WatchFilter f;
+  f.viewer = viewer(c);
   f.jobids.insert(req.jobids().begin(), req.jobids().end());
   f.names.insert(req.events().begin(), req.events().end());
   f.output = req.output();
@@ -143,34 +160,49 @@ grpc::Status Controller::subscribe(const v1::WatchRequest& req,
   bool any_finished = false;
   for (uint64_t id : f.jobids) any_finished |= !jobs_.count(id);
   if (any_finished) (void)store_->flush();
+  std::vector<uint32_t> owners;  // of each history item
+  auto add_event = [&](uint64_t id, const job::Event& ev, uint32_t owner) {
+    *history.emplace_back().mutable_event() = to_proto(id, ev);
+    owners.push_back(owner);
+  };
+  auto add_output = [&](uint64_t id, const OutputChunk& chunk, uint32_t owner) {
+    *history.emplace_back().mutable_output() = to_proto(id, chunk);
+    owners.push_back(owner);
+  };
   for (uint64_t id : f.jobids) {
     auto it = jobs_.find(id);
     if (it != jobs_.end()) {
+      const uint32_t owner = it->second->userid;
+      if (!f.viewer.sees_job(owner))
+        return {grpc::StatusCode::PERMISSION_DENIED,
+                fmt::format("job {} belongs to another user (private-data = jobs)", id)};
       if (!req.history()) continue;
-      for (const auto& ev : it->second->events) *history.emplace_back().mutable_event() =
-          to_proto(id, ev);
-      for (const auto& c : it->second->output) *history.emplace_back().mutable_output() =
-          to_proto(id, c);
+      for (const auto& ev : it->second->events) add_event(id, ev, owner);
+      for (const auto& chunk : it->second->output) add_output(id, chunk, owner);
       continue;
     }
     auto events = store_->read_eventlog(id);
     if (!events || events->empty())
       return {grpc::StatusCode::NOT_FOUND, fmt::format("job {} not found", id)};
+    const uint32_t owner = inactive_owner(id);
+    if (!f.viewer.sees_job(owner))
+      return {grpc::StatusCode::PERMISSION_DENIED,
+              fmt::format("job {} belongs to another user (private-data = jobs)", id)};
     if (req.history()) {
       // Output first: the replayed `clean` ends an until_inactive subscription, and
       // output offered after it would be dropped.
       if (auto ro = recent_output_.find(id); ro != recent_output_.end())
-        for (const auto& c : ro->second) *history.emplace_back().mutable_output() =
-            to_proto(id, c);
-      for (const auto& ev : *events) *history.emplace_back().mutable_event() = to_proto(id, ev);
+        for (const auto& chunk : ro->second) add_output(id, chunk, owner);
+      for (const auto& ev : *events) add_event(id, ev, owner);
     }
     inactive.push_back(id);
   }
   // Joining the hub in commit order means the subscriber sees each event exactly once.
-  outbox_.push([this, sub, history = std::move(history), inactive = std::move(inactive)] {
-    for (const auto& item : history) {
-      if (item.has_event()) sub->offer_event(item.event());
-      else sub->offer_output(item.output());
+  outbox_.push([this, sub, history = std::move(history), owners = std::move(owners),
+                 inactive = std::move(inactive)] {
+    for (size_t i = 0; i < history.size(); ++i) {
+      if (history[i].has_event()) sub->offer_event(history[i].event(), owners[i]);
+      else sub->offer_output(history[i].output(), owners[i]);
     }
     for (uint64_t id : inactive) sub->mark_inactive(id);
     hub_.add(sub);
@@ -178,6 +210,14 @@ grpc::Status Controller::subscribe(const v1::WatchRequest& req,
   outbox_.seal();
   *out = sub;
   return grpc::Status::OK;
+}
+
+uint32_t Controller::inactive_owner(uint64_t jobid) {
+  v1::JobInfo info;
+  auto sum = store_->inactive_summary(jobid);
+  // Unreadable: nobody's but the administrators'.
+  if (!sum || !summary_from_json(*sum, &info)) return UINT32_MAX;
+  return info.userid();
 }
 
 grpc::Status Controller::ping(const Caller& c, v1::PingReply* rep) {

@@ -117,7 +117,8 @@ class RowTableBuilder {
   }
 
   template <class UserName>
-  void add(const ListingRow& r, const UserName& username, std::string_view sched_reason) {
+  // `details`: the caller may see the job's working directory (privacy.h).
+  void add(const ListingRow& r, const UserName& username, std::string_view sched_reason, bool details) {
     t_->add_id(r.id);
     t_->add_userid(r.userid);
     t_->add_username(user(r.userid, username));
@@ -141,7 +142,7 @@ class RowTableBuilder {
     t_->add_waitstatus(r.waitstatus);
     t_->add_exception_type(text(r.exception_type));
     t_->add_exception_note(text(r.exception_note));
-    t_->add_cwd(text(r.cwd));
+    t_->add_cwd(details ? text(r.cwd) : 0);
     t_->add_dependencies(text(r.dependencies));
   }
 
@@ -201,14 +202,14 @@ Result<uint32_t> listing_state_mask(const google::protobuf::RepeatedPtrField<std
   return mask;
 }
 
-grpc::Status Controller::for_each_listed(const v1::ListJobsRequest& req,
+grpc::Status Controller::for_each_listed(const Viewer& v, const v1::ListJobsRequest& req,
                                          const std::function<void(const v1::JobInfo&)>& emit) {
   auto mask = listing_state_mask(req.states());
   if (!mask) return to_grpc(mask.error());
   const std::set<uint32_t> users(req.userids().begin(), req.userids().end());
   const std::set<uint64_t> ids(req.jobids().begin(), req.jobids().end());
   auto wanted = [&](uint64_t id, uint32_t userid, const std::string& partition) {
-    return (users.empty() || users.count(userid)) && (ids.empty() || ids.count(id)) &&
+    return v.sees_job(userid) && (users.empty() || users.count(userid)) && (ids.empty() || ids.count(id)) &&
            (req.partition().empty() || partition == req.partition());
   };
   const size_t limit = req.max_entries() ? req.max_entries() : SIZE_MAX;
@@ -237,6 +238,7 @@ grpc::Status Controller::for_each_listed(const v1::ListJobsRequest& req,
       if (!with_inactive && n++ == limit) break;
       info.Clear();
       fill_info(*job, &info);
+      if (!v.sees_details(job->userid)) redact(info);
       if (with_inactive)
         active.push_back(info);
       else
@@ -253,8 +255,10 @@ grpc::Status Controller::for_each_listed(const v1::ListJobsRequest& req,
   std::vector<v1::JobInfo> done;
   for (const auto& s : *sums) {
     info.Clear();
-    if (summary_from_json(s, &info) && wanted(info.id(), info.userid(), info.partition()))
+    if (summary_from_json(s, &info) && wanted(info.id(), info.userid(), info.partition())) {
+      if (!v.sees_details(info.userid())) redact(info);
       done.push_back(info);
+    }
   }
   std::sort(done.begin(), done.end(), [](auto& a, auto& b) { return a.id() < b.id(); });
   size_t d = 0;
@@ -269,17 +273,18 @@ grpc::Status Controller::for_each_listed(const v1::ListJobsRequest& req,
   return grpc::Status::OK;
 }
 
-grpc::Status Controller::list_jobs(const v1::ListJobsRequest& req, v1::ListJobsReply* rep) {
-  return for_each_listed(req, [rep](const v1::JobInfo& j) { *rep->add_jobs() = j; });
+grpc::Status Controller::list_jobs(const Caller& c, const v1::ListJobsRequest& req, v1::ListJobsReply* rep) {
+  return for_each_listed(viewer(c), req, [rep](const v1::JobInfo& j) { *rep->add_jobs() = j; });
 }
 
-grpc::Status Controller::list_job_table(const v1::ListJobsRequest& req, v1::JobTable* rep) {
+grpc::Status Controller::list_job_table(const Caller& c, const v1::ListJobsRequest& req, v1::JobTable* rep) {
+  const Viewer v = viewer(c);
   auto mask = listing_state_mask(req.states());
   if (!mask) return to_grpc(mask.error());
   if (*mask & static_cast<uint32_t>(JobState::INACTIVE)) {
     // Finished jobs come from the store, merged with the active ones as JobInfo.
     TableBuilder table(rep);
-    return for_each_listed(req, [&table](const v1::JobInfo& j) { table.add(j); });
+    return for_each_listed(v, req, [&table](const v1::JobInfo& j) { table.add(j); });
   }
   const std::set<uint32_t> users(req.userids().begin(), req.userids().end());
   const std::set<uint64_t> ids(req.jobids().begin(), req.jobids().end());
@@ -296,14 +301,14 @@ grpc::Status Controller::list_job_table(const v1::ListJobsRequest& req, v1::JobT
   size_t n = 0;
   for (const auto& row : listing_.rows()) {
     if (!row.live || !(static_cast<uint32_t>(row.state) & *mask)) continue;
-    if ((!users.empty() && !users.count(row.userid)) || (!ids.empty() && !ids.count(row.id)) ||
+    if (!v.sees_job(row.userid) || (!users.empty() && !users.count(row.userid)) || (!ids.empty() && !ids.count(row.id)) ||
         (!req.partition().empty() && row.partition != partition))
       continue;
     if (n++ == limit) break;
     // A row's own reason is in the text pool; only the others are worked out here.
     std::string reason =
         row.reason == 0 ? pending_reason(row.id, row.state, {}, row.ask_scheduler) : std::string();
-    table.add(row, [this](uint32_t uid) { return username(uid); }, reason);
+    table.add(row, [this](uint32_t uid) { return username(uid); }, reason, v.sees_details(row.userid));
   }
   return grpc::Status::OK;
 }

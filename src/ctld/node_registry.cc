@@ -265,7 +265,7 @@ void Controller::agent_message(AgentLink& link, const v1::AgentMessage& msg) {
       job.output.push_back({out.rank(), out.stderr(), out.eof(), out.node(), out.data()});
       job.output_bytes += out.data().size();
     }
-    outbox_.push([this, out] { hub_.publish_output(out); });
+    outbox_.push([this, out, owner = job.userid] { hub_.publish_output(out, owner); });
   }
   for (const auto& ex : msg.exited()) handle_exit(ex);
   store_steps(link.agent_id(), msg.steps());

@@ -9,6 +9,8 @@ namespace corral::ctld {
 namespace {
 const grpc::Status kUnknownPeer{grpc::StatusCode::UNAUTHENTICATED,
                                 "cannot identify the caller: connect over corrald's Unix socket"};
+const grpc::Status kWatchBehind{grpc::StatusCode::RESOURCE_EXHAUSTED,
+                                "watch ended: the client read too slowly and too much was queued for it"};
 }
 
 std::optional<Caller> RpcService::caller(grpc::ServerContext* ctx) const {
@@ -29,28 +31,33 @@ grpc::Status RpcService::Cancel(grpc::ServerContext* ctx, const v1::CancelReques
   return c ? ctl_.cancel(*c, *req, rep) : kUnknownPeer;
 }
 
-grpc::Status RpcService::ListJobs(grpc::ServerContext*, const v1::ListJobsRequest* req,
+grpc::Status RpcService::ListJobs(grpc::ServerContext* ctx, const v1::ListJobsRequest* req,
                                   v1::ListJobsReply* rep) {
-  return ctl_.list_jobs(*req, rep);
+  auto c = caller(ctx);
+  return c ? ctl_.list_jobs(*c, *req, rep) : kUnknownPeer;
 }
 
-grpc::Status RpcService::ListJobTable(grpc::ServerContext*, const v1::ListJobsRequest* req,
+grpc::Status RpcService::ListJobTable(grpc::ServerContext* ctx, const v1::ListJobsRequest* req,
                                       v1::JobTable* rep) {
-  return ctl_.list_job_table(*req, rep);
+  auto c = caller(ctx);
+  return c ? ctl_.list_job_table(*c, *req, rep) : kUnknownPeer;
 }
 
-grpc::Status RpcService::GetJob(grpc::ServerContext*, const v1::GetJobRequest* req,
+grpc::Status RpcService::GetJob(grpc::ServerContext* ctx, const v1::GetJobRequest* req,
                                 v1::JobInfo* rep) {
-  return ctl_.get_job(*req, rep);
+  auto c = caller(ctx);
+  return c ? ctl_.get_job(*c, *req, rep) : kUnknownPeer;
 }
 
 grpc::Status RpcService::Watch(grpc::ServerContext* ctx, const v1::WatchRequest* req,
                                grpc::ServerWriter<v1::WatchReply>* writer) {
+  auto c = caller(ctx);
+  if (!c) return kUnknownPeer;
   std::shared_ptr<Subscriber> sub;
-  if (auto st = ctl_.subscribe(*req, &sub); !st.ok()) return st;
+  if (auto st = ctl_.subscribe(*c, *req, &sub); !st.ok()) return st;
   for (;;) {
     v1::WatchReply rep;
-    if (!sub->next(rep, 500)) return grpc::Status::OK;
+    if (!sub->next(rep, 500)) return sub->overflowed() ? kWatchBehind : grpc::Status::OK;
     if (ctx->IsCancelled()) return grpc::Status::CANCELLED;
     if (rep.items_size() > 0 && !writer->Write(rep)) return grpc::Status::CANCELLED;
   }
@@ -90,9 +97,10 @@ grpc::Status RpcService::ListSteps(grpc::ServerContext* ctx, const v1::ListSteps
   return c ? ctl_.list_steps(*c, *req, rep) : kUnknownPeer;
 }
 
-grpc::Status RpcService::History(grpc::ServerContext*, const v1::HistoryRequest* req,
+grpc::Status RpcService::History(grpc::ServerContext* ctx, const v1::HistoryRequest* req,
                                  v1::HistoryReply* rep) {
-  return ctl_.history(*req, rep);
+  auto c = caller(ctx);
+  return c ? ctl_.history(*c, *req, rep) : kUnknownPeer;
 }
 
 grpc::Status RpcService::Shutdown(grpc::ServerContext* ctx, const v1::ShutdownRequest*,

@@ -149,11 +149,17 @@ grpc::Status Controller::list_steps(const Caller& c, const v1::ListStepsRequest&
       return {grpc::StatusCode::NOT_FOUND, fmt::format("job {} not found", req.jobid())};
   }
   rep->mutable_steps()->Reserve(static_cast<int>(steps->size()));
-  for (const auto& s : *steps) to_proto(s, rep->add_steps());
+  const Viewer v = viewer(c);
+  for (const auto& s : *steps) {
+    if (!v.sees_job(s.userid)) continue;
+    auto* info = rep->add_steps();
+    to_proto(s, info);
+    if (!v.sees_details(s.userid)) redact(*info);
+  }
   return grpc::Status::OK;
 }
 
-grpc::Status Controller::history(const v1::HistoryRequest& req, v1::HistoryReply* rep) {
+grpc::Status Controller::history(const Caller& c, const v1::HistoryRequest& req, v1::HistoryReply* rep) {
   if (req.since() < 0 || req.until() < 0)
     return {grpc::StatusCode::INVALID_ARGUMENT, "history: times must not be negative"};
   store::HistoryQuery q;
@@ -171,11 +177,20 @@ grpc::Status Controller::history(const v1::HistoryRequest& req, v1::HistoryReply
   auto entries = store_->history(q);
   if (!entries) return to_grpc(entries.error());
   rep->mutable_jobs()->Reserve(static_cast<int>(entries->size()));
+  const Viewer v = viewer(c);
   for (const auto& e : *entries) {
-    auto* hj = rep->add_jobs();
-    if (!summary_from_json(e.summary, hj->mutable_job())) hj->mutable_job()->set_id(e.jobid);
-    hj->mutable_steps()->Reserve(static_cast<int>(e.steps.size()));
-    for (const auto& s : e.steps) to_proto(s, hj->add_steps());
+    v1::HistoryJob hj;
+    const bool readable = summary_from_json(e.summary, hj.mutable_job());
+    if (!readable) hj.mutable_job()->set_id(e.jobid);
+    const uint32_t owner = readable ? hj.job().userid() : UINT32_MAX;
+    if (!v.sees_job(owner)) continue;
+    hj.mutable_steps()->Reserve(static_cast<int>(e.steps.size()));
+    for (const auto& s : e.steps) to_proto(s, hj.add_steps());
+    if (!v.sees_details(owner)) {
+      redact(*hj.mutable_job());
+      for (auto& s : *hj.mutable_steps()) redact(s);
+    }
+    *rep->add_jobs() = std::move(hj);
   }
   return grpc::Status::OK;
 }

@@ -17,24 +17,43 @@ Subscriber::Subscriber(WatchFilter f) : filter_(std::move(f)) {
   if (filter_.until_inactive) remaining_ = filter_.jobids;
 }
 
-void Subscriber::offer_event(const v1::JobEvent& ev) {
+void Subscriber::queue_locked(v1::WatchItem item) {
+  if (queue_.size() >= filter_.max_queued) {
+    queue_.clear();
+    overflowed_ = done_ = true;
+  } else {
+    queue_.push_back(std::move(item));
+  }
+  cv_.notify_one();
+}
+
+void Subscriber::offer_event(const v1::JobEvent& ev, uint32_t owner) {
+  if (!filter_.viewer.sees_job(owner)) return;
   std::lock_guard lk(mu_);
   if (done_) return;
   if (!filter_.jobids.empty() && !filter_.jobids.count(ev.jobid())) return;
   if (filter_.names.empty() || filter_.names.count(ev.name())) {
-    *queue_.emplace_back().mutable_event() = ev;
-    cv_.notify_one();
+    v1::WatchItem item;
+    *item.mutable_event() = ev;
+    if (!filter_.viewer.sees_details(owner)) redact(*item.mutable_event());
+    queue_locked(std::move(item));
   }
   if (ev.name() == "clean") finish_job_locked(ev.jobid());
 }
 
-void Subscriber::offer_output(const v1::TaskOutput& out) {
-  if (!filter_.output) return;
+void Subscriber::offer_output(const v1::TaskOutput& out, uint32_t owner) {
+  if (!filter_.output || !filter_.viewer.sees_details(owner)) return;
   std::lock_guard lk(mu_);
   if (done_) return;
   if (!filter_.jobids.empty() && !filter_.jobids.count(out.jobid())) return;
-  *queue_.emplace_back().mutable_output() = out;
-  cv_.notify_one();
+  v1::WatchItem item;
+  *item.mutable_output() = out;
+  queue_locked(std::move(item));
+}
+
+bool Subscriber::overflowed() {
+  std::lock_guard lk(mu_);
+  return overflowed_;
 }
 
 void Subscriber::mark_inactive(uint64_t jobid) {
@@ -74,11 +93,11 @@ void WatchHub::add(std::shared_ptr<Subscriber> s) {
   subs_.push_back(std::move(s));
 }
 
-void WatchHub::publish_event(const v1::JobEvent& ev) {
+void WatchHub::publish_event(const v1::JobEvent& ev, uint32_t owner) {
   std::lock_guard lk(mu_);
   for (size_t i = 0; i < subs_.size();) {
     if (auto s = subs_[i].lock()) {
-      s->offer_event(ev);
+      s->offer_event(ev, owner);
       ++i;
     } else {
       subs_[i] = std::move(subs_.back());
@@ -87,10 +106,10 @@ void WatchHub::publish_event(const v1::JobEvent& ev) {
   }
 }
 
-void WatchHub::publish_output(const v1::TaskOutput& out) {
+void WatchHub::publish_output(const v1::TaskOutput& out, uint32_t owner) {
   std::lock_guard lk(mu_);
   for (auto& w : subs_)
-    if (auto s = w.lock()) s->offer_output(out);
+    if (auto s = w.lock()) s->offer_output(out, owner);
 }
 
 void WatchHub::close_all() {

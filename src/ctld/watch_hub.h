@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "corral.pb.h"
+#include "ctld/privacy.h"
 #include "job/eventlog.h"
 
 namespace corral::ctld {
@@ -23,22 +24,29 @@ struct WatchFilter {
   std::set<std::string> names;   // empty: all events
   bool output = false;
   bool until_inactive = false;
+  Viewer viewer;  // whose eyes: other users' event details and output are withheld
+  // Items queued for a client that does not read; past it the watch ends (overflowed()).
+  size_t max_queued = 1 << 20;
 };
 
 class Subscriber {
  public:
   explicit Subscriber(WatchFilter f);
   // Delivery side (hub).
-  void offer_event(const v1::JobEvent& ev);
-  void offer_output(const v1::TaskOutput& out);
+  // `owner`: the uid of the job the item belongs to.
+  void offer_event(const v1::JobEvent& ev, uint32_t owner);
+  void offer_output(const v1::TaskOutput& out, uint32_t owner);
   void mark_inactive(uint64_t jobid);  // a watched job was already inactive
   void close();                        // the controller is going away
   // Stream side: waits up to `timeout_ms` and moves what is queued into `reply`.
   // Returns false once the subscription is over and nothing is left.
   bool next(v1::WatchReply& reply, int timeout_ms);
+  // The client read too slowly: the watch was ended rather than queue without bound.
+  bool overflowed();
 
  private:
   void finish_job_locked(uint64_t jobid);
+  void queue_locked(v1::WatchItem item);
 
   WatchFilter filter_;
   std::set<uint64_t> remaining_;
@@ -46,13 +54,14 @@ class Subscriber {
   std::condition_variable cv_;
   std::deque<v1::WatchItem> queue_;
   bool done_ = false;
+  bool overflowed_ = false;
 };
 
 class WatchHub {
  public:
   void add(std::shared_ptr<Subscriber> s);
-  void publish_event(const v1::JobEvent& ev);
-  void publish_output(const v1::TaskOutput& out);
+  void publish_event(const v1::JobEvent& ev, uint32_t owner);
+  void publish_output(const v1::TaskOutput& out, uint32_t owner);
   void close_all();
 
  private:

@@ -122,7 +122,7 @@ class CtldSteps : public ::testing::Test {
     req.set_jobid(id);
     req.set_with_eventlog(with_eventlog);
     v1::JobInfo info;
-    auto st = ctl_->get_job(req, &info);
+    auto st = ctl_->get_job(ctld::Caller{}, req, &info);
     EXPECT_TRUE(st.ok()) << st.error_message();
     return info;
   }
@@ -254,13 +254,13 @@ TEST_F(CtldSteps, StepRecordsAreStoredThenAcknowledged) {
   ASSERT_TRUE(await_state(id, "INACTIVE"));
   v1::HistoryRequest hr;
   v1::HistoryReply hrep;
-  ASSERT_TRUE(ctl_->history(hr, &hrep).ok());
+  ASSERT_TRUE(ctl_->history(ctld::Caller{}, hr, &hrep).ok());
   ASSERT_EQ(hrep.jobs_size(), 1);
   EXPECT_EQ(hrep.jobs(0).job().id(), id);
   EXPECT_EQ(hrep.jobs(0).job().result(), "COMPLETED");
   EXPECT_EQ(hrep.jobs(0).steps_size(), 2);
   hr.add_results("bogus");
-  EXPECT_EQ(ctl_->history(hr, &hrep).error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_EQ(ctl_->history(ctld::Caller{}, hr, &hrep).error_code(), grpc::StatusCode::INVALID_ARGUMENT);
 }
 
 TEST_F(CtldSteps, CancelStepGoesToTheStepManagersAgent) {
