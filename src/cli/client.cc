@@ -43,6 +43,8 @@ Error to_error(const grpc::Status& st, const std::string& uri) {
       return invalid(st.error_message());
     case grpc::StatusCode::ALREADY_EXISTS:
       return {Errc::already_exists, st.error_message()};
+    case grpc::StatusCode::RESOURCE_EXHAUSTED:
+      return {Errc::resource_exhausted, st.error_message()};
     default:
       return {Errc::internal, st.error_message().empty()
                                   ? fmt::format("rpc failed (gRPC status {})",

@@ -1,5 +1,7 @@
 #include "ctld/config.h"
 
+#include <optional>
+
 #include <fmt/format.h>
 
 #include <toml++/toml.h>
@@ -45,6 +47,56 @@ Status set_uint(unsigned& out, const toml::node& n, const std::string& where, un
   if (!v || *v < 0 || *v > max)
     return invalid(fmt::format("{}: expected an integer from 0 to {}", where, max));
   out = static_cast<unsigned>(*v);
+  return {};
+}
+
+Status set_size(uint64_t& out, const toml::node& n, const std::string& where, uint64_t min) {
+  std::optional<uint64_t> v;
+  if (auto i = n.value<int64_t>(); i && *i >= 0) v = static_cast<uint64_t>(*i);
+  else if (auto s = n.value<std::string>()) {
+    auto parsed = parse_size(*s);
+    if (!parsed) return invalid(fmt::format("{}: {}", where, parsed.message()));
+    v = *parsed;
+  }
+  if (!v || *v < min) return invalid(fmt::format("{}: expected a size of at least {} bytes, such as \"4MiB\"", where, min));
+  out = *v;
+  return {};
+}
+
+Status apply_limits_key(LimitsConfig& l, const std::string& key, const toml::node& n, const std::string& where) {
+  if (key == "max-submit-jobs") return set_uint(l.max_submit_jobs, n, where, 100000000);
+  if (key == "max-running-jobs") return set_uint(l.max_running_jobs, n, where, 100000000);
+  if (key == "submit-burst") return set_uint(l.submit_burst, n, where, 1000000);
+  if (key == "submit-rate") {
+    auto v = n.value<double>();
+    if (!v || *v < 0) return invalid(fmt::format("{}: expected submissions per second (0 = no limit)", where));
+    l.submit_rate = *v;
+    return {};
+  }
+  if (key == "max-batch-script") return set_size(l.max_batch_script, n, where, 1024);
+  if (key == "max-jobspec") return set_size(l.max_jobspec, n, where, 4096);
+  return invalid(fmt::format("{}: unknown key", where));
+}
+
+// private-data: a list of what to hide from other users ("jobs"), like Slurm's PrivateData.
+Status set_private_data(bool& jobs, const toml::node& n, const std::string& where) {
+  std::vector<std::string> items;
+  if (auto s = n.value<std::string>()) {
+    if (!s->empty()) items.push_back(*s);
+  } else if (const auto* arr = n.as_array()) {
+    for (const auto& item : *arr) {
+      auto v = item.value<std::string>();
+      if (!v) return invalid(fmt::format("{}: expected a list of strings", where));
+      items.push_back(*v);
+    }
+  } else {
+    return invalid(fmt::format("{}: expected a list such as [\"jobs\"]", where));
+  }
+  jobs = false;
+  for (const auto& i : items) {
+    if (i != "jobs") return invalid(fmt::format("{}: unknown item '{}' (known: jobs)", where, i));
+    jobs = true;
+  }
   return {};
 }
 
@@ -122,6 +174,9 @@ Status apply_key(Config& c, const std::string& section, const std::string& key,
     if (key == "sync-full") return set_bool(c.sync_full, n, where);
     if (key == "commit-interval") return set_duration(c.commit_interval, n, where);
     if (key == "key-file") return set_string(c.key_file, n, where);
+    if (key == "private-data") return set_private_data(c.private_jobs, n, where);
+  } else if (section == "limits") {
+    return apply_limits_key(c.limits, key, n, where);
   } else if (section == "steps") {
     return apply_steps_key(c.steps, key, n, where);
   } else if (section == "topology") {
@@ -222,6 +277,9 @@ Result<Config> load_config(const std::string& path, const std::vector<std::strin
   if (defaults > 1) return invalid("more than one partition has default = true");
   if (!c.partitions.empty() && defaults == 0) c.partitions.front().is_default = true;
   if (auto st = check_steps(c.steps); !st.ok()) return st.error();
+  if (c.limits.max_batch_script > c.limits.max_jobspec)
+    return invalid(fmt::format("limits.max-batch-script ({} bytes) is larger than limits.max-jobspec ({} bytes)",
+                               c.limits.max_batch_script, c.limits.max_jobspec));
   if (c.key_file.empty()) c.key_file = c.state_dir + "/cluster.key";
   return c;
 }

@@ -2,6 +2,7 @@
 // docs/admin.md documents every key.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <utility>
 #include <vector>
@@ -26,6 +27,16 @@ struct StepsConfig {
   unsigned mpi_ports_per_step = 2;    // what each step takes from its job's share
 };
 
+// Per-user limits (Slurm's MaxSubmitJobs, MaxJobs, rl_enable) and request sizes.
+struct LimitsConfig {
+  unsigned max_submit_jobs = 0;    // a user's jobs not yet finished; 0 = no limit
+  unsigned max_running_jobs = 0;   // a user's jobs allocated or running; 0 = no limit
+  double submit_rate = 0;          // a user's submissions per second, sustained; 0 = no limit
+  unsigned submit_burst = 100;     // ... and how many may come at once
+  uint64_t max_batch_script = 4u << 20;  // bytes of a batch script
+  uint64_t max_jobspec = 8u << 20;       // bytes of a whole jobspec (script included)
+};
+
 struct Config {
   // [controller]
   std::string socket = "/run/corral/corrald.sock";
@@ -46,6 +57,8 @@ struct Config {
   double max_switch_wait = 300;   // cap on --switches=COUNT@TIME waits, seconds
   // [[partition]]
   std::vector<PartitionConfig> partitions;
+  LimitsConfig limits;
+  bool private_jobs = false;  // [controller] private-data = ["jobs"]: other users' jobs are hidden
   // [slingshot]
   fabric::slingshot::SlingshotConfig slingshot;
   // [steps]

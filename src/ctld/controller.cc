@@ -24,6 +24,7 @@ grpc::Status to_grpc(const Error& e) {
     case Errc::permission_denied: return {grpc::StatusCode::PERMISSION_DENIED, e.message};
     case Errc::already_exists: return {grpc::StatusCode::ALREADY_EXISTS, e.message};
     case Errc::unavailable: return {grpc::StatusCode::UNAVAILABLE, e.message};
+    case Errc::resource_exhausted: return {grpc::StatusCode::RESOURCE_EXHAUSTED, e.message};
     default: return {grpc::StatusCode::INTERNAL, e.message};
   }
 }
@@ -140,6 +141,7 @@ void Controller::restore(store::Snapshot snap) {
     if (st.finished)
       for (const auto& [node, n] : job->exec_tasks) job->exited.insert(node);
     uint64_t id = job->id;
+    user_limits_.job_added(job->userid);
     jobs_.emplace(id, std::move(job));
   }
   rebuild_mpi_pool();  // before any job can start below
@@ -212,6 +214,7 @@ grpc::Status Controller::submit(const Caller& c, const v1::SubmitRequest& req,
   {
     std::lock_guard lk(mu_);
     if (stopping_) return {grpc::StatusCode::UNAVAILABLE, "corrald is shutting down"};
+    if (auto st = user_limits_.admit(c.uid, specs->size(), now()); !st.ok()) return to_grpc(st.error());
     const nlohmann::json* last_admitted = nullptr;
     for (size_t i = 0; i < specs->size(); ++i) {
       const auto& spec = *(*specs)[i];

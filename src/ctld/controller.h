@@ -25,6 +25,8 @@
 #include "ctld/hook_names.h"
 #include "ctld/listing_rows.h"
 #include "ctld/outbox.h"
+#include "ctld/privacy.h"
+#include "ctld/user_limits.h"
 #include "ctld/watch_hub.h"
 #include "job/port_range.h"
 #include "sched/scheduler.h"
@@ -39,6 +41,9 @@ namespace corral::ctld {
 
 grpc::Status to_grpc(const Error& e);
 Status wait_durable(store::Store& store);
+
+// One Watch names at most this many jobs (each is looked up under the lock).
+inline constexpr int kMaxWatchedJobs = 10000;
 
 struct Caller {
   uint32_t uid = 0;
@@ -91,13 +96,13 @@ class Controller final : public HookContext {
   // Client API (caller identity from the peer's credentials).
   grpc::Status submit(const Caller& c, const v1::SubmitRequest& req, v1::SubmitReply* rep);
   grpc::Status cancel(const Caller& c, const v1::CancelRequest& req, v1::CancelReply* rep);
-  grpc::Status list_jobs(const v1::ListJobsRequest& req, v1::ListJobsReply* rep);
-  grpc::Status list_job_table(const v1::ListJobsRequest& req, v1::JobTable* rep);
+  grpc::Status list_jobs(const Caller& c, const v1::ListJobsRequest& req, v1::ListJobsReply* rep);
+  grpc::Status list_job_table(const Caller& c, const v1::ListJobsRequest& req, v1::JobTable* rep);
   grpc::Status get_topology(const v1::GetTopologyRequest& req, v1::GetTopologyReply* rep);
   grpc::Status hook_query(const Caller& c, const v1::HookQueryRequest& req,
                           v1::HookQueryReply* rep);
-  grpc::Status get_job(const v1::GetJobRequest& req, v1::JobInfo* rep);
-  grpc::Status subscribe(const v1::WatchRequest& req, std::shared_ptr<Subscriber>* sub);
+  grpc::Status get_job(const Caller& c, const v1::GetJobRequest& req, v1::JobInfo* rep);
+  grpc::Status subscribe(const Caller& c, const v1::WatchRequest& req, std::shared_ptr<Subscriber>* sub);
   grpc::Status list_nodes(const v1::ListNodesRequest& req, v1::ListNodesReply* rep);
   grpc::Status set_node_state(const Caller& c, const v1::NodeStateRequest& req,
                               v1::NodeStateReply* rep);
@@ -106,7 +111,7 @@ class Controller final : public HookContext {
   // Steps (step_records.cc): finished steps from the store, and `corral history`.
   grpc::Status list_steps(const Caller& c, const v1::ListStepsRequest& req,
                           v1::ListStepsReply* rep);
-  grpc::Status history(const v1::HistoryRequest& req, v1::HistoryReply* rep);
+  grpc::Status history(const Caller& c, const v1::HistoryRequest& req, v1::HistoryReply* rep);
 
   // Node agent API.
   grpc::Status agent_register(const Caller& c, const v1::Register& reg,
@@ -161,6 +166,9 @@ class Controller final : public HookContext {
   void start_exec(JobRecord& job);
   // Sends StartJob for the job's nodes in `only` (all exec nodes when empty).
   void send_start(const JobRecord& job, const std::set<std::string>& only);
+  // One StartJob per agent of the job (or of `only`'s nodes), with the node it goes to.
+  std::vector<std::pair<std::string, v1::ControllerMessage>> build_starts(const JobRecord& job,
+                                                                         const std::set<std::string>& only) const;
   std::map<std::string, unsigned> plan_exec(const JobRecord& job) const;
   void kill_job(JobRecord& job, int signal, double kill_after);
   void free_resources(JobRecord& job);
@@ -190,6 +198,7 @@ class Controller final : public HookContext {
   void cancel_steps(const Caller& c, const v1::CancelRequest& req, v1::CancelReply* rep);
 
   // job_submit.cc
+  Status check_sizes(const v1::SubmitRequest& req) const;
   Result<std::vector<std::shared_ptr<const job::Jobspec>>> parse_submission(
       const v1::SubmitRequest& req) const;
   Status admit(const Caller& c, const job::Jobspec& spec);
@@ -213,7 +222,9 @@ class Controller final : public HookContext {
   // A node list that may use switch{}/block{}/...with{} functions, as a plain hostlist.
   Result<std::string> expand_nodes(const std::string& expr, const std::string& partition) const;
   // The jobs a listing selects, in id order, each passed to `emit` (job_listing.cc).
-  grpc::Status for_each_listed(const v1::ListJobsRequest& req,
+  grpc::Status get_job_unfiltered(const v1::GetJobRequest& req, v1::JobInfo* rep);
+  uint32_t inactive_owner(uint64_t jobid);  // UINT32_MAX when unknown
+  grpc::Status for_each_listed(const Viewer& v, const v1::ListJobsRequest& req,
                                const std::function<void(const v1::JobInfo&)>& emit);
   std::string username(uint32_t uid) const;
   static std::string lookup_username(uint32_t uid);
@@ -234,6 +245,7 @@ class Controller final : public HookContext {
   void loop();
   void restore(store::Snapshot snap);
   bool is_admin(const Caller& c) const { return c.uid == 0 || c.uid == owner_uid_; }
+  Viewer viewer(const Caller& c) const { return Viewer{c.uid, is_admin(c), cfg_.private_jobs}; }
   void poke_scheduler();
   Status load_cluster_key();  // cluster_key.cc
 
@@ -241,6 +253,7 @@ class Controller final : public HookContext {
   std::unique_ptr<store::Store> store_;
   Outbox outbox_;
   WatchHub hub_;
+  UserLimits user_limits_{cfg_.limits};  // guarded by mu_
   sched::Scheduler sched_;
   std::vector<std::unique_ptr<JobHook>> hooks_;
   std::function<void()> on_shutdown_;

@@ -29,6 +29,7 @@ Result<std::vector<std::shared_ptr<const job::Jobspec>>> Controller::parse_submi
     const v1::SubmitRequest& req) const {
   std::vector<std::shared_ptr<const job::Jobspec>> specs;
   if (req.jobspecs_size() == 0) return invalid("submit: no jobspec given");
+  if (auto st = check_sizes(req); !st) return st.error();
   if (!req.cc().empty()) {
     if (req.jobspecs_size() != 1) return invalid("submit: --cc takes exactly one jobspec");
     auto ids = IdSet::parse(req.cc());
@@ -59,7 +60,28 @@ Result<std::vector<std::shared_ptr<const job::Jobspec>>> Controller::parse_submi
                                               : fmt::format("jobspec {}: {}", i, spec.message()));
     specs.push_back(std::make_shared<const job::Jobspec>(std::move(*spec)));
   }
+  for (size_t i = 0; i < specs.size(); ++i) {
+    if (specs[i]->batch_script.size() <= cfg_.limits.max_batch_script) continue;
+    return invalid(fmt::format("{}the batch script has {} bytes, more than the {} allowed (limits.max-batch-script)",
+                               specs.size() == 1 ? "" : fmt::format("jobspec {}: ", i), specs[i]->batch_script.size(),
+                               cfg_.limits.max_batch_script));
+  }
   return specs;
+}
+
+// Sizes are checked before anything is parsed: a parse costs time and memory in
+// proportion to its input.
+Status Controller::check_sizes(const v1::SubmitRequest& req) const {
+  if (req.jobspecs_size() > static_cast<int>(kMaxJobsPerSubmit))
+    return invalid(fmt::format("submit: at most {} jobspecs per submission", kMaxJobsPerSubmit));
+  for (int i = 0; i < req.jobspecs_size(); ++i) {
+    if (req.jobspecs(i).size() <= cfg_.limits.max_jobspec) continue;
+    return invalid(fmt::format("{}the jobspec has {} bytes, more than the {} allowed (limits.max-jobspec)",
+                               req.jobspecs_size() == 1 ? "" : fmt::format("jobspec {}: ", i), req.jobspecs(i).size(),
+                               cfg_.limits.max_jobspec));
+  }
+  if (req.cc().size() > 4096) return invalid("--cc: the id list is longer than 4096 characters");
+  return {};
 }
 
 std::string Controller::partition_of(const job::Jobspec& spec) const {
@@ -174,6 +196,7 @@ uint64_t Controller::create_job(const Caller& c, std::shared_ptr<const job::Jobs
   rec->spec = std::move(spec);
   uint64_t id = rec->id;
   store_->insert_job(id, c.uid, rec->jobspec_text);
+  user_limits_.job_added(c.uid);
   jobs_.emplace(id, std::move(rec));
   json ctx{{"userid", c.uid}, {"urgency", urgency}, {"flags", 0}, {"version", 1},
            {"groupid", c.gid}};

@@ -33,6 +33,7 @@ grpc::Status to_grpc(const Error& e) {
     case Errc::permission_denied: code = grpc::StatusCode::PERMISSION_DENIED; break;
     case Errc::already_exists: code = grpc::StatusCode::ALREADY_EXISTS; break;
     case Errc::unavailable: code = grpc::StatusCode::UNAVAILABLE; break;
+    case Errc::resource_exhausted: code = grpc::StatusCode::RESOURCE_EXHAUSTED; break;
     case Errc::io_error:
     case Errc::internal: code = grpc::StatusCode::INTERNAL; break;
   }

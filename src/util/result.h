@@ -14,6 +14,7 @@ enum class Errc {
   permission_denied,
   already_exists,
   unavailable,  // a peer or resource is not reachable now; retrying may help
+  resource_exhausted,  // a limit was reached (a per-user limit, a size); the message names it
   io_error,
   internal,
 };
