@@ -15,6 +15,7 @@
 #include <optional>
 #include <utility>
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 #include <yaml-cpp/yaml.h>
 
@@ -568,30 +569,88 @@ json plain_scalar(const std::string& s) {
   return s;
 }
 
-json yaml_to_json(const YAML::Node& node) {
-  switch (node.Type()) {
-    case YAML::NodeType::Scalar:
-      // Quoted scalars carry the "!" tag and explicit !!str a full tag: both are strings.
-      if (node.Tag() == "?") return plain_scalar(node.Scalar());
-      return node.Scalar();
-    case YAML::NodeType::Sequence: {
-      json arr = json::array();
-      for (const auto& item : node) arr.push_back(yaml_to_json(item));
-      return arr;
+// Limits on the shape of a jobspec document, checked before a parser sees it (the
+// parsers and the code walking their trees recurse, so depth costs stack) and while a
+// YAML tree is copied (aliases share nodes, so a few hundred bytes can stand for
+// gigabytes once expanded: "billion laughs").
+constexpr int kMaxDepth = 64;
+constexpr size_t kMaxNodes = 1'000'000;
+constexpr size_t kMaxIndent = 512;
+
+// Nesting of [ and { outside strings; for YAML also its flow collections (quotes and
+// comments are not told apart there, which can only over-count).
+Status check_nesting(std::string_view text, bool yaml) {
+  int depth = 0;
+  bool in_string = false, escaped = false;
+  size_t line_start = 0;
+  for (size_t i = 0; i < text.size(); ++i) {
+    char c = text[i];
+    if (c == '\n') line_start = i + 1;
+    if (yaml && i == line_start) {
+      size_t indent = 0;
+      while (i + indent < text.size() && text[i + indent] == ' ') ++indent;
+      if (indent > kMaxIndent)
+        return invalid(fmt::format("jobspec is indented more than {} columns (line starting at byte {})",
+                                   kMaxIndent, i));
     }
-    case YAML::NodeType::Map: {
-      json obj = json::object();
-      for (const auto& kv : node) obj[kv.first.as<std::string>()] = yaml_to_json(kv.second);
-      return obj;
+    if (!yaml && in_string) {
+      if (escaped) escaped = false;
+      else if (c == '\\') escaped = true;
+      else if (c == '"') in_string = false;
+      continue;
     }
-    default:
-      return nullptr;
+    if (c == '"' && !yaml) in_string = true;
+    else if (c == '[' || c == '{') {
+      if (++depth > kMaxDepth)
+        return invalid(fmt::format("jobspec is nested more than {} levels deep (at byte {})", kMaxDepth, i));
+    } else if ((c == ']' || c == '}') && depth > 0) {
+      --depth;
+    }
   }
+  return {};
 }
 
+struct YamlCopy {
+  size_t nodes = 0;
+
+  Result<json> operator()(const YAML::Node& node, int depth) {
+    if (++nodes > kMaxNodes)
+      return invalid(fmt::format("jobspec expands to more than {} values (YAML aliases?)", kMaxNodes));
+    if (depth > kMaxDepth) return invalid(fmt::format("jobspec is nested more than {} levels deep", kMaxDepth));
+    switch (node.Type()) {
+      case YAML::NodeType::Scalar:
+        // Quoted scalars carry the "!" tag and explicit !!str a full tag: both are strings.
+        if (node.Tag() == "?") return plain_scalar(node.Scalar());
+        return json(node.Scalar());
+      case YAML::NodeType::Sequence: {
+        json arr = json::array();
+        for (const auto& item : node) {
+          auto v = (*this)(item, depth + 1);
+          if (!v) return v;
+          arr.push_back(std::move(*v));
+        }
+        return arr;
+      }
+      case YAML::NodeType::Map: {
+        json obj = json::object();
+        for (const auto& kv : node) {
+          if (!kv.first.IsScalar()) return invalid("jobspec: a YAML mapping key must be a plain value");
+          auto v = (*this)(kv.second, depth + 1);
+          if (!v) return v;
+          obj[kv.first.Scalar()] = std::move(*v);
+        }
+        return obj;
+      }
+      default:
+        return json(nullptr);
+    }
+  }
+};
+
 Result<json> parse_yaml(std::string_view text) {
+  if (auto st = check_nesting(text, true); !st) return st.error();
   try {
-    return yaml_to_json(YAML::Load(std::string(text)));
+    return YamlCopy{}(YAML::Load(std::string(text)), 0);
   } catch (const YAML::Exception& e) {
     return invalid("jobspec is not valid YAML: line " + std::to_string(e.mark.line + 1) +
                    ", column " + std::to_string(e.mark.column + 1) + ": " + e.msg);
@@ -599,6 +658,7 @@ Result<json> parse_yaml(std::string_view text) {
 }
 
 Result<json> parse_json(std::string_view text) {
+  if (auto st = check_nesting(text, false); !st) return st.error();
   try {
     return json::parse(text);
   } catch (const json::parse_error& e) {

@@ -17,6 +17,9 @@ namespace {
 constexpr uint64_t kMaxHosts = 1'000'000;
 // Numeric parts are held in 64 bits; 18 digits always fit.
 constexpr size_t kMaxDigits = 18;
+// Slurm's limits: one range ("1-65536") and one bracket's list hold at most 64Ki entries.
+constexpr uint64_t kMaxRange = 64 * 1024;
+constexpr size_t kMaxRangesPerBracket = 64 * 1024;
 
 bool is_digit(char c) { return c >= '0' && c <= '9'; }
 bool is_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
@@ -124,20 +127,19 @@ class Parser {
     return parts;
   }
 
-  // Parses the id list between brackets at [begin, end). Per RFC 29 the zero padding
-  // of the first element applies to the whole list: "[005,4]" is 005,004.
+  // Parses the id list between brackets at [begin, end). As in Slurm, each range has
+  // the zero padding of its own low end: "[01-02,5]" is 01,02,5.
   Result<std::vector<IdRange>> parse_ids(size_t begin, size_t end) {
     std::vector<IdRange> ids;
     if (begin == end) return fail("empty brackets", begin - 1);
-    size_t list_width = 0;
     size_t pos = begin;
     while (pos <= end) {
+      if (ids.size() == kMaxRangesPerBracket)
+        return fail(fmt::format("more than {} ranges in one pair of brackets", kMaxRangesPerBracket), pos);
       size_t comma = expr_.find(',', pos);
       size_t stop = std::min(comma, end);
       auto range = parse_range(pos, stop);
       if (!range) return range.error();
-      if (ids.empty()) list_width = range->width;
-      range->width = std::max(range->width, list_width);
       ids.push_back(*range);
       pos = stop + 1;
     }
@@ -156,8 +158,10 @@ class Parser {
     if (lo.size() > kMaxDigits || hi.size() > kMaxDigits) {
       return fail(fmt::format("number in \"{}\" has more than {} digits", item, kMaxDigits), begin);
     }
-    IdRange r{to_number(lo), to_number(hi), std::max(padded_width(lo), padded_width(hi))};
+    IdRange r{to_number(lo), to_number(hi), padded_width(lo)};
     if (r.hi < r.lo) return fail(fmt::format("reversed range \"{}\"", item), begin);
+    if (r.hi - r.lo >= kMaxRange)
+      return fail(fmt::format("too many hosts in range \"{}\" (at most {} per range)", item, kMaxRange), begin);
     return r;
   }
 
@@ -260,9 +264,10 @@ size_t encode_group(const std::vector<std::string>& hosts, size_t i, std::string
     std::string_view mid = h.substr(p, h.size() - p - suffix.size());
     if (mid.size() > kMaxDigits || !all_digits(mid) || !fits_width(mid, width)) break;
     uint64_t v = to_number(mid);
-    if (v == ranges.back().hi + 1) {
+    // Ranges and lists stay within what parse() (and Slurm) accept.
+    if (v == ranges.back().hi + 1 && ranges.back().hi - ranges.back().lo + 1 < kMaxRange) {
       ranges.back().hi = v;
-    } else if (v > ranges.back().hi) {
+    } else if (v > ranges.back().hi && ranges.size() < kMaxRangesPerBracket) {
       ranges.push_back({v, v, width});
     } else {
       break;  // not ascending: merging would reorder hosts
