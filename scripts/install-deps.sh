@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs every Debian package corral needs to build, test and run its demo.
 # Safe to run again; needs root (or sudo) on Debian 12.
+#   --fuzz   also clang and its libFuzzer runtime, for bench/fuzz (not needed to build or test)
 set -euo pipefail
 SUDO=""
 if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
@@ -15,6 +16,7 @@ PKGS=(
   libgtest-dev libgmock-dev libbenchmark-dev
   procps util-linux python3 python3-pytest
 )
+if [ "${1:-}" = "--fuzz" ]; then PKGS+=(clang libclang-rt-14-dev); fi
 missing=()
 for p in "${PKGS[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -1,5 +1,8 @@
 #include "ctld/config.h"
 
+#include <cerrno>
+#include <cstring>
+#include <fstream>
 #include <optional>
 
 #include <fmt/format.h>
@@ -259,16 +262,29 @@ Status apply_override(Config& c, const std::string& ov) {
 }  // namespace
 
 Result<Config> load_config(const std::string& path, const std::vector<std::string>& overrides) {
+  if (path.empty()) return parse_config({}, "", overrides);
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return io_error(fmt::format("{}: cannot read: {}", path, std::strerror(errno)));
+  std::string text;
+  constexpr size_t kMaxConfig = 16u << 20;
+  text.resize(kMaxConfig + 1);
+  in.read(text.data(), static_cast<std::streamsize>(text.size()));
+  text.resize(static_cast<size_t>(in.gcount()));
+  if (text.size() > kMaxConfig) return invalid(fmt::format("{}: larger than {} bytes", path, kMaxConfig));
+  return parse_config(text, path, overrides);
+}
+
+Result<Config> parse_config(std::string_view text, const std::string& name, const std::vector<std::string>& overrides) {
   Config c;
-  if (!path.empty()) {
+  if (!name.empty()) {
     toml::table root;
     try {
-      root = toml::parse_file(path);
+      root = toml::parse(text, name);
     } catch (const toml::parse_error& e) {
       const auto& b = e.source().begin;
-      return invalid(fmt::format("{}:{}:{}: {}", path, b.line, b.column, e.description()));
+      return invalid(fmt::format("{}:{}:{}: {}", name, b.line, b.column, e.description()));
     }
-    if (auto st = apply_table(c, root, path); !st.ok()) return st.error();
+    if (auto st = apply_table(c, root, name); !st.ok()) return st.error();
   }
   for (const auto& ov : overrides)
     if (auto st = apply_override(c, ov); !st.ok()) return st.error();

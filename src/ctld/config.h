@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -65,6 +66,9 @@ struct Config {
   StepsConfig steps;
 };
 
+// The text of a configuration file called `name` (empty: no file), then overrides.
+Result<Config> parse_config(std::string_view text, const std::string& name,
+                            const std::vector<std::string>& overrides);
 // Reads `path` (may be empty: defaults only), then applies overrides "section.key=value".
 // Errors name the file, the key and what is wrong.
 Result<Config> load_config(const std::string& path,

@@ -70,7 +70,7 @@ Result<Event> decode_event(std::string_view line) {
   json j;
   try {
     j = json::parse(line);
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {  // parse_error, and out_of_range for huge numbers
     return invalid("event is not valid JSON: " + json_message(e));
   }
   if (!j.is_object()) return invalid("event must be a JSON object");

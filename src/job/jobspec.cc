@@ -610,6 +610,37 @@ Status check_nesting(std::string_view text, bool yaml) {
   return {};
 }
 
+// JSON text must be UTF-8 (nlohmann's parser checks it, and dump() throws on anything
+// else); YAML scalars are checked here as they are copied.
+bool valid_utf8(std::string_view s) {
+  size_t i = 0;
+  while (i < s.size()) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    if (c < 0x80) {
+      ++i;
+      continue;
+    }
+    size_t n = 0;  // continuation bytes
+    uint32_t cp = 0;
+    if ((c >> 5) == 0x6) n = 1, cp = c & 0x1fu;
+    else if ((c >> 4) == 0xe) n = 2, cp = c & 0x0fu;
+    else if ((c >> 3) == 0x1e) n = 3, cp = c & 0x07u;
+    else return false;
+    if (s.size() - i <= n) return false;
+    for (size_t k = 1; k <= n; ++k) {
+      const auto cc = static_cast<unsigned char>(s[i + k]);
+      if ((cc >> 6) != 0x2) return false;
+      cp = (cp << 6) | (cc & 0x3fu);
+    }
+    // Overlong forms, surrogates and values past U+10FFFF are not UTF-8.
+    if ((n == 1 && cp < 0x80) || (n == 2 && cp < 0x800) || (n == 3 && cp < 0x10000) || cp > 0x10ffff ||
+        (cp >= 0xd800 && cp <= 0xdfff))
+      return false;
+    i += n + 1;
+  }
+  return true;
+}
+
 struct YamlCopy {
   size_t nodes = 0;
 
@@ -619,6 +650,7 @@ struct YamlCopy {
     if (depth > kMaxDepth) return invalid(fmt::format("jobspec is nested more than {} levels deep", kMaxDepth));
     switch (node.Type()) {
       case YAML::NodeType::Scalar:
+        if (!valid_utf8(node.Scalar())) return invalid("jobspec: a YAML value is not valid UTF-8");
         // Quoted scalars carry the "!" tag and explicit !!str a full tag: both are strings.
         if (node.Tag() == "?") return plain_scalar(node.Scalar());
         return json(node.Scalar());
@@ -635,6 +667,7 @@ struct YamlCopy {
         json obj = json::object();
         for (const auto& kv : node) {
           if (!kv.first.IsScalar()) return invalid("jobspec: a YAML mapping key must be a plain value");
+          if (!valid_utf8(kv.first.Scalar())) return invalid("jobspec: a YAML key is not valid UTF-8");
           auto v = (*this)(kv.second, depth + 1);
           if (!v) return v;
           obj[kv.first.Scalar()] = std::move(*v);
@@ -661,7 +694,7 @@ Result<json> parse_json(std::string_view text) {
   if (auto st = check_nesting(text, false); !st) return st.error();
   try {
     return json::parse(text);
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {  // parse_error, and out_of_range for huge numbers
     std::string_view m = e.what();
     if (auto close = m.find("] "); close != std::string_view::npos) m.remove_prefix(close + 2);
     return invalid("jobspec is not valid JSON: " + std::string(m));

@@ -240,6 +240,8 @@ Result<ResourceSet> parse_resource_set(std::string_view json_text) {
     return parse_document(json::parse(json_text));
   } catch (const json::parse_error& e) {
     return invalid("R is not valid JSON (error at byte " + std::to_string(e.byte) + ")");
+  } catch (const json::exception& e) {  // out_of_range: a number too large for a double
+    return invalid(std::string("R is not valid JSON: ") + e.what());
   }
 }
 

@@ -1,0 +1,8 @@
+// Slurm topology.yaml files.
+#include "fuzz_target.h"
+#include "topology/topology.h"
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  (void)corral::topology::parse_topology_yaml(std::string(fuzz_text(data, size)), "topology.yaml");
+  return 0;
+}
