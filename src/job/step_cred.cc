@@ -5,6 +5,7 @@
 #include <cmath>
 #include <limits>
 #include <nlohmann/json.hpp>
+#include <openssl/sha.h>
 #include <vector>
 
 #include "job/hmac_key.h"
@@ -56,6 +57,7 @@ std::string payload_of(const StepCred& c) {
   j["iat"] = c.issued;
   j["exp"] = c.expires;
   j["nonce"] = c.nonce;
+  j["dig"] = c.launch_digest;
   return j.dump();
 }
 
@@ -158,6 +160,7 @@ Result<StepCred> parse_payload(std::string_view text) {
   c.issued = r.number("iat");
   c.expires = r.number("exp");
   c.nonce = r.uint("nonce", std::numeric_limits<uint64_t>::max());
+  c.launch_digest = r.string("dig");
   if (r.problem()) return malformed(*r.problem());
   if (auto s = check_consistency(*cores, c); !s) return s.error();
   return c;
@@ -219,6 +222,11 @@ Status check_claims(const StepCred& c, const VerifyPolicy& p) {
   if (c.uid != p.uid) {
     return denied(fmt::format("step credential is for uid {}, not {}", c.uid, p.uid));
   }
+  if (p.launch_digest && *p.launch_digest != c.launch_digest) {
+    return denied("step credential does not cover this launch: its command, environment, working "
+                  "directory or files differ from what the step manager signed");
+  }
+  if (p.node.empty()) return {};
   // Parsed when the payload was read, so this cannot fail here.
   auto nodes = Hostlist::parse(c.nodes);
   if (!nodes || !nodes->contains(p.node)) {
@@ -270,6 +278,8 @@ Result<StepCred> verify_step_cred_with_cluster_key(std::string_view token,
   if (auto s = check_key(cluster_key); !s) return s.error();
   auto parts = split_token(token);
   if (!parts) return parts.error();
+  // The request names its job: the signature is checked before the payload is parsed.
+  if (policy.jobid) return verify_parts(*parts, derive_job_key(cluster_key, *policy.jobid), policy);
   // Read only for the job id; nothing in it is trusted until the MAC matches.
   auto claimed = parse_payload(parts->payload);
   if (!claimed) return claimed.error();
@@ -280,6 +290,19 @@ std::string derive_job_key(std::string_view cluster_key, uint64_t jobid) {
   std::string msg(kJobKeyContext);
   msg += std::to_string(jobid);
   return hmac_sha256(cluster_key, msg);
+}
+
+std::string sha256_hex(std::string_view data) {
+  unsigned char md[SHA256_DIGEST_LENGTH];
+  ::SHA256(reinterpret_cast<const unsigned char*>(data.data()), data.size(), md);
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out;
+  out.reserve(2 * sizeof md);
+  for (unsigned char b : md) {
+    out += kHex[b >> 4];
+    out += kHex[b & 15];
+  }
+  return out;
 }
 
 }  // namespace corral::job

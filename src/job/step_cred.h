@@ -32,6 +32,9 @@ struct StepCred {
   double issued = 0;                                // seconds since the epoch
   double expires = 0;
   uint64_t nonce = 0;  // random (random_nonce()), so equal requests give distinct tokens
+  // SHA-256 (hex) of what the launch runs: command, environment, working directory and
+  // files (node::launch_digest). A captured credential cannot run anything else.
+  std::string launch_digest;
 
   IdSet cores_on(std::string_view node) const;  // empty when none were granted there
   bool operator==(const StepCred&) const = default;
@@ -40,10 +43,11 @@ struct StepCred {
 struct VerifyPolicy {
   double now = 0;                  // seconds since the epoch, on the checking node's clock
   uint32_t uid = 0;                // the uid the launch request runs as
-  std::string node;                // the node doing the check
+  std::string node;                // the node doing the check; empty: not checked here
   double clock_skew = 5.0;         // seconds of disagreement between clocks that is tolerated
   std::optional<uint64_t> jobid;   // when set, the credential must be for this job
   std::optional<uint32_t> stepid;  // when set, the credential must be for this step
+  std::optional<std::string> launch_digest;  // when set, the credential must cover it
 };
 
 // The key must not be empty (verification refuses an empty key).
@@ -59,6 +63,9 @@ Result<StepCred> verify_step_cred(std::string_view token, std::string_view key,
 Result<StepCred> verify_step_cred_with_cluster_key(std::string_view token,
                                                    std::string_view cluster_key,
                                                    const VerifyPolicy& policy);
+
+// SHA-256 of `data` as 64 lowercase hex digits.
+std::string sha256_hex(std::string_view data);
 
 // HMAC-SHA256(cluster_key, context || decimal jobid): 32 raw bytes.
 std::string derive_job_key(std::string_view cluster_key, uint64_t jobid);

@@ -7,6 +7,7 @@
 #include "job/eventlog.h"
 #include "job/hmac_key.h"
 #include "job/step_cred.h"
+#include "node/step_tasks.h"
 #include "job/step_id.h"
 #include "node/fanout.h"
 #include "node/pmi_server.h"
@@ -132,7 +133,6 @@ Result<v1::LaunchTasksRequest> StepManager::build_launch(Job& job, Step& step) {
   cred.nonce = *nonce;
 
   v1::LaunchTasksRequest req;
-  req.set_cred(job::sign_step_cred(cred, job.step_key));
   req.set_jobid(job.id);
   req.set_stepid(step.id);
   v1::StepSpec& spec = step.spec;
@@ -179,6 +179,9 @@ Result<v1::LaunchTasksRequest> StepManager::build_launch(Job& job, Step& step) {
   req.set_job_name(job.name);
   req.set_gid(job.gid);
   req.set_stepmgr(job.stepmgr);
+  // Signed last: the credential covers what the request runs.
+  cred.launch_digest = launch_digest(req);
+  req.set_cred(job::sign_step_cred(cred, job.step_key));
   return req;
 }
 

@@ -12,6 +12,8 @@
 #include <cerrno>
 #include <cstring>
 #include <map>
+#include <deque>
+#include <set>
 #include <optional>
 #include <unordered_map>
 #include <unordered_set>
@@ -160,6 +162,14 @@ struct StepNode::Impl {
     double looked_up = 0;
   };
   std::unordered_map<uint64_t, CachedUser> users;
+  // Credentials already used on this agent, (job, nonce), forgotten once expired (in
+  // arrival order, which is nearly expiry order): a captured request cannot be replayed
+  // while its credential is valid.
+  std::set<std::pair<uint64_t, uint64_t>> used_creds;
+  std::deque<std::pair<double, std::pair<uint64_t, uint64_t>>> used_expiry;
+
+  // The whole request's credential, checked before any of it is forwarded or expanded.
+  Status admit(const v1::LaunchTasksRequest& req);
   const StepUser& user_of(uint32_t uid, uint32_t gid);
   std::unordered_map<LaunchId, std::unique_ptr<Launch>> launches;
   std::unordered_map<pid_t, TaskRef> pids;
@@ -251,6 +261,14 @@ StepNode::LaunchId StepNode::Impl::launch(v1::LaunchTasksRequest req, Up up, Don
   std::string malformed;
   if (l.req.argv().empty() || l.req.argv(0).empty()) malformed = "the launch request has no command";
   else if (l.req.nodes().empty()) malformed = "the launch request has no nodes";
+  if (malformed.empty()) {
+    if (auto st = admit(l.req); !st) {
+      // Nothing is forwarded: every node of the request is refused here.
+      for (const auto& n : l.req.nodes()) refuse_node(l, n, st.message());
+      later(id, [this](Launch& x) { maybe_finish(x); });
+      return id;
+    }
+  }
   if (!malformed.empty()) {
     later(id, [this, malformed](Launch& x) {
       Done d = std::move(x.done);
@@ -262,6 +280,21 @@ StepNode::LaunchId StepNode::Impl::launch(v1::LaunchTasksRequest req, Up up, Don
   route(l);
   later(id, [this](Launch& x) { maybe_finish(x); });
   return id;
+}
+
+Status StepNode::Impl::admit(const v1::LaunchTasksRequest& req) {
+  const double now = job::now();
+  auto cred = check_request_cred(req, StepCredCheck{sc.cluster_key, now, sc.clock_skew, config.as_root});
+  if (!cred) return cred.error();
+  while (!used_expiry.empty() && used_expiry.front().first + sc.clock_skew < now) {
+    used_creds.erase(used_expiry.front().second);
+    used_expiry.pop_front();
+  }
+  const auto key = std::pair(cred->jobid, cred->nonce);
+  if (!used_creds.insert(key).second)
+    return denied("step credential was already used on this agent (a replayed launch request)");
+  used_expiry.emplace_back(cred->expires, key);
+  return {};
 }
 
 // Local nodes start here; the others go to children, grouped by agent, this agent's

@@ -3,6 +3,9 @@
 #include <pwd.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <vector>
+
 #include <nlohmann/json.hpp>
 
 #include "job/hmac_key.h"
@@ -41,6 +44,49 @@ Status check_cores(const v1::LaunchNode& node, const job::StepCred& cred) {
 }
 
 }  // namespace
+
+namespace {
+// Length-prefixed, so no two different requests serialize alike.
+void put(std::string& out, std::string_view s) {
+  out += std::to_string(s.size());
+  out += ':';
+  out += s;
+}
+void put_map(std::string& out, const google::protobuf::Map<std::string, std::string>& m) {
+  std::vector<std::pair<std::string_view, std::string_view>> kv(m.begin(), m.end());
+  std::sort(kv.begin(), kv.end());
+  put(out, std::to_string(kv.size()));
+  for (const auto& [k, v] : kv) {
+    put(out, k);
+    put(out, v);
+  }
+}
+}  // namespace
+
+std::string launch_digest(const v1::LaunchTasksRequest& req) {
+  std::string s = "corral-launch-v1";
+  put(s, std::to_string(req.argv_size()));
+  for (const auto& a : req.argv()) put(s, a);
+  put_map(s, req.env());
+  put_map(s, req.extra_env());
+  for (const auto* f : {&req.cwd(), &req.input(), &req.output(), &req.error(), &req.job_name()}) put(s, *f);
+  put(s, std::to_string(req.gid()));
+  put(s, req.pty() ? "pty" : "-");
+  put(s, req.stdin_open() ? "stdin" : "-");
+  return job::sha256_hex(s);
+}
+
+Result<job::StepCred> check_request_cred(const v1::LaunchTasksRequest& req, const StepCredCheck& check) {
+  if (check.cluster_key.empty()) return denied("this agent has no cluster key (--key-file)");
+  job::VerifyPolicy policy;
+  policy.now = check.now;
+  policy.uid = claimed_uid(req.cred());
+  policy.clock_skew = check.clock_skew;
+  policy.jobid = req.jobid();
+  policy.stepid = req.stepid();
+  policy.launch_digest = launch_digest(req);
+  return job::verify_step_cred_with_cluster_key(req.cred(), check.cluster_key, policy);
+}
 
 Result<job::StepCred> check_node_cred(const v1::LaunchTasksRequest& req, const v1::LaunchNode& node,
                                       const StepCredCheck& check) {

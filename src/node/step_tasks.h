@@ -30,6 +30,15 @@ struct StepCredCheck {
   bool can_switch_user = false;
 };
 
+// SHA-256 (hex) over what a launch request runs: argv, environment (both maps, in key
+// order), working directory, input/output/error patterns, pty and stdin, job name and
+// group. The step manager signs it into the credential; every agent recomputes it.
+std::string launch_digest(const v1::LaunchTasksRequest& req);
+
+// The checks of a whole request, made before anything of it is forwarded or expanded:
+// signature, expiry, job, step and the launch digest (not the node or its cores).
+Result<job::StepCred> check_request_cred(const v1::LaunchTasksRequest& req, const StepCredCheck& check);
+
 // Verifies req.cred for `node` (signature, expiry, job, step, node) and that the node's
 // cores in the request are granted by it. Errors name the failed check.
 Result<job::StepCred> check_node_cred(const v1::LaunchTasksRequest& req, const v1::LaunchNode& node,

@@ -22,6 +22,7 @@
 #include <functional>
 #include <future>
 #include <map>
+#include <optional>
 #include <mutex>
 #include <thread>
 
@@ -32,6 +33,7 @@
 #include "node/event_loop.h"
 #include "node/pmi_server.h"
 #include "node/step_launch_rpc.h"
+#include "node/step_tasks.h"
 #include "temp_dir.h"
 #include "test_programs.h"
 
@@ -160,6 +162,19 @@ struct Report {
   bool wait_done(std::chrono::milliseconds timeout = 8000ms) {
     return wait([this] { return done; }, timeout);
   }
+  void reset() {
+    std::lock_guard lock(mu);
+    done = false;
+    error.clear();
+    out.clear();
+    err.clear();
+    exits.clear();
+    cpu.clear();
+    started.clear();
+    errors.clear();
+    aborts.clear();
+    fences.clear();
+  }
 };
 
 // corral-imp next to this test binary (both land in the build's bin/).
@@ -214,14 +229,15 @@ class StepNodeTest : public ::testing::Test {
     job::StepCred c;
     c.jobid = kJob;
     c.stepid = kStep;
-    c.uid = ::getuid();
-    c.gid = ::getgid();
+    c.uid = cred_user_ ? *cred_user_ : ::getuid();
+    c.gid = cred_user_ ? *cred_user_ : ::getgid();
     c.nodes = "n[1-2]";
     c.cores["n1"] = IdSet::range(0, 3);
     c.cores["n2"] = IdSet::range(0, 3);
     c.issued = now();
     c.expires = c.issued + 60;
-    c.nonce = 7;
+    c.nonce = ++nonce_;
+    c.launch_digest = digest_;
     return c;
   }
   static std::string sign(const job::StepCred& c, const std::string& cluster_key = kClusterKey) {
@@ -230,7 +246,6 @@ class StepNodeTest : public ::testing::Test {
 
   v1::LaunchTasksRequest request(std::vector<std::string> argv, const std::vector<NodeSpec>& nodes) {
     v1::LaunchTasksRequest r;
-    r.set_cred(sign(cred()));
     r.set_jobid(kJob);
     r.set_stepid(kStep);
     for (auto& a : argv) r.add_argv(a);
@@ -262,12 +277,17 @@ class StepNodeTest : public ::testing::Test {
     r.set_kvsname("corral_42_3");
     r.set_stepmgr("unix:/run/corral/stepmgr.sock");
     r.set_job_name("steptest");
+    digest_ = launch_digest(r);  // cred() covers this request (signed in launch() when unset)
     return r;
   }
 
   // The root plays step manager too: a barrier that went up (merged over every node)
   // comes back down with everyone's puts.
   StepNode::LaunchId launch(v1::LaunchTasksRequest req) {
+    if (req.cred().empty()) {  // the step manager signs what the request finally runs
+      digest_ = launch_digest(req);
+      req.set_cred(sign(cred()));
+    }
     return a_->on_loop([&] {
       id_ = a_->node().launch(
           std::move(req),
@@ -295,6 +315,9 @@ class StepNodeTest : public ::testing::Test {
   }
 
   test::TempDir tmp_{"corral-step-node"};
+  std::string digest_;  // of the last request built or launched
+  std::optional<uint32_t> cred_user_;  // the credential's uid and gid, when not ours
+  mutable uint64_t nonce_ = 0;
   std::unique_ptr<TestAgent> a_, b_;
   std::thread reaper_;
   std::atomic<bool> stop_reaper_{false};
@@ -336,6 +359,10 @@ TEST_F(StepNodeTest, TasksSeeTheStepEnvironment) {
 // Every refusal names its check, accounts for each rank with exit code 1, starts nothing.
 class StepNodeRefusalTest : public StepNodeTest {
  protected:
+  void expect_refused_again(v1::LaunchTasksRequest req, const std::string& text) {
+    report_.reset();
+    expect_refused(std::move(req), text);
+  }
   void expect_refused(v1::LaunchTasksRequest req, const std::string& text) {
     launch(std::move(req));
     ASSERT_TRUE(report_.wait_done());
@@ -367,6 +394,7 @@ TEST_F(StepNodeRefusalTest, ForgedWithAnotherKey) {
 
 TEST_F(StepNodeRefusalTest, AlteredToken) {
   auto req = marker_request();
+  req.set_cred(sign(cred()));
   std::string token = req.cred();
   auto dot = token.find('.');
   auto payload = job::base64url_decode(token.substr(0, dot));
@@ -416,7 +444,9 @@ TEST_F(StepNodeRefusalTest, AnotherJob) {
   auto c = cred();
   c.jobid = 43;
   req.set_cred(sign(c));
-  expect_refused(std::move(req), "is for job 43, not job 42");
+  // The key is derived from the request's job, so the signature no longer matches: the
+  // payload is never even read.
+  expect_refused(std::move(req), "signature does not match");
 }
 
 TEST_F(StepNodeRefusalTest, AnotherStep) {
@@ -430,10 +460,41 @@ TEST_F(StepNodeRefusalTest, CoresNotGranted) {
   expect_refused(std::move(req), "cores 4-7 of node n1 are not granted");
 }
 
+TEST_F(StepNodeRefusalTest, ACredentialForAnotherCommand) {
+  auto req = marker_request();
+  req.set_cred(sign(cred()));
+  // Someone who captured the request swaps the command (or the environment, or the cwd).
+  req.set_argv(0, "/bin/bash");
+  expect_refused(std::move(req), "does not cover this launch");
+  auto env = marker_request();
+  env.set_cred(sign(cred()));
+  (*env.mutable_env())["LD_PRELOAD"] = "/tmp/evil.so";
+  expect_refused_again(std::move(env), "does not cover this launch");
+}
+
 TEST_F(StepNodeRefusalTest, AgentWithoutKey) {
   a_.reset();
   a_ = std::make_unique<TestAgent>(std::vector<std::string>{"n1"}, "unix:" + tmp_.str() + "/a2.sock", "");
   expect_refused(marker_request(), "this agent has no cluster key (--key-file)");
+}
+
+TEST_F(StepNodeTest, AReplayedRequestIsRefused) {
+  auto req = request({"/bin/true"}, {{"n1", a_.get(), 1}});
+  req.set_cred(sign(cred()));
+  auto copy = req;
+  launch(std::move(req));
+  ASSERT_TRUE(report_.wait_done());
+  {
+    std::lock_guard lock(report_.mu);
+    ASSERT_TRUE(report_.errors.empty());
+    ASSERT_EQ(report_.exits.size(), 1u);
+  }
+  report_.reset();
+  launch(std::move(copy));
+  ASSERT_TRUE(report_.wait_done());
+  std::lock_guard lock(report_.mu);
+  ASSERT_EQ(report_.errors.size(), 1u);
+  EXPECT_THAT(report_.errors[0].message(), HasSubstr("already used on this agent"));
 }
 
 TEST_F(StepNodeTest, RefusedChildNodeIsReportedThroughTheTree) {
@@ -562,11 +623,8 @@ class StepNodeAsRootTest : public StepNodeTest {
   }
   v1::LaunchTasksRequest nobody_request(std::vector<std::string> argv, uint32_t ntasks) {
     auto req = request(std::move(argv), {{"n1", a_.get(), ntasks}});
-    auto c = cred();
-    c.uid = 65534;
-    c.gid = 65534;
-    req.set_cred(sign(c));
     req.set_cwd("/");
+    cred_user_ = 65534;  // launch() signs for nobody what the test finally asks for
     return req;
   }
 };
