@@ -67,7 +67,11 @@ struct NodeEntry {
   std::vector<std::string> partitions;
   std::vector<v1::ControllerMessage> held;  // commands waiting for the agent to connect
   std::string step_uri;  // where the node's agent serves StepService (last registration)
+  unsigned launch_faults = 0;  // jobs in a row whose tasks the node could not start
 };
+
+// A node that could not start the tasks of this many jobs in a row is drained.
+inline constexpr unsigned kMaxLaunchFaults = 3;
 
 // What the controller keeps of a job for its step manager. The start and finish events
 // carry it, so a restarted controller rebuilds it by replaying them.
@@ -174,6 +178,7 @@ class Controller final : public HookContext {
   void free_resources(JobRecord& job);
   void retire(JobRecord& job);
   void handle_exit(const v1::JobNodeExit& ex);
+  void launch_failed(JobRecord& job, const v1::JobNodeExit& ex);
   void touch(JobRecord& job);  // advance it once the posted events are applied
   void node_lost(NodeEntry& node, const std::string& why);
   void enqueue(JobRecord& job);

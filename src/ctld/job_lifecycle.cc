@@ -413,8 +413,25 @@ void Controller::handle_exit(const v1::JobNodeExit& ex) {
   if (!job.exec_tasks.count(ex.node()) || !job.exited.insert(ex.node()).second) return;
   job.max_waitstatus = std::max(job.max_waitstatus, ex.waitstatus());
   if (ex.cpu_seconds() > 0) job_steps_[job.id].cpu_seconds += ex.cpu_seconds();
-  if (!ex.error().empty()) spdlog::info("job {}: {}", job.id, ex.error());
+  if (!ex.error().empty()) launch_failed(job, ex);
+  if (auto n = node_index_.find(ex.node()); n != node_index_.end() && !ex.node_fault() && ex.error().empty())
+    nodes_[n->second].launch_faults = 0;
   touch(job);
+}
+
+// Tasks that could not start say so on the job, naming the node and why. While other nodes
+// still run the job's tasks (which would wait for the missing ranks) it is fatal; a node
+// that keeps failing to start anything is drained with the reason.
+void Controller::launch_failed(JobRecord& job, const v1::JobNodeExit& ex) {
+  spdlog::info("job {}: {}", job.id, ex.error());
+  const bool others_run = job.exited.size() < job.exec_tasks.size();
+  if (!job.status.fatal_exception && job.state() != JobState::CLEANUP)
+    raise_exception(job.id, "exec", others_run ? 0 : 1, ex.error());
+  auto n = node_index_.find(ex.node());
+  if (!ex.node_fault() || n == node_index_.end()) return;
+  NodeEntry& node = nodes_[n->second];
+  if (++node.launch_faults >= kMaxLaunchFaults && !node.drained)
+    drain_node(node.name, fmt::format("tasks of {} jobs in a row could not start: {}", node.launch_faults, ex.error()));
 }
 
 void Controller::touch(JobRecord& job) {

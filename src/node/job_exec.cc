@@ -9,10 +9,12 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cerrno>
 #include <cstring>
 #include <optional>
 
+#include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
 #include "job/jobspec.h"
@@ -30,6 +32,11 @@ namespace corral::node {
 namespace {
 
 constexpr size_t kReadChunk = 64 * 1024;
+constexpr double kLaunchPatience = 60.0;  // seconds a launch may wait for resources
+
+double now_seconds() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
 constexpr int kMaxDrainReads = 16;  // bounded so an escaped writer cannot stall the loop
 
 EnvMap to_env_map(const google::protobuf::Map<std::string, std::string>& m) {
@@ -63,6 +70,7 @@ JobExecutor::~JobExecutor() {
   for (auto& [id, job] : jobs_) {
     if (job.mock_timer) loop_.cancel_timer(*job.mock_timer);
     if (job.kill_timer) loop_.cancel_timer(*job.kill_timer);
+    if (job.retry_timer) loop_.cancel_timer(*job.retry_timer);
     for (auto& node : job.nodes) {
       for (auto& t : node.tasks) {
         if (t.out.valid()) loop_.remove_fd(t.out.get());
@@ -290,11 +298,16 @@ void JobExecutor::start_node(Job& job, uint32_t ni, const v1::NodeTasks& nt, con
     for (auto it = node_env.begin(); it != node_env.end();)
       it = (it->first.rfind("PMI_", 0) == 0 || it->first.rfind("PMIX_", 0) == 0) ? node_env.erase(it) : std::next(it);
     if (auto st = start_pmi(job, node, msg); !st) {
+      node.exchange.reset();
+      if (st.error().code == Errc::unavailable && patient(node))
+        return defer_node(job, ni, nt, msg, spec, argv, user, st.message());
+      if (st.error().code == Errc::unavailable) node.fault = true;
       out_.started(job.id, node.name);
       fail_node(job, node, st.message());
       return;
     }
   }
+  node.deferred_since.reset();
   node.tasks.resize(node.ntasks);
   for (uint32_t i = 0; i < node.ntasks; ++i) {
     Task& task = node.tasks[i];
@@ -324,29 +337,138 @@ void JobExecutor::start_node(Job& job, uint32_t ni, const v1::NodeTasks& nt, con
     req.cgroup = cgroup_of(job);
     req.cpus = cpus[i];
     if (node.index == 0 && i == 0) place_notes(job, node, msg, req);
-    auto proc = launch_process(req);
-    if (!proc) {
-      std::string text = error_prefix(job, node) + proc.message();
-      spdlog::warn("{}", text);
-      if (node.error.empty()) node.error = text;
-      task.done = true;
-      task.waitstatus = exit_status(launch_failure_code(proc.error()));
-      if (req.error_path.empty()) out_.output(job.id, task.rank, node.name, true, text + "\n", true);
-      if (req.output_path.empty()) out_.output(job.id, task.rank, node.name, false, {}, true);
-      continue;
+    launch_task(job, ni, i, Deferred{i, std::move(req), std::move(pmi_end)});
+    if (node.live == 0 && !node.deferred.empty()) {
+      // Nothing runs here yet: give back everything the node holds (its PMI sockets)
+      // and start it whole later, so waiting nodes never hold what running ones need.
+      std::string why = "out of resources";
+      node.deferred.clear();
+      node.tasks.clear();
+      node.pmi.reset();
+      node.exchange.reset();
+      return defer_node(job, ni, nt, msg, spec, argv, user, why);
     }
-    task.pid = proc->pid;
-    task.out = std::move(proc->stdout_pipe);
-    task.err = std::move(proc->stderr_pipe);
-    task.status = std::move(proc->status_pipe);
-    pids_[task.pid] = TaskRef{job.id, ni, i};
-    ++node.live;
-    if (task.out.valid()) watch_stream(job.id, ni, i, false, task.out.get());
-    if (task.err.valid()) watch_stream(job.id, ni, i, true, task.err.get());
   }
   spdlog::debug("job {}: started {} task(s) on {}", job.id, node.live, node.name);
   out_.started(job.id, node.name);
-  if (node.live == 0) report_node(job, node);
+  if (node.live == 0 && node.deferred.empty()) report_node(job, node);
+}
+
+// Out of descriptors, processes or memory, a launch waits and is tried again (backing off
+// to once a second) instead of failing the task; after kLaunchPatience the task fails and
+// the node is reported at fault, so the controller can drain it.
+void JobExecutor::launch_task(Job& job, uint32_t ni, uint32_t ti, Deferred d) {
+  Node& node = job.nodes[ni];
+  Task& task = node.tasks[ti];
+  auto proc = launch_process(d.req);
+  if (!proc && proc.error().code == Errc::unavailable && patient(node)) {
+    if (!node.deferred_since) node.deferred_since = now_seconds();
+    node.deferred.push_back(std::move(d));
+    schedule_retry(job, proc.message());
+    return;
+  }
+  if (!proc) {
+    std::string text = error_prefix(job, node) + proc.message();
+    if (proc.error().code == Errc::unavailable) {
+      text += fmt::format(" (the node has lacked resources for {:.0f} s)", kLaunchPatience);
+      node.fault = true;
+    }
+    spdlog::warn("{}", text);
+    if (node.error.empty()) node.error = text;
+    task.done = true;
+    task.waitstatus = exit_status(launch_failure_code(proc.error()));
+    if (d.req.error_path.empty()) out_.output(job.id, task.rank, node.name, true, text + "\n", true);
+    if (d.req.output_path.empty()) out_.output(job.id, task.rank, node.name, false, {}, true);
+    return;
+  }
+  task.pid = proc->pid;
+  task.out = std::move(proc->stdout_pipe);
+  task.err = std::move(proc->stderr_pipe);
+  task.status = std::move(proc->status_pipe);
+  pids_[task.pid] = TaskRef{job.id, ni, ti};
+  ++node.live;
+  if (task.out.valid()) watch_stream(job.id, ni, ti, false, task.out.get());
+  if (task.err.valid()) watch_stream(job.id, ni, ti, true, task.err.get());
+}
+
+bool JobExecutor::patient(const Node& node) const {
+  return !node.deferred_since || now_seconds() - *node.deferred_since < kLaunchPatience;
+}
+
+void JobExecutor::defer_node(Job& job, uint32_t ni, const v1::NodeTasks& nt, const v1::StartJob& msg,
+                             const job::Jobspec& spec, const std::vector<std::string>& argv, const UserInfo& user,
+                             const std::string& why) {
+  Node& node = job.nodes[ni];
+  if (!node.deferred_since) node.deferred_since = now_seconds();
+  auto saved = std::make_shared<const v1::StartJob>(msg);
+  auto saved_spec = std::make_shared<const job::Jobspec>(spec);
+  node.restart = [this, id = job.id, ni, nt, saved, saved_spec, argv, user] {
+    if (Job* j = find(id)) start_node(*j, ni, nt, *saved, *saved_spec, argv, user);
+  };
+  schedule_retry(job, why);
+}
+
+void JobExecutor::schedule_retry(Job& job, const std::string& why) {
+  if (job.retry_timer) return;
+  job.retry_delay = job.retry_delay == 0 ? 0.05 : std::min(1.0, job.retry_delay * 2);
+  // One line every few seconds, not one per job: a node out of descriptors has many.
+  if (const double t = now_seconds(); t - last_wait_warning_ > 5) {
+    last_wait_warning_ = t;
+    spdlog::warn("job {} (and maybe others): task launches wait for resources: {}", job.id, why);
+  }
+  const uint64_t id = job.id;
+  job.retry_timer = loop_.add_timer(job.retry_delay, [this, id] { retry_launches(id); });
+}
+
+void JobExecutor::retry_launches(uint64_t jobid) {
+  Job* job = find(jobid);
+  if (job == nullptr) return;
+  job->retry_timer.reset();
+  for (uint32_t ni = 0; ni < job->nodes.size(); ++ni) {
+    if (auto restart = std::move(job->nodes[ni].restart); restart) {
+      job->nodes[ni].restart = nullptr;
+      restart();
+      job = find(jobid);
+      if (job == nullptr) return;
+      continue;
+    }
+    std::vector<Deferred> waiting;
+    waiting.swap(job->nodes[ni].deferred);
+    for (auto& d : waiting) launch_task(*job, ni, d.task, std::move(d));
+    Node& node = job->nodes[ni];
+    if (node.deferred.empty()) node.deferred_since.reset();
+    if (!node.reported && node.live == 0 && node.deferred.empty() && !waiting.empty()) report_node(*job, node);
+  }
+  if (!job->retry_timer) job->retry_delay = 0;
+}
+
+// Tasks still waiting for resources never start: they end as if `sig` had killed them.
+void JobExecutor::drop_deferred(Job& job, int sig) {
+  if (job.retry_timer) {
+    loop_.cancel_timer(*job.retry_timer);
+    job.retry_timer.reset();
+  }
+  for (auto& node : job.nodes) {
+    if (node.restart) {  // never started: every task ends unstarted
+      node.restart = nullptr;
+      node.tasks.resize(node.ntasks);
+      for (uint32_t i = 0; i < node.ntasks; ++i) {
+        node.tasks[i].rank = node.first_rank + i;
+        node.tasks[i].done = true;
+        node.tasks[i].waitstatus = signalled_status(sig);
+      }
+      out_.started(job.id, node.name);
+      if (!node.reported) report_node(job, node);
+      continue;
+    }
+    if (node.deferred.empty()) continue;
+    for (auto& d : node.deferred) {
+      node.tasks[d.task].done = true;
+      node.tasks[d.task].waitstatus = signalled_status(sig);
+    }
+    node.deferred.clear();
+    if (!node.reported && node.live == 0) report_node(job, node);
+  }
 }
 
 Status JobExecutor::start_pmi(Job& job, Node& node, const v1::StartJob& msg) {
@@ -371,7 +493,7 @@ Status JobExecutor::start_pmi(Job& job, Node& node, const v1::StartJob& msg) {
     pmi_failed(jobid, name, (rank >= 0 ? "rank " + std::to_string(rank) : "node " + name) + ": " + message);
   };
   auto server = PmiServer::create(loop_, *node.exchange, std::move(step), ranks, std::move(cb));
-  if (!server) return io_error("cannot start the PMI server: " + server.message());
+  if (!server) return Error{server.error().code, "cannot start the PMI server: " + server.message()};
   node.pmi = std::move(*server);
   return {};
 }
@@ -468,7 +590,7 @@ void JobExecutor::task_exited(Job& job, Node& node, Task& task, int waitstatus, 
     }
     close_stream(job, node, task, is_err);
   }
-  if (--node.live == 0) report_node(job, node);
+  if (--node.live == 0 && node.deferred.empty()) report_node(job, node);
 }
 
 void JobExecutor::report_node(Job& job, Node& node) {
@@ -487,6 +609,7 @@ void JobExecutor::report_node(Job& job, Node& node) {
   }
   exit.set_waitstatus(worst);
   exit.set_error(node.error);
+  exit.set_node_fault(node.fault);
   exit.set_cpu_seconds(cpu);
   node.reported = true;
   // Posted: a PMI callback may be on the stack (an abort killed the last task).
@@ -527,6 +650,7 @@ void JobExecutor::signal(const v1::SignalJob& msg) {
   for (auto& node : job->nodes)
     for (auto& t : node.tasks)
       if (t.pid > 0 && !t.done) ::killpg(t.pid, msg.signal());
+  if (terminating(msg.signal())) drop_deferred(*job, msg.signal());
   if (msg.kill_after() > 0 && !job->kill_timer) {
     uint64_t id = job->id;
     job->kill_timer = loop_.add_timer(msg.kill_after(), [this, id] {
@@ -549,6 +673,7 @@ void JobExecutor::kill_all(int sig) {
     for (auto& node : job.nodes)
       for (auto& t : node.tasks)
         if (t.pid > 0 && !t.done) ::killpg(t.pid, sig);
+    if (terminating(sig)) drop_deferred(job, sig);
   }
 }
 

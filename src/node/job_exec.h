@@ -69,6 +69,12 @@ class JobExecutor {
     double cpu_seconds = 0;
     UniqueFd out, err, status;
   };
+  // A task launch that waits for resources (launch_task), with what it takes along.
+  struct Deferred {
+    uint32_t task = 0;
+    LaunchRequest req;
+    std::optional<PmiTaskEnd> pmi_end;
+  };
   struct Node {
     std::string name;
     uint32_t index = 0;
@@ -78,6 +84,10 @@ class JobExecutor {
     size_t live = 0;
     std::string error;
     bool reported = false;
+    bool fault = false;  // the node itself could not start a task (not the task's own fault)
+    std::vector<Deferred> deferred;
+    std::function<void()> restart;  // the whole node's start, waiting for resources
+    std::optional<double> deferred_since;
     // PMI for the job's own tasks (MPI programs run with `corral run` outside an
     // allocation): barriers across nodes go through the step manager (JobFence).
     std::unique_ptr<PmiExchange> exchange;
@@ -86,7 +96,8 @@ class JobExecutor {
   struct Job {
     uint64_t id = 0;
     std::vector<Node> nodes;
-    std::optional<EventLoop::TimerId> mock_timer, kill_timer;
+    std::optional<EventLoop::TimerId> mock_timer, kill_timer, retry_timer;
+    double retry_delay = 0;  // seconds; grows while launches keep waiting
     std::string script_dir;  // batch jobs: removed on forget
     std::optional<std::string> cgroup;  // created with the first task (empty: none)
     size_t unreported = 0;
@@ -112,6 +123,13 @@ class JobExecutor {
   void start_node(Job& job, uint32_t ni, const v1::NodeTasks& nt, const v1::StartJob& msg, const job::Jobspec& spec,
                   const std::vector<std::string>& argv, const UserInfo& user);
   void fail_node(Job& job, Node& node, const std::string& error);
+  void launch_task(Job& job, uint32_t ni, uint32_t ti, Deferred d);
+  bool patient(const Node& node) const;  // may it still wait for resources?
+  void defer_node(Job& job, uint32_t ni, const v1::NodeTasks& nt, const v1::StartJob& msg, const job::Jobspec& spec,
+                  const std::vector<std::string>& argv, const UserInfo& user, const std::string& why);
+  void schedule_retry(Job& job, const std::string& why);
+  void retry_launches(uint64_t jobid);
+  void drop_deferred(Job& job, int sig);
   Status start_pmi(Job& job, Node& node, const v1::StartJob& msg);
   void pmi_failed(uint64_t jobid, const std::string& node, const std::string& text);
   Node& add_node(Job& job, const v1::NodeTasks& t);
@@ -136,6 +154,7 @@ class JobExecutor {
   std::unordered_map<uint64_t, Job> jobs_;
   std::unordered_map<pid_t, TaskRef> pids_;
   std::unordered_map<uint64_t, std::vector<v1::JobNodeExit>> exits_;  // not yet forgotten
+  double last_wait_warning_ = -1e9;
   std::string last_spec_text_;
   std::shared_ptr<const job::Jobspec> last_spec_;
   JobEnded job_ended_;

@@ -176,9 +176,13 @@ PmiServer::~PmiServer() {
 
 Status PmiServer::add_rank(int rank) {
   int sv[2];
-  if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0)
-    return io_error("cannot create the PMI socketpair for rank " + std::to_string(rank) + ": " +
-                    std::strerror(errno));
+  if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0) {
+    const int err = errno;
+    std::string msg = "cannot create the PMI socketpair for rank " + std::to_string(rank) + ": " + std::strerror(err);
+    // Out of descriptors is the node's state, not the step's: the caller may try again.
+    if (err == EMFILE || err == ENFILE || err == ENOMEM) return Error{Errc::unavailable, std::move(msg)};
+    return io_error(std::move(msg));
+  }
   auto c = std::make_unique<Conn>();
   c->rank = rank;
   c->fd.reset(sv[0]);

@@ -21,11 +21,18 @@ namespace {
 
 std::string errno_text(int err) { return std::strerror(err); }
 
-Error launch_error(int err, std::string what) { return io_error(std::move(what) + ": " + errno_text(err)); }
+// The node, not the task, ran out of something: worth trying again shortly.
+bool exhausted(int err) { return err == EMFILE || err == ENFILE || err == EAGAIN || err == ENOMEM; }
+
+Error launch_error(int err, std::string what) {
+  std::string msg = std::move(what) + ": " + errno_text(err);
+  return exhausted(err) ? Error{Errc::unavailable, std::move(msg)} : io_error(std::move(msg));
+}
 
 // Only a missing command is "not found" (exit 127); a missing cwd or file is 126.
 Error exec_error(int err, const std::string& command) {
   std::string msg = "cannot execute '" + command + "': " + errno_text(err);
+  if (exhausted(err)) return {Errc::unavailable, std::move(msg)};
   return err == ENOENT ? not_found(std::move(msg)) : io_error(std::move(msg));
 }
 
@@ -212,7 +219,9 @@ Result<LaunchedProcess> launch_direct(const LaunchRequest& req) {
   if (!outs) return outs.error();
   if (!req.stderr_note.empty() && !req.error_path.empty() && !req.merge_stderr) write_text(outs->err.get(), req.stderr_note);
   auto fail = [&](Error e) -> Result<LaunchedProcess> {
-    if (!req.error_path.empty() && !req.merge_stderr) write_message(outs->err.get(), e.message);
+    // A launch that will be tried again (unavailable) leaves the user's file alone.
+    if (!req.error_path.empty() && !req.merge_stderr && e.code != Errc::unavailable)
+      write_message(outs->err.get(), e.message);
     return e;
   };
   if (!req.cwd.empty()) {

@@ -59,7 +59,9 @@ struct LaunchedProcess {
 int launch_failure_code(const Error& e);
 
 // Errors are user-facing ("cannot execute 'foo': No such file or directory"); when the
-// error file was already open the message has been written to it too.
+// error file was already open the message has been written to it too. Errc::unavailable
+// means the node ran out of descriptors, processes or memory (EMFILE, ENFILE, EAGAIN,
+// ENOMEM): nothing was started and the same launch may succeed a little later.
 Result<LaunchedProcess> launch_process(const LaunchRequest& req);
 
 // Searches `command` like execvp would, in the PATH of `env`, relative entries and

@@ -5,6 +5,7 @@ files are private, per-user limits hold, and hostile requests are refused (docs/
 import json
 import os
 import stat
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -192,3 +193,33 @@ def test_hostile_submissions_are_refused_and_change_nothing(cluster, tmp_path):
     assert cluster.jobs() == []
     assert cluster.controller.poll() is None  # still serving
     cluster.wait_nodes_up(1)
+
+
+@pytest.mark.cluster(size=1, agents=1, cores=32)
+def test_out_of_descriptors_launches_wait_instead_of_failing(cluster):
+    # The agent may hold only 16 descriptors more than it has open now: 32 tasks at once
+    # need more (PMI sockets, output files), so launches must wait for earlier tasks to
+    # end rather than fail with 126.
+    agent = cluster.agents[0].pid
+    limit = len(os.listdir(f"/proc/{agent}/fd")) + 16
+    subprocess.run(["prlimit", f"--pid={agent}", f"--nofile={limit}:{limit}"], check=True)
+    out = cluster.shared_dir()
+    ids = cluster.corral("submit", "--cc=1-96", "-D", out, "-o", "/dev/null", "sleep", "0.3").stdout.split()
+    for j in ids:
+        cluster.wait_job(int(j), timeout=120)
+    jobs = [j for j in cluster.jobs() if str(j["id"]) in ids]
+    failed = [j for j in jobs if j["result"] != "COMPLETED"]
+    assert not failed, failed[:3]
+    log = (Path(cluster.dir) / "agent-0.log").read_text()
+    assert "task launches wait for resources" in log, log[-2000:]
+
+
+@pytest.mark.cluster(size=2, agents=1)
+def test_a_task_that_cannot_start_says_where_and_why(cluster):
+    out = cluster.shared_dir()
+    job = cluster.submit("-N2", "-D", out, "-o", "/dev/null", "no-such-command-corral", user=ALICE)
+    info = cluster.wait_job(job)
+    assert info["result"] == "FAILED", info
+    exc = [e["context"] for e in cluster.eventlog(job) if e["name"] == "exception"]
+    assert exc and exc[0]["type"] == "exec", cluster.eventlog(job)
+    assert "node" in exc[0]["note"] and "cannot execute 'no-such-command-corral'" in exc[0]["note"], exc
