@@ -132,6 +132,10 @@ void Controller::restore(store::Snapshot snap) {
     job->partition = partition_of(*job->spec);
     job->interactive = job->spec->output.path.empty();
     const auto& st = job->status;
+    if (job->R && st.state >= JobState::RUN) {  // allocated before the restart
+      job->counts_as_running = true;
+      user_limits_.run_added(job->userid);
+    }
     if (job->R && (st.state == JobState::RUN || st.state == JobState::CLEANUP) && !st.freed) {
       sched_.allocate(job->id, job->alloc, job->R->expiration);
       for (const auto& sh : job->alloc.shares) nodes_[sh.node].jobs.insert(job->id);

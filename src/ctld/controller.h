@@ -177,6 +177,7 @@ class Controller final : public HookContext {
   void kill_job(JobRecord& job, int signal, double kill_after);
   void free_resources(JobRecord& job);
   void retire(JobRecord& job);
+  void wake_held_by_limit(uint32_t uid);
   void handle_exit(const v1::JobNodeExit& ex);
   void launch_failed(JobRecord& job, const v1::JobNodeExit& ex);
   void touch(JobRecord& job);  // advance it once the posted events are applied
@@ -259,6 +260,7 @@ class Controller final : public HookContext {
   Outbox outbox_;
   WatchHub hub_;
   UserLimits user_limits_{cfg_.limits};  // guarded by mu_
+  std::map<uint32_t, std::set<uint64_t>> held_by_limit_;  // uid -> jobs held by max-running-jobs, oldest first
   sched::Scheduler sched_;
   std::vector<std::unique_ptr<JobHook>> hooks_;
   std::function<void()> on_shutdown_;

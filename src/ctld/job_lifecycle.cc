@@ -154,7 +154,18 @@ void Controller::advance(JobRecord& job) {
       break;
     case JobState::SCHED:
       job.reason = job.status.urgency == 0 ? "JobHeldUser" : "";
-      if (!job.in_scheduler) enqueue(job);
+      if (job.in_scheduler) break;
+      if (!job.counts_as_running) {
+        if (!user_limits_.may_run(job.userid)) {
+          job.reason = "AssocMaxJobsLimit";  // Slurm's name: the user's MaxJobs
+          held_by_limit_[job.userid].insert(job.id);
+          break;
+        }
+        job.counts_as_running = true;
+        user_limits_.run_added(job.userid);
+        held_by_limit_[job.userid].erase(job.id);
+      }
+      enqueue(job);
       break;
     case JobState::RUN:
       if (!job.exec_tasks.empty() && job.exited.size() == job.exec_tasks.size() &&
@@ -379,6 +390,15 @@ void Controller::free_resources(JobRecord& job) {
   poke_scheduler();
 }
 
+// A slot under limits.max-running-jobs came free: the user's oldest held job tries again.
+void Controller::wake_held_by_limit(uint32_t uid) {
+  auto h = held_by_limit_.find(uid);
+  if (h == held_by_limit_.end() || h->second.empty()) return;
+  auto it = jobs_.find(*h->second.begin());
+  h->second.erase(h->second.begin());
+  if (it != jobs_.end()) touch(*it->second);
+}
+
 void Controller::retire(JobRecord& job) {
   v1::JobInfo info;
   fill_info(job, &info);
@@ -396,6 +416,14 @@ void Controller::retire(JobRecord& job) {
   release_mpi_share(job.id);  // normally back at `free` already
   job_steps_.erase(job.id);
   user_limits_.job_removed(job.userid);
+  if (job.counts_as_running) {
+    user_limits_.run_removed(job.userid);
+    wake_held_by_limit(job.userid);
+  }
+  if (auto h = held_by_limit_.find(job.userid); h != held_by_limit_.end()) {
+    h->second.erase(job.id);
+    if (h->second.empty()) held_by_limit_.erase(h);
+  }
   jobs_.erase(job.id);
   ++retired_since_trim_;
 }

@@ -34,6 +34,18 @@ void UserLimits::job_removed(uint32_t uid) {
   if (--it->second == 0) active_.erase(it);
 }
 
+bool UserLimits::may_run(uint32_t uid) const {
+  if (cfg_.max_running_jobs == 0) return true;
+  auto it = running_.find(uid);
+  return it == running_.end() || it->second < cfg_.max_running_jobs;
+}
+
+void UserLimits::run_removed(uint32_t uid) {
+  auto it = running_.find(uid);
+  if (it == running_.end()) return;
+  if (--it->second == 0) running_.erase(it);
+}
+
 uint64_t UserLimits::active(uint32_t uid) const {
   auto it = active_.find(uid);
   return it == active_.end() ? 0 : it->second;

@@ -22,6 +22,12 @@ class UserLimits {
   void job_removed(uint32_t uid);
   uint64_t active(uint32_t uid) const;
 
+  // Slurm's MaxJobs: how many of a user's jobs may be queued in the scheduler or hold
+  // resources at once. A job beyond it waits outside the scheduler (AssocMaxJobsLimit).
+  bool may_run(uint32_t uid) const;
+  void run_added(uint32_t uid) { ++running_[uid]; }
+  void run_removed(uint32_t uid);
+
  private:
   struct Bucket {
     double tokens = 0;
@@ -29,6 +35,7 @@ class UserLimits {
   };
   const LimitsConfig& cfg_;
   std::unordered_map<uint32_t, uint64_t> active_;
+  std::unordered_map<uint32_t, uint64_t> running_;
   std::unordered_map<uint32_t, Bucket> buckets_;
 };
 

@@ -223,3 +223,19 @@ def test_a_task_that_cannot_start_says_where_and_why(cluster):
     exc = [e["context"] for e in cluster.eventlog(job) if e["name"] == "exception"]
     assert exc and exc[0]["type"] == "exec", cluster.eventlog(job)
     assert "node" in exc[0]["note"] and "cannot execute 'no-such-command-corral'" in exc[0]["note"], exc
+
+
+@pytest.mark.cluster(size=2, agents=1, sets=("limits.max-running-jobs=1",))
+def test_a_user_runs_at_most_max_running_jobs(cluster):
+    out = cluster.shared_dir()
+    a = [cluster.submit("-D", out, "-o", "/dev/null", "sleep", "300", user=ALICE) for _ in range(3)]
+    cluster.wait_job(a[0], "RUN")
+    for j in a[1:]:
+        info = cluster.job(j)
+        assert info["state"] == "SCHED" and info["reason"] == "AssocMaxJobsLimit", info
+    bob = cluster.submit("-D", out, "-o", "/dev/null", "sleep", "300", user=BOB)
+    cluster.wait_job(bob, "RUN")  # the idle node is Bob's to use
+    cluster.corral("cancel", a[0])
+    cluster.wait_job(a[1], "RUN")
+    assert cluster.job(a[2])["reason"] == "AssocMaxJobsLimit"
+    cluster.corral("cancel", a[1], a[2], bob)

@@ -45,6 +45,20 @@ TEST(UserLimits, SubmissionRateIsATokenBucketPerUser) {
   EXPECT_TRUE(limits.admit(7, 1, 200.0).ok());   // refilled, up to the burst
 }
 
+TEST(UserLimits, RunningJobsPerUser) {
+  LimitsConfig cfg;
+  cfg.max_running_jobs = 2;
+  UserLimits limits(cfg);
+  EXPECT_TRUE(limits.may_run(5));
+  limits.run_added(5);
+  limits.run_added(5);
+  EXPECT_FALSE(limits.may_run(5));
+  EXPECT_TRUE(limits.may_run(6));
+  limits.run_removed(5);
+  EXPECT_TRUE(limits.may_run(5));
+  limits.run_removed(99);  // never counted: nothing happens
+}
+
 TEST(UserLimits, NoLimitsByDefault) {
   LimitsConfig cfg;
   UserLimits limits(cfg);
