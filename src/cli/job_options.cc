@@ -1,10 +1,13 @@
 #include "cli/job_options.h"
 
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <filesystem>
+#include <set>
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
@@ -12,6 +15,7 @@
 #include "cli/values.h"
 #include "job/dependency.h"
 #include "job/eventlog.h"
+#include "job/rlimit.h"
 #include "util/hostlist.h"
 #include "util/idset.h"
 #include "util/units.h"
@@ -71,6 +75,10 @@ void add_job_options(CLI::App& app, JobOptions& o) {
       ->type_name("DIR")->group(g);
   app.add_option("--urgency", o.urgency, "Urgency 0-31 (default 16; above 16 needs root)")
       ->type_name("N")->group(g);
+  app.add_option("--propagate", o.propagate,
+                 "Resource limits the tasks get from this shell: ALL (default), NONE, or a list of "
+                 "AS,CORE,CPU,DATA,FSIZE,MEMLOCK,NOFILE,NPROC,RSS,STACK")
+      ->type_name("LIMITS")->expected(0, 1)->default_str("ALL")->group(g);
   app.add_option("--setopt", o.setopt,
                  "Set a job shell/hook option, KEY=VALUE or KEY (= true); repeatable")
       ->type_name("KEY[=VALUE]")->take_all()->allow_extra_args(false)->group(g);
@@ -130,6 +138,11 @@ Result<JobOptions> parse_job_option_words(const std::vector<std::string>& words)
 
 JobContext current_context() {
   JobContext ctx;
+  for (auto name : job::rlimit_names()) {
+    rlimit lim{};
+    if (::getrlimit(*job::rlimit_resource(name), &lim) != 0) continue;
+    ctx.rlimits[std::string(name)] = lim.rlim_cur == RLIM_INFINITY ? -1 : static_cast<int64_t>(lim.rlim_cur);
+  }
   std::error_code ec;
   ctx.cwd = std::filesystem::current_path(ec).string();
   for (char** e = environ; e && *e; ++e) {
@@ -170,6 +183,30 @@ Status parse_counts(const JobOptions& o, job::JobRequest& req) {
   return parse_into(o.gpus_per_task, req.gpus_per_task, [](const std::string& t) {
     return parse_non_negative("--gpus-per-task", t);
   });
+}
+
+// Slurm's --propagate: the submitting shell's soft limits travel with the job.
+Status parse_propagate(const JobOptions& o, const JobContext& ctx, job::JobRequest& req) {
+  std::string list = o.propagate.empty() ? "ALL" : o.propagate;
+  for (auto& c : list) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (list == "none") return {};
+  std::set<std::string> wanted;
+  if (list != "all") {
+    size_t start = 0;
+    while (start <= list.size()) {
+      size_t comma = list.find(',', start);
+      std::string name = list.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+      if (!job::rlimit_resource(name))
+        return invalid(fmt::format("--propagate: unknown limit '{}' (ALL, NONE, AS, CORE, CPU, DATA, FSIZE, "
+                                   "MEMLOCK, NOFILE, NPROC, RSS, STACK)", name));
+      wanted.insert(name);
+      if (comma == std::string::npos) break;
+      start = comma + 1;
+    }
+  }
+  for (const auto& [name, value] : ctx.rlimits)
+    if (wanted.empty() || wanted.count(name)) req.rlimits.emplace_back(name, value);
+  return {};
 }
 
 Status parse_limits(const JobOptions& o, job::JobRequest& req) {
@@ -284,7 +321,7 @@ Result<ParsedJob> to_job_request(const JobOptions& o, const JobContext& ctx) {
   job::JobRequest& req = out.request;
   for (auto step : {parse_counts(o, req), parse_limits(o, req), parse_placement(o, req),
                     parse_scheduling(o, ctx, req), parse_environment(o, ctx, req),
-                    parse_setopts(o, req)})
+                    parse_setopts(o, req), parse_propagate(o, ctx, req)})
     if (!step) return step.error();
   req.name = o.job_name;
   req.output = o.output;

@@ -26,6 +26,7 @@ struct JobOptions {
   std::string dependency, begin, export_env, chdir, urgency, cc, test_run_duration;
   bool exclusive = false;
   std::vector<std::string> setopt;
+  std::string propagate = "ALL";  // --propagate: resource limits passed to the tasks
 };
 
 void add_job_options(CLI::App& app, JobOptions& opts);
@@ -43,6 +44,7 @@ struct JobContext {
   std::string cwd;
   std::map<std::string, std::string> env;
   double now = 0;
+  std::map<std::string, int64_t> rlimits;  // this process's soft limits by name, -1 = unlimited
 };
 JobContext current_context();
 

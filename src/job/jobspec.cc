@@ -20,6 +20,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include "job/dependency.h"
+#include "job/rlimit.h"
 #include "util/hostlist.h"
 #include "util/units.h"
 
@@ -118,6 +119,7 @@ class Reader {
   Status read_switches(const json& sw, const std::string& path);
   Status read_exec(const json& exec);
   Status read_shell(const json& shell);
+  Status read_rlimits(const json& limits, const std::string& path);
   Status read_file_stream(const json& parent, const std::string& path, const char* key,
                           std::string& out);
 
@@ -536,6 +538,23 @@ Status Reader::read_shell(const json& shell) {
     std::string p = path + ".options.input";
     if (auto st = object_field(*input, p); !st) return st;
     if (auto st = read_file_stream(*input, p, "stdin", spec_.input); !st) return st;
+  }
+  if (const json* limits = child(*opts, "rlimit")) return read_rlimits(*limits, path + ".options.rlimit");
+  return {};
+}
+
+Status Reader::read_rlimits(const json& limits, const std::string& p) {
+  if (auto st = object_field(limits, p); !st) return st;
+  for (const auto& [name, value] : limits.items()) {
+    auto resource = rlimit_resource(name);
+    if (!resource) {
+      std::string known;
+      for (auto n : rlimit_names()) known += (known.empty() ? "" : ", ") + std::string(n);
+      return at(p + "." + name, "unknown resource limit (known: " + known + ")");
+    }
+    if (!value.is_number_integer() || value.get<int64_t>() < -1)
+      return at(p + "." + name, "must be a whole number of at least 0, or -1 for unlimited");
+    spec_.rlimits.push_back(TaskRlimit{*resource, value.get<int64_t>()});
   }
   return {};
 }

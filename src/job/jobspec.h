@@ -11,6 +11,7 @@
 
 #include <nlohmann/json_fwd.hpp>
 
+#include "job/rlimit.h"
 #include "util/result.h"
 
 namespace corral::job {
@@ -58,6 +59,8 @@ struct Jobspec {
   // attributes.system.shell.options.<key>, set by --setopt; keys may be dotted
   // ("cray-slingshot.vnicount"). Returns nullptr when absent.
   const nlohmann::json* option(std::string_view key) const;
+  // The submitter's soft limits for the tasks (shell.options.rlimit); empty: inherited.
+  std::vector<TaskRlimit> rlimits;
 };
 
 // Parses JSON or YAML (detected from the first non-blank character) and validates.
@@ -91,6 +94,7 @@ struct JobRequest {
   double mock_duration = -1;
   std::string output, error, input;
   std::vector<std::pair<std::string, std::string>> options;  // --setopt key=value
+  std::vector<std::pair<std::string, int64_t>> rlimits;  // name -> soft limit (-1 unlimited)
 };
 Result<Jobspec> build_jobspec(const JobRequest& req);
 

@@ -71,6 +71,7 @@ Result<json> shell_options(const JobRequest& req) {
   for (const auto& [key, value] : req.options) {
     if (auto st = set_option(options, key, value); !st) return st.error();
   }
+  for (const auto& [name, value] : req.rlimits) options["rlimit"][name] = value;
   return options;
 }
 

@@ -3,7 +3,7 @@
 //
 //   corral-imp --uid U --gid G [--cwd DIR] [--cgroup DIR] [--cpus LIST] [--stdin PATH]
 //              [--stdout PATH] [--stderr PATH] [--env-fd N] [--status-fd N]
-//              [--note-fd N] [--keep-fd N]... -- COMMAND [ARG...]
+//              [--note-fd N] [--keep-fd N]... [--rlimit RESOURCE=VALUE]... -- COMMAND [ARG...]
 //
 // --cgroup names a cgroup v2 directory the helper moves itself into while still root,
 // so the task and everything it starts are contained from its first instruction.
@@ -17,7 +17,9 @@
 // --note-fd names a descriptor whose text (the job's notes from hooks) is appended to
 // the error file once it is open, so the user's file is only ever written by the user.
 // --keep-fd names a descriptor the task inherits (a PMI socket); every other descriptor
-// above 2 is closed before exec, whatever the parent left open.
+// above 2 is closed before exec, whatever the parent left open. --rlimit sets the soft
+// limit of RLIMIT_* number RESOURCE to VALUE (-1: unlimited), capped at the hard limit,
+// once the helper is the user.
 #pragma once
 
 #include <cerrno>
@@ -25,6 +27,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace corral::node {
@@ -40,6 +43,7 @@ struct ImpArgs {
   int status_fd = -1;
   int note_fd = -1;
   std::vector<int> keep_fds;
+  std::vector<std::pair<int, long long>> rlimits;  // RLIMIT_* number, soft value (-1: unlimited)
   std::vector<std::string> command;
 };
 
@@ -97,6 +101,14 @@ inline std::optional<std::string> parse_imp_args(const std::vector<std::string>&
       if (!imp_detail::parse_number(v, 1 << 20, n) || n < 3) return "invalid " + a + " '" + v + "'";
       if (a == "--keep-fd") out.keep_fds.push_back(static_cast<int>(n));
       else (a == "--env-fd" ? out.env_fd : a == "--status-fd" ? out.status_fd : out.note_fd) = static_cast<int>(n);
+    } else if (a == "--rlimit") {
+      const size_t eq = v.find('=');
+      long resource = 0, value = 0;
+      const bool unlimited = eq != std::string::npos && v.substr(eq + 1) == "-1";
+      if (eq == std::string::npos || !imp_detail::parse_number(std::string_view(v).substr(0, eq), 63, resource) ||
+          (!unlimited && !imp_detail::parse_number(std::string_view(v).substr(eq + 1), 999999999, value)))
+        return "invalid --rlimit '" + v + "'";
+      out.rlimits.emplace_back(static_cast<int>(resource), unlimited ? -1 : value);
     } else if (a == "--cwd") {
       out.cwd = v;
     } else if (a == "--cgroup") {

@@ -5,6 +5,7 @@
 #include <grp.h>
 #include <pwd.h>
 #include <sched.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -95,6 +96,17 @@ void drop_privileges(uid_t uid, gid_t gid) {
   if (uid != 0 && ::setuid(0) == 0) fail(126, "root privileges could be regained after setuid", 0);
 }
 
+// As the user: a soft limit no higher than the hard one, which the user cannot raise.
+void set_limits(const std::vector<std::pair<int, long long>>& limits) {
+  for (const auto& [resource, value] : limits) {
+    rlimit lim{};
+    if (::getrlimit(resource, &lim) != 0) fail(126, "getrlimit " + std::to_string(resource), errno);
+    rlim_t want = value < 0 ? RLIM_INFINITY : static_cast<rlim_t>(value);
+    lim.rlim_cur = lim.rlim_max != RLIM_INFINITY && (want == RLIM_INFINITY || want > lim.rlim_max) ? lim.rlim_max : want;
+    if (::setrlimit(resource, &lim) != 0) fail(126, "cannot set resource limit " + std::to_string(resource), errno);
+  }
+}
+
 void open_onto(const std::string& path, int flags, int target, const char* what) {
   int fd = ::open(path.c_str(), flags | O_CLOEXEC, 0644);
   if (fd < 0) fail(126, std::string("cannot open ") + what + " '" + path + "'", errno);
@@ -155,6 +167,7 @@ int main(int argc, char** argv) {
   if (!a.cgroup.empty()) join_cgroup(a.cgroup);
   if (!a.cpus.empty()) bind_cpus(a.cpus);
   drop_privileges(static_cast<uid_t>(a.uid), static_cast<gid_t>(a.gid));
+  set_limits(a.rlimits);
   if (!a.cwd.empty() && ::chdir(a.cwd.c_str()) != 0)
     fail(126, "cannot change directory to '" + a.cwd + "'", errno);
   setup_stdio(a);

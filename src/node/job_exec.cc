@@ -336,6 +336,7 @@ void JobExecutor::start_node(Job& job, uint32_t ni, const v1::NodeTasks& nt, con
     }
     req.cgroup = cgroup_of(job);
     req.cpus = cpus[i];
+    req.rlimits = spec.rlimits;
     if (node.index == 0 && i == 0) place_notes(job, node, msg, req);
     launch_task(job, ni, i, Deferred{i, std::move(req), std::move(pmi_end)});
     if (node.live == 0 && !node.deferred.empty()) {

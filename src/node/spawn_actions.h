@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "job/rlimit.h"
 
 namespace corral::node {
 
@@ -34,11 +35,12 @@ struct SpawnActions {
 struct ChildSetup {
   std::string cgroup;     // non-empty: the cgroup v2 directory it moves itself into
   std::vector<int> cpus;  // non-empty: the only CPUs it (and what it starts) may run on
-  bool any() const { return !cgroup.empty() || !cpus.empty(); }
+  std::vector<job::TaskRlimit> rlimits;  // soft limits, capped at the hard ones
+  bool any() const { return !cgroup.empty() || !cpus.empty() || !rlimits.empty(); }
 };
 
 struct SpawnFailure {
-  enum class Stage { exec, cgroup, cpus };
+  enum class Stage { exec, cgroup, cpus, rlimits };
   int err = 0;  // errno; 0: started
   Stage stage = Stage::exec;  // exec also covers the file actions
 };
@@ -50,4 +52,5 @@ struct SpawnFailure {
 SpawnFailure spawn_child(pid_t& pid, const std::string& path, char* const argv[], char* const envp[],
                          const SpawnActions& actions, bool new_session, const ChildSetup& setup);
 
-}  // namespace corral::node
+}  // namespace corral::node#include "job/rlimit.h"
+

@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <sched.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -42,8 +43,18 @@ struct Prepared {
   bool new_session;
   const char* procs;  // null: no cgroup
   const cpu_set_t* cpus;  // null: no binding
+  const std::vector<job::TaskRlimit>& rlimits;
   int report;
 };
+
+// A soft limit, never above the hard one (which only root could raise, and not for tasks).
+int set_soft_limit(const job::TaskRlimit& l) {
+  rlimit lim{};
+  if (::getrlimit(l.resource, &lim) != 0) return errno;
+  rlim_t want = l.value < 0 ? RLIM_INFINITY : static_cast<rlim_t>(l.value);
+  lim.rlim_cur = lim.rlim_max != RLIM_INFINITY && (want == RLIM_INFINITY || want > lim.rlim_max) ? lim.rlim_max : want;
+  return ::setrlimit(l.resource, &lim) == 0 ? 0 : errno;
+}
 
 SpawnFailure join_and_bind(const Prepared& p) {
   if (p.procs != nullptr) {
@@ -55,6 +66,8 @@ SpawnFailure join_and_bind(const Prepared& p) {
   }
   if (p.cpus != nullptr && ::sched_setaffinity(0, sizeof(cpu_set_t), p.cpus) != 0)
     return {errno, SpawnFailure::Stage::cpus};
+  for (const auto& l : p.rlimits)
+    if (int err = set_soft_limit(l); err != 0) return {err, SpawnFailure::Stage::rlimits};
   return {};
 }
 
@@ -95,8 +108,8 @@ SpawnFailure spawn_child(pid_t& pid, const std::string& path, char* const argv[]
     if (cpu >= 0 && cpu < CPU_SETSIZE) CPU_SET(cpu, &cpus);
   int report[2];
   if (::pipe2(report, O_CLOEXEC) != 0) return {errno};
-  const Prepared prepared{path, argv, envp, actions, new_session,
-                          procs.empty() ? nullptr : procs.c_str(), setup.cpus.empty() ? nullptr : &cpus, report[1]};
+  const Prepared prepared{path,      argv,        envp, actions, new_session, procs.empty() ? nullptr : procs.c_str(),
+                          setup.cpus.empty() ? nullptr : &cpus, setup.rlimits, report[1]};
   // No handler of the agent may run in the child before it resets them (as glibc does).
   sigset_t all, old;
   sigfillset(&all);

@@ -137,6 +137,7 @@ Result<pid_t> do_spawn(const std::string& path, std::vector<std::string> argv, s
       case SpawnFailure::Stage::cgroup: return launch_error(f.err, "cannot move the task into cgroup " + setup.cgroup);
       case SpawnFailure::Stage::cpus:
         return launch_error(f.err, "cannot bind the task to CPUs " + cpu_list_text(setup.cpus));
+      case SpawnFailure::Stage::rlimits: return launch_error(f.err, "cannot set the task's resource limits");
       case SpawnFailure::Stage::exec: break;
     }
     if (f.err != 0) return exec_error(f.err, argv[0]);
@@ -244,7 +245,7 @@ Result<LaunchedProcess> launch_direct(const LaunchRequest& req) {
   actions.dup2(outs->err.get(), STDERR_FILENO);
   add_inherited(actions, req.inherit_fds);
   if (!req.cwd.empty()) actions.chdir(req.cwd);
-  auto pid = do_spawn(*exe, req.argv, req.env, actions, false, {req.cgroup, req.cpus});
+  auto pid = do_spawn(*exe, req.argv, req.env, actions, false, {req.cgroup, req.cpus, req.rlimits});
   if (!pid) return fail(pid.error());
   outs->proc.pid = *pid;
   return std::move(outs->proc);
@@ -266,7 +267,7 @@ Result<LaunchedProcess> launch_on_terminal(const LaunchRequest& req) {
   actions.dup2(STDIN_FILENO, STDERR_FILENO);
   add_inherited(actions, req.inherit_fds);
   if (!req.cwd.empty()) actions.chdir(req.cwd);
-  auto pid = do_spawn(*exe, req.argv, req.env, actions, true, {req.cgroup, req.cpus});
+  auto pid = do_spawn(*exe, req.argv, req.env, actions, true, {req.cgroup, req.cpus, req.rlimits});
   if (!pid) return pid.error();
   LaunchedProcess proc;
   proc.pid = *pid;
@@ -355,6 +356,8 @@ Result<LaunchedProcess> launch_via_imp(const LaunchRequest& req) {
   if (!req.cwd.empty()) argv.insert(argv.end(), {"--cwd", req.cwd});
   if (!req.cgroup.empty()) argv.insert(argv.end(), {"--cgroup", req.cgroup});
   if (!req.cpus.empty()) argv.insert(argv.end(), {"--cpus", cpu_list_text(req.cpus)});
+  for (const auto& l : req.rlimits)
+    argv.insert(argv.end(), {"--rlimit", std::to_string(l.resource) + "=" + std::to_string(l.value)});
   if (tty) {
     // corral-imp leads the new session, so its open of the terminal as stdin makes it the
     // controlling terminal; the task inherits both through exec.

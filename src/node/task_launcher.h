@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "job/rlimit.h"
 #include "node/unique_fd.h"
 #include "util/result.h"
 
@@ -43,6 +44,9 @@ struct LaunchRequest {
   std::string cgroup;
   // Non-empty: the OS CPU numbers the process is bound to (cpus_of_cores).
   std::vector<int> cpus;
+  // Soft resource limits set before exec (the submitter's, job/rlimit.h), each capped at
+  // the hard limit the process has; empty: what the agent has.
+  std::vector<job::TaskRlimit> rlimits;
   uid_t uid = 0;
   gid_t gid = 0;
 };

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from conftest import binary
 from test_slingshot import sim_cluster
 
 ALICE, BOB = 12345, 12346
@@ -239,3 +240,26 @@ def test_a_user_runs_at_most_max_running_jobs(cluster):
     cluster.wait_job(a[1], "RUN")
     assert cluster.job(a[2])["reason"] == "AssocMaxJobsLimit"
     cluster.corral("cancel", a[1], a[2], bob)
+
+
+@pytest.mark.cluster(size=1, agents=1)
+def test_tasks_run_under_the_submitters_limits_not_the_agents(cluster):
+    out = cluster.shared_dir()
+    corral = binary("corral")
+
+    def submit_with(limit, *extra):
+        cmd = ["setpriv", f"--reuid={ALICE}", f"--regid={ALICE}", "--clear-groups", "sh", "-c",
+               f'ulimit -Sn {limit}; exec "$0" "$@"', corral, "submit", *extra, "-D", str(out),
+               "-o", f"{out}/lim-%j", "sh", "-c", "ulimit -Sn"]
+        proc = subprocess.run(cmd, env=cluster.env, capture_output=True, text=True, timeout=30)
+        assert proc.returncode == 0, proc.stderr
+        return int(proc.stdout.split()[0])
+
+    job = submit_with(200)
+    assert cluster.wait_job(job)["result"] == "COMPLETED"
+    assert (out / f"lim-{job}").read_text().strip() == "200"
+    # Without propagation the task has what the agent gives it (here its raised limit).
+    agent = int(Path(f"/proc/{cluster.agents[0].pid}/limits").read_text().split("Max open files")[1].split()[0])
+    job = submit_with(200, "--propagate=NONE")
+    assert cluster.wait_job(job)["result"] == "COMPLETED"
+    assert (out / f"lim-{job}").read_text().strip() == str(agent)

@@ -44,7 +44,7 @@ TEST(CliDirectives, NeedsAShebang) {
   EXPECT_NE(d.message().find("#!"), std::string::npos);
 }
 
-JobContext ctx() { return {"/w", {}, 1700000000}; }
+JobContext ctx() { return {"/w", {}, 1700000000, {}}; }
 
 TEST(CliDirectives, OptionsMergeInOrder) {
   auto o = directive_options("#!/bin/sh\n#CORRAL -N 2 -t 5\n#CORRAL -N 3\n", "s.sh", ctx());
