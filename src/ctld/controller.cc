@@ -230,7 +230,15 @@ grpc::Status Controller::submit(const Caller& c, const v1::SubmitRequest& req,
       }
       last_admitted = spec.document.get();
     }
-    for (auto& spec : *specs) rep->add_jobids(create_job(c, spec, urgency));
+    user_limits_.jobs_added(c.uid, specs->size());  // counted now: later slices are this user's
+  }
+  // Created in slices, the lock released between them, so a million-copy --cc does not
+  // stall heartbeats and other users' requests for seconds.
+  rep->mutable_jobids()->Reserve(static_cast<int>(specs->size()));
+  for (size_t first = 0; first < specs->size(); first += kSubmitSlice) {
+    std::lock_guard lk(mu_);
+    const size_t last = std::min(specs->size(), first + kSubmitSlice);
+    for (size_t i = first; i < last; ++i) rep->add_jobids(create_job(c, (*specs)[i], urgency));
     drain_posts();
     outbox_.seal();
   }

@@ -42,6 +42,11 @@ namespace corral::ctld {
 grpc::Status to_grpc(const Error& e);
 Status wait_durable(store::Store& store);
 
+// Jobs of one listing filled under one hold of the controller's lock.
+inline constexpr size_t kListingSlice = 2048;
+// Jobs of one submission created under one hold of the controller's lock.
+inline constexpr size_t kSubmitSlice = 4096;
+
 // One Watch names at most this many jobs (each is looked up under the lock).
 inline constexpr int kMaxWatchedJobs = 10000;
 

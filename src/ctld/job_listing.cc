@@ -217,35 +217,37 @@ grpc::Status Controller::for_each_listed(const Viewer& v, const v1::ListJobsRequ
   v1::JobInfo info;
   std::vector<v1::JobInfo> active;
   size_t n = 0;
+  const bool with_inactive = *mask & static_cast<uint32_t>(JobState::INACTIVE);
+  // The matching ids first (one cheap pass under the lock), then the listing itself in
+  // slices, the lock taken per slice: a listing of every job never holds the controller
+  // for long, whatever the queue's size. A job that ends between slices is skipped
+  // (with --all it is read from the store below).
+  std::vector<uint64_t> sel;
   {
     std::lock_guard lk(mu_);
-    // Sorted by the ids the map holds, so records are read once, in id order (which is
-    // mostly the order they were allocated in), rather than at random by the sort.
-    std::vector<std::pair<uint64_t, const JobRecord*>> sel;
     sel.reserve(jobs_.size());
-    for (const auto& [id, job] : jobs_) sel.emplace_back(id, job.get());
-    std::sort(sel.begin(), sel.end(),
-              [](const auto& a, const auto& b) { return a.first < b.first; });
-    const bool with_inactive = *mask & static_cast<uint32_t>(JobState::INACTIVE);
-    for (size_t k = 0; k < sel.size(); ++k) {
-      // Records are scattered in memory: ask for one a few jobs ahead while this one is
-      // filled, so listing 100,000 jobs is not one cache miss after another.
-      if (k + 8 < sel.size()) __builtin_prefetch(sel[k + 8].second);
-      const auto& [id, job] = sel[k];
-      if (!(static_cast<uint32_t>(job->state()) & *mask) ||
-          !wanted(id, job->userid, job->partition))
-        continue;
-      if (!with_inactive && n++ == limit) break;
+    for (const auto& [id, job] : jobs_)
+      if ((static_cast<uint32_t>(job->state()) & *mask) && wanted(id, job->userid, job->partition)) sel.push_back(id);
+  }
+  std::sort(sel.begin(), sel.end());
+  for (size_t first = 0; first < sel.size(); first += kListingSlice) {
+    std::lock_guard lk(mu_);
+    const size_t last = std::min(sel.size(), first + kListingSlice);
+    for (size_t k = first; k < last; ++k) {
+      auto it = jobs_.find(sel[k]);
+      if (it == jobs_.end()) continue;
+      const JobRecord& job = *it->second;
+      if (!with_inactive && n++ == limit) return grpc::Status::OK;
       info.Clear();
-      fill_info(*job, &info);
-      if (!v.sees_details(job->userid)) redact(info);
+      fill_info(job, &info);
+      if (!v.sees_details(job.userid)) redact(info);
       if (with_inactive)
         active.push_back(info);
       else
         emit(info);
     }
-    if (!with_inactive) return grpc::Status::OK;
   }
+  if (!with_inactive) return grpc::Status::OK;
   // Finished jobs come from the store (newest `limit` of them), read after the scan above so
   // a job retired meanwhile is committed by now; merged in id order, and a job seen both
   // active and finished is shown finished.

@@ -196,8 +196,7 @@ uint64_t Controller::create_job(const Caller& c, std::shared_ptr<const job::Jobs
   rec->spec = std::move(spec);
   uint64_t id = rec->id;
   store_->insert_job(id, c.uid, rec->jobspec_text);
-  user_limits_.job_added(c.uid);
-  jobs_.emplace(id, std::move(rec));
+  jobs_.emplace(id, std::move(rec));  // counted by the caller (UserLimits::jobs_added)
   json ctx{{"userid", c.uid}, {"urgency", urgency}, {"flags", 0}, {"version", 1},
            {"groupid", c.gid}};
   post(id, job::make_event("submit", ctx.dump()));

@@ -19,6 +19,7 @@ class UserLimits {
   // Whether `uid` may add `count` jobs now (`now` in seconds); takes a token when yes.
   Status admit(uint32_t uid, uint64_t count, double now);
   void job_added(uint32_t uid) { ++active_[uid]; }
+  void jobs_added(uint32_t uid, uint64_t n) { active_[uid] += n; }
   void job_removed(uint32_t uid);
   uint64_t active(uint32_t uid) const;
 
