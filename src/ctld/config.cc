@@ -16,6 +16,12 @@
 namespace corral::ctld {
 namespace {
 
+// An integer only from an integer node: toml++ converting a float (6e84) is undefined.
+std::optional<int64_t> integer_of(const toml::node& n) {
+  if (!n.is_integer()) return std::nullopt;
+  return n.value<int64_t>();
+}
+
 Status set_duration(double& out, const toml::node& n, const std::string& where) {
   if (auto v = n.value<double>()) {
     if (*v < 0) return invalid(fmt::format("{}: must not be negative", where));
@@ -46,7 +52,7 @@ Status set_bool(bool& out, const toml::node& n, const std::string& where) {
 }
 
 Status set_uint(unsigned& out, const toml::node& n, const std::string& where, unsigned max) {
-  auto v = n.value<int64_t>();
+  auto v = integer_of(n);
   if (!v || *v < 0 || *v > max)
     return invalid(fmt::format("{}: expected an integer from 0 to {}", where, max));
   out = static_cast<unsigned>(*v);
@@ -55,7 +61,7 @@ Status set_uint(unsigned& out, const toml::node& n, const std::string& where, un
 
 Status set_size(uint64_t& out, const toml::node& n, const std::string& where, uint64_t min) {
   std::optional<uint64_t> v;
-  if (auto i = n.value<int64_t>(); i && *i >= 0) v = static_cast<uint64_t>(*i);
+  if (auto i = integer_of(n); i && *i >= 0) v = static_cast<uint64_t>(*i);
   else if (auto s = n.value<std::string>()) {
     auto parsed = parse_size(*s);
     if (!parsed) return invalid(fmt::format("{}: {}", where, parsed.message()));
@@ -124,7 +130,7 @@ Status apply_slingshot_key(fabric::slingshot::SlingshotConfig& s, const std::str
 
 // A number of ports or agents: at least `min`, at most 65535.
 Status set_count(unsigned& out, const toml::node& n, const std::string& where, unsigned min) {
-  auto v = n.value<int64_t>();
+  auto v = integer_of(n);
   if (!v || *v < static_cast<int64_t>(min) || *v > 65535)
     return invalid(fmt::format("{}: expected an integer from {} to 65535", where, min));
   out = static_cast<unsigned>(*v);
@@ -137,7 +143,7 @@ Status apply_steps_key(StepsConfig& s, const std::string& key, const toml::node&
   if (key == "mpi-ports-per-job") return set_count(s.mpi_ports_per_job, n, where, 1);
   if (key == "mpi-ports-per-step") return set_count(s.mpi_ports_per_step, n, where, 1);
   if (key == "mpi-ports") {
-    if (auto port = n.value<int64_t>()) {
+    if (auto port = integer_of(n)) {
       s.mpi_ports = std::to_string(*port);  // a single port, written as a number
     } else if (auto st = set_string(s.mpi_ports, n, where); !st.ok()) {
       return st;

@@ -15,6 +15,10 @@
 namespace corral::job {
 namespace {
 
+// Far above any cluster, far below what would exhaust memory ("0-4294967295").
+constexpr size_t kMaxRanks = 1u << 20;
+
+
 using json = nlohmann::json;
 
 std::vector<const RNode*> by_rank(const ResourceSet& r) {
@@ -94,6 +98,8 @@ Status parse_r_lite(const json& r_lite, std::map<uint32_t, RNode>& nodes) {
     if (!entry.contains("rank")) return invalid(path + ".rank: missing");
     auto ranks = parse_idset_field(entry["rank"], path + ".rank");
     if (!ranks) return ranks.status();
+    if (nodes.size() + ranks->count() > kMaxRanks)
+      return invalid(path + ".rank: R describes more than " + std::to_string(kMaxRanks) + " nodes");
     RNode proto;
     if (entry.contains("children")) {
       if (auto st = parse_children(entry["children"], path + ".children", proto); !st) return st;

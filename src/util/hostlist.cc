@@ -19,6 +19,9 @@ constexpr uint64_t kMaxHosts = 1'000'000;
 constexpr size_t kMaxDigits = 18;
 // Slurm's limits: one range ("1-65536") and one bracket's list hold at most 64Ki entries.
 constexpr uint64_t kMaxRange = 64 * 1024;
+// What the expanded names may take together: a million hosts of long names would
+// otherwise be gigabytes from a few hundred bytes of brackets.
+constexpr uint64_t kMaxExpandedBytes = 64u << 20;
 constexpr size_t kMaxRangesPerBracket = 64 * 1024;
 
 bool is_digit(char c) { return c >= '0' && c <= '9'; }
@@ -166,14 +169,21 @@ class Parser {
   }
 
   Status expand(const std::vector<Part>& parts, size_t pos, std::vector<std::string>& out) {
-    uint64_t n = 1;
+    uint64_t n = 1, name_bytes = 0;
     for (const Part& p : parts) {
-      if (!p.bracket) continue;
+      if (!p.bracket) {
+        name_bytes += p.literal.size();
+        continue;
+      }
       uint64_t size = bracket_size(p);
       if (size > kMaxHosts || n > kMaxHosts / size) return too_many(pos);
       n *= size;
+      name_bytes += bracket_digits(p);
     }
     if (out.size() + n > kMaxHosts) return too_many(pos);
+    expanded_bytes_ += n * (name_bytes + sizeof(std::string));
+    if (expanded_bytes_ > kMaxExpandedBytes)
+      return fail(fmt::format("expands to more than {} MiB of host names", kMaxExpandedBytes >> 20), pos);
 
     // Earlier brackets vary slowest: "r[1-2]n[1-2]" is r1n1,r1n2,r2n1,r2n2 (Slurm's order).
     std::vector<std::string> cur(1);
@@ -198,6 +208,13 @@ class Parser {
     return {};
   }
 
+  // The most digits one number of the bracket prints with.
+  static uint64_t bracket_digits(const Part& p) {
+    uint64_t most = 0;
+    for (const IdRange& r : p.ids) most = std::max<uint64_t>(most, std::max<uint64_t>(r.width, std::to_string(r.hi).size()));
+    return most;
+  }
+
   // Stops counting past kMaxHosts so that many huge ranges cannot overflow.
   static uint64_t bracket_size(const Part& p) {
     uint64_t size = 0;
@@ -214,6 +231,7 @@ class Parser {
 
   std::string_view expr_;
   size_t next_ = 0;
+  uint64_t expanded_bytes_ = 0;
 };
 
 // True if `digits` prints the same when formatted at `width` (0 = unpadded).

@@ -25,7 +25,7 @@ Result<Rsrc> parse_rsrc(std::string_view key, const std::string& where) {
 }
 
 Result<uint32_t> get_count(const toml::node& n, const std::string& where, uint64_t max) {
-  auto v = n.value<int64_t>();
+  auto v = n.is_integer() ? n.value<int64_t>() : std::nullopt;  // a float's conversion is undefined
   if (!v || *v < 0 || static_cast<uint64_t>(*v) > max)
     return invalid(fmt::format("{}: expected an integer from 0 to {}", where, max));
   return static_cast<uint32_t>(*v);
