@@ -214,6 +214,14 @@ std::string imp_path() {
   return (self.parent_path() / "corral-imp").string();
 }
 
+// The request, run through corral-imp as nobody.
+LaunchRequest as_nobody(LaunchRequest r) {
+  r.imp_path = imp_path();
+  r.uid = 65534;
+  r.gid = 65534;
+  return r;
+}
+
 TEST_F(NodeLauncher, ImpRunsAsTheUserAndCreatesTheirFiles) {
   if (::geteuid() != 0) GTEST_SKIP() << "needs root";
   if (!fs::exists(imp_path())) GTEST_SKIP() << "corral-imp not built next to the test";
@@ -221,9 +229,7 @@ TEST_F(NodeLauncher, ImpRunsAsTheUserAndCreatesTheirFiles) {
   LaunchRequest r = sh("id -u; id -g; echo $FOO $LD_PRELOAD; pwd; echo e >&2");
   r.cwd = dir_.string();
   r.output_path = (dir_ / "o.txt").string();
-  r.imp_path = imp_path();
-  r.uid = 65534;
-  r.gid = 65534;
+  r = as_nobody(std::move(r));
   auto p = launch_process(r);
   ASSERT_TRUE(p) << p.message();
   EXPECT_EQ(wait_for(p->pid), 0);
@@ -239,9 +245,7 @@ TEST_F(NodeLauncher, ImpReportsExecFailureOnTheStatusPipe) {
   if (!fs::exists(imp_path())) GTEST_SKIP() << "corral-imp not built next to the test";
   LaunchRequest r = sh("");
   r.argv = {"no-such-command-corral"};
-  r.imp_path = imp_path();
-  r.uid = 65534;
-  r.gid = 65534;
+  r = as_nobody(std::move(r));
   auto p = launch_process(r);
   ASSERT_TRUE(p) << p.message();
   int st = wait_for(p->pid);
@@ -258,9 +262,7 @@ TEST_F(NodeLauncher, ImpOpensFilesAsTheUser) {
   fs::permissions(dir_, fs::perms::owner_all);  // root only: nobody cannot create files here
   LaunchRequest r = sh("true");
   r.output_path = (dir_ / "o.txt").string();
-  r.imp_path = imp_path();
-  r.uid = 65534;
-  r.gid = 65534;
+  r = as_nobody(std::move(r));
   auto p = launch_process(r);
   ASSERT_TRUE(p) << p.message();
   int st = wait_for(p->pid);
@@ -359,9 +361,7 @@ TEST_F(NodeLauncher, ImpPassesInheritedDescriptorsEvenOnItsOwnNumbers) {
   auto r = write_to_inherited(3, other.write.get());
   r.argv[2] += "; echo $FOO";  // the environment still arrives, through another number
   r.inherit_fds = {3};
-  r.imp_path = imp_path();
-  r.uid = 65534;
-  r.gid = 65534;
+  r = as_nobody(std::move(r));
   auto p = launch_process(r);
   ASSERT_TRUE(p) << p.message();
   EXPECT_EQ(wait_for(p->pid), 0);
@@ -395,9 +395,7 @@ TEST_F(NodeLauncher, ImpWritesNotesAsTheUserOnly) {
   LaunchRequest r = sh("echo ran");
   r.error_path = victim.string();
   r.stderr_note = "corral: a note\n";
-  r.imp_path = imp_path();
-  r.uid = 65534;
-  r.gid = 65534;
+  r = as_nobody(std::move(r));
   auto p = launch_process(r);
   ASSERT_TRUE(p) << p.message();
   EXPECT_EQ(WEXITSTATUS(wait_for(p->pid)), 126);
@@ -428,9 +426,7 @@ TEST_F(NodeLauncher, ImpClosesWhatItWasNotAskedToPass) {
   UniqueFd leak_r(fds[0]), leak_w(fds[1]);
   auto r = sh("if [ -e /proc/$$/fd/$OTHER ]; then echo open; else echo closed; fi");
   r.env.push_back("OTHER=" + std::to_string(leak_w.get()));
-  r.imp_path = imp_path();
-  r.uid = 65534;
-  r.gid = 65534;
+  r = as_nobody(std::move(r));
   auto p = launch_process(r);
   ASSERT_TRUE(p) << p.message();
   EXPECT_EQ(wait_for(p->pid), 0);
