@@ -129,7 +129,17 @@ void setup_stdio(const ImpArgs& a) {
 
 // Nothing the agent had open reaches the task except the descriptors it names.
 void close_the_rest(const std::vector<int>& keep) {
-  if (::close_range(3, ~0U, CLOSE_RANGE_CLOEXEC) != 0) fail(126, "cannot close inherited descriptors", errno);
+  if (::close_range(3, ~0U, CLOSE_RANGE_CLOEXEC) != 0) {
+    // Kernels before 5.11: one descriptor at a time, as far as the limit reaches.
+    rlimit lim{};
+    const int top = ::getrlimit(RLIMIT_NOFILE, &lim) == 0 && lim.rlim_cur < (1u << 20) ? static_cast<int>(lim.rlim_cur)
+                                                                                    : (1 << 20);
+    for (int fd = 3; fd < top; ++fd) {
+      int flags = ::fcntl(fd, F_GETFD);
+      if (flags >= 0 && (flags & FD_CLOEXEC) == 0 && ::fcntl(fd, F_SETFD, flags | FD_CLOEXEC) != 0)
+        fail(126, "cannot close inherited descriptor " + std::to_string(fd), errno);
+    }
+  }
   for (int fd : keep) {
     int flags = ::fcntl(fd, F_GETFD);
     if (flags < 0 || ::fcntl(fd, F_SETFD, flags & ~FD_CLOEXEC) != 0) fail(126, "descriptor " + std::to_string(fd), errno);
