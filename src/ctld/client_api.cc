@@ -28,6 +28,11 @@ v1::TaskOutput to_proto(uint64_t jobid, const OutputChunk& c) {
   return o;
 }
 
+// Another user's job under private-data = jobs.
+grpc::Status hidden_job(uint64_t id) {
+  return {grpc::StatusCode::PERMISSION_DENIED, fmt::format("job {} belongs to another user (private-data = jobs)", id)};
+}
+
 }  // namespace
 
 grpc::Status Controller::cancel(const Caller& c, const v1::CancelRequest& req,
@@ -101,8 +106,7 @@ grpc::Status Controller::get_job(const Caller& c, const v1::GetJobRequest& req, 
   const Viewer v = viewer(c);
   if (!v.sees_job(rep->userid())) {
     rep->Clear();
-    return {grpc::StatusCode::PERMISSION_DENIED,
-            fmt::format("job {} belongs to another user (private-data = jobs)", req.jobid())};
+    return hidden_job(req.jobid());
   }
   if (!v.sees_details(rep->userid())) redact(*rep);
   return grpc::Status::OK;
@@ -174,8 +178,7 @@ grpc::Status Controller::subscribe(const Caller& c, const v1::WatchRequest& req,
     if (it != jobs_.end()) {
       const uint32_t owner = it->second->userid;
       if (!f.viewer.sees_job(owner))
-        return {grpc::StatusCode::PERMISSION_DENIED,
-                fmt::format("job {} belongs to another user (private-data = jobs)", id)};
+        return hidden_job(id);
       if (!req.history()) continue;
       for (const auto& ev : it->second->events) add_event(id, ev, owner);
       for (const auto& chunk : it->second->output) add_output(id, chunk, owner);
@@ -186,8 +189,7 @@ grpc::Status Controller::subscribe(const Caller& c, const v1::WatchRequest& req,
       return {grpc::StatusCode::NOT_FOUND, fmt::format("job {} not found", id)};
     const uint32_t owner = inactive_owner(id);
     if (!f.viewer.sees_job(owner))
-      return {grpc::StatusCode::PERMISSION_DENIED,
-              fmt::format("job {} belongs to another user (private-data = jobs)", id)};
+      return hidden_job(id);
     if (req.history()) {
       // Output first: the replayed `clean` ends an until_inactive subscription, and
       // output offered after it would be dropped.
