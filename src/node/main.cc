@@ -73,7 +73,12 @@ Status setup_logging(const Options& o) {
     return invalid("--log-level: unknown level '" + o.log_level + "' (trace, debug, info, warn, error, critical, off)");
   std::shared_ptr<spdlog::logger> logger;
   try {
-    if (!o.log_file.empty()) logger = spdlog::basic_logger_mt("corral-node", o.log_file);
+    if (!o.log_file.empty()) {
+      // The log names users' commands and files: private, whatever the umask tasks inherit.
+      const mode_t old = ::umask(077);
+      logger = spdlog::basic_logger_mt("corral-node", o.log_file);
+      ::umask(old);
+    }
     else logger = spdlog::stderr_color_mt("corral-node");
   } catch (const spdlog::spdlog_ex& e) {
     return io_error("--log-file: " + std::string(e.what()));

@@ -148,6 +148,7 @@ def test_state_files_are_private(cluster):
     agent = Path(cluster.dir) / "agent-0"
     assert stat.S_IMODE(agent.stat().st_mode) == 0o711
     assert stat.S_IMODE((agent / "lock").stat().st_mode) == 0o600
+    assert stat.S_IMODE((Path(cluster.dir) / "agent-0.log").stat().st_mode) & 0o077 == 0
 
 
 @pytest.mark.cluster(size=2, agents=1, sets=("limits.max-submit-jobs=2",))
