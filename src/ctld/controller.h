@@ -184,7 +184,7 @@ class Controller final : public HookContext {
   void retire(JobRecord& job);
   void wake_held_by_limit(uint32_t uid);
   void handle_exit(const v1::JobNodeExit& ex);
-  void launch_failed(JobRecord& job, const v1::JobNodeExit& ex);
+  void launch_failed(uint64_t jobid, const v1::JobNodeExit& ex);
   void touch(JobRecord& job);  // advance it once the posted events are applied
   void node_lost(NodeEntry& node, const std::string& why);
   void enqueue(JobRecord& job);

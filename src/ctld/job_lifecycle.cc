@@ -441,20 +441,26 @@ void Controller::handle_exit(const v1::JobNodeExit& ex) {
   if (!job.exec_tasks.count(ex.node()) || !job.exited.insert(ex.node()).second) return;
   job.max_waitstatus = std::max(job.max_waitstatus, ex.waitstatus());
   if (ex.cpu_seconds() > 0) job_steps_[job.id].cpu_seconds += ex.cpu_seconds();
-  if (!ex.error().empty()) launch_failed(job, ex);
   if (auto n = node_index_.find(ex.node()); n != node_index_.end() && !ex.node_fault() && ex.error().empty())
     nodes_[n->second].launch_faults = 0;
   touch(job);
+  // Last: the exception is applied at once and may end and retire the job.
+  if (!ex.error().empty()) launch_failed(job.id, ex);
 }
 
 // Tasks that could not start say so on the job, naming the node and why. While other nodes
 // still run the job's tasks (which would wait for the missing ranks) it is fatal; a node
 // that keeps failing to start anything is drained with the reason.
-void Controller::launch_failed(JobRecord& job, const v1::JobNodeExit& ex) {
-  spdlog::info("job {}: {}", job.id, ex.error());
-  const bool others_run = job.exited.size() < job.exec_tasks.size();
-  if (!job.status.fatal_exception && job.state() != JobState::CLEANUP)
-    raise_exception(job.id, "exec", others_run ? 0 : 1, ex.error());
+void Controller::launch_failed(uint64_t jobid, const v1::JobNodeExit& ex) {
+  spdlog::info("job {}: {}", jobid, ex.error());
+  if (auto it = jobs_.find(jobid); it != jobs_.end()) {
+    const JobRecord& job = *it->second;
+    const bool others_run = job.exited.size() < job.exec_tasks.size();
+    // raise_exception applies the event at once (the job may be retired by it): the
+    // record is not touched after it.
+    if (!job.status.fatal_exception && job.state() != JobState::CLEANUP)
+      raise_exception(jobid, "exec", others_run ? 0 : 1, ex.error());
+  }
   auto n = node_index_.find(ex.node());
   if (!ex.node_fault() || n == node_index_.end()) return;
   NodeEntry& node = nodes_[n->second];
@@ -479,9 +485,10 @@ void Controller::node_lost(NodeEntry& node, const std::string& why) {
     JobRecord& job = *it->second;
     if (job.exec_tasks.count(node.name) && job.exited.insert(node.name).second)
       job.max_waitstatus = std::max(job.max_waitstatus, static_cast<int>(SIGKILL));
+    touch(job);
+    // Last: the exception is applied at once and may end and retire the job.
     if (!job.status.fatal_exception && job.state() != JobState::CLEANUP)
       raise_exception(id, "node-fail", 0, fmt::format("node {} is down: {}", node.name, why));
-    touch(job);
   }
   // Outstanding prolog/epilog/housekeeping there will never answer.
   std::vector<std::pair<uint64_t, std::string>> lost;

@@ -194,10 +194,11 @@ void Controller::reconcile_agent(const v1::Register& reg) {
       }
       job.exited.insert(n.name);
       job.max_waitstatus = std::max(job.max_waitstatus, static_cast<int>(SIGKILL));
+      touch(job);
+      // Last: the exception is applied at once and may end and retire the job.
       if (!job.status.fatal_exception)
         raise_exception(id, "node-fail", 0,
                         fmt::format("the tasks on {} were lost (its agent restarted)", n.name));
-      touch(job);
     }
   }
   // One StartJob per job for all of this agent's nodes, as the first one was.

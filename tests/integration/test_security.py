@@ -264,3 +264,13 @@ def test_tasks_run_under_the_submitters_limits_not_the_agents(cluster):
     job = submit_with(200, "--propagate=NONE")
     assert cluster.wait_job(job)["result"] == "COMPLETED"
     assert (out / f"lim-{job}").read_text().strip() == str(agent)
+
+
+@pytest.mark.cluster(size=2, agents=1)
+def test_many_tasks_that_cannot_start_leave_the_controller_standing(cluster):
+    # The exec exception is applied inside the exit report and may end and free the job
+    # there and then: a use after free corrupted corrald's heap within a few such jobs.
+    for i in range(40):
+        proc = cluster.corral("run", "/no/such/program", check=False)
+        assert proc.returncode == 127, (i, proc.stderr)
+        assert cluster.controller.poll() is None, f"corrald died after {i + 1} jobs"
