@@ -342,12 +342,11 @@ void JobExecutor::start_node(Job& job, uint32_t ni, const v1::NodeTasks& nt, con
     if (node.live == 0 && !node.deferred.empty()) {
       // Nothing runs here yet: give back everything the node holds (its PMI sockets)
       // and start it whole later, so waiting nodes never hold what running ones need.
-      std::string why = "out of resources";
       node.deferred.clear();
       node.tasks.clear();
       node.pmi.reset();
       node.exchange.reset();
-      return defer_node(job, ni, nt, msg, spec, argv, user, why);
+      return defer_node(job, ni, nt, msg, spec, argv, user, "out of resources");
     }
   }
   spdlog::debug("job {}: started {} task(s) on {}", job.id, node.live, node.name);

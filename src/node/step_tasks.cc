@@ -76,14 +76,22 @@ std::string launch_digest(const v1::LaunchTasksRequest& req) {
   return job::sha256_hex(s);
 }
 
-Result<job::StepCred> check_request_cred(const v1::LaunchTasksRequest& req, const StepCredCheck& check) {
-  if (check.cluster_key.empty()) return denied("this agent has no cluster key (--key-file)");
+namespace {
+// What every check of a request's credential asks: its job, step and user, on this clock.
+job::VerifyPolicy request_policy(const v1::LaunchTasksRequest& req, const StepCredCheck& check) {
   job::VerifyPolicy policy;
   policy.now = check.now;
   policy.uid = claimed_uid(req.cred());
   policy.clock_skew = check.clock_skew;
   policy.jobid = req.jobid();
   policy.stepid = req.stepid();
+  return policy;
+}
+}  // namespace
+
+Result<job::StepCred> check_request_cred(const v1::LaunchTasksRequest& req, const StepCredCheck& check) {
+  if (check.cluster_key.empty()) return denied("this agent has no cluster key (--key-file)");
+  job::VerifyPolicy policy = request_policy(req, check);
   policy.launch_digest = launch_digest(req);
   return job::verify_step_cred_with_cluster_key(req.cred(), check.cluster_key, policy);
 }
@@ -91,13 +99,8 @@ Result<job::StepCred> check_request_cred(const v1::LaunchTasksRequest& req, cons
 Result<job::StepCred> check_node_cred(const v1::LaunchTasksRequest& req, const v1::LaunchNode& node,
                                       const StepCredCheck& check) {
   if (check.cluster_key.empty()) return denied("this agent has no cluster key (--key-file)");
-  job::VerifyPolicy policy;
-  policy.now = check.now;
-  policy.uid = claimed_uid(req.cred());
+  job::VerifyPolicy policy = request_policy(req, check);
   policy.node = node.name();
-  policy.clock_skew = check.clock_skew;
-  policy.jobid = req.jobid();
-  policy.stepid = req.stepid();
   auto cred = job::verify_step_cred_with_cluster_key(req.cred(), check.cluster_key, policy);
   if (!cred) return cred.error();
   if (auto st = check_cores(node, *cred); !st) return st.error();
