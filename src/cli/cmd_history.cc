@@ -43,9 +43,10 @@ void add_results(const HistoryState& st, pb::HistoryRequest& req) {
   for (const auto& item : st.results) {
     for (const auto& r : split_list(item)) {
       const std::string name = upper(r);
-      if (name != "COMPLETED" && name != "FAILED" && name != "CANCELED" && name != "TIMEOUT")
+      if (name != "COMPLETED" && name != "FAILED" && name != "CANCELED" && name != "TIMEOUT" &&
+          name != "OUT_OF_MEMORY")
         usage_error("history", fmt::format("--state: unknown result '{}' (use completed, "
-                                           "failed, canceled or timeout)",
+                                           "failed, canceled, timeout or out_of_memory)",
                                            r));
       req.add_results(name);
     }

@@ -92,6 +92,7 @@ void run_nodes(const Globals& g, const NodesState& st) {
   pb::ListNodesRequest req = make_request(st);
   Client client(resolve_uri(g.uri));
   auto all = expect_ok("nodes", client.list_nodes(req));
+  if (!all.warning().empty()) fmt::print(stderr, "corral nodes: warning: {}\n", all.warning());
   pb::ListNodesReply reply;
   for (const auto& n : all.nodes())
     if (state_matches(n.state(), wanted)) *reply.add_nodes() = n;

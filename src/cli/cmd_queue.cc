@@ -190,6 +190,7 @@ void run_queue(const Globals& g, const QueueState& st) {
   Client client(resolve_uri(g.uri));
   const auto table = expect_ok("queue", client.list_job_table(req));
   if (!table_is_consistent(table)) fail("queue", "the controller sent a malformed job table");
+  if (!table.warning().empty()) fmt::print(stderr, "corral queue: warning: {}\n", table.warning());
   std::vector<int> rows;  // the ones the filter keeps
   rows.reserve(static_cast<size_t>(table.id_size()));
   for (int i = 0; i < table.id_size(); ++i)

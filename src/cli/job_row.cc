@@ -181,6 +181,7 @@ std::string_view short_state(const JobRow& job) {
   if (job.result == "COMPLETED") return "CD";
   if (job.result == "CANCELED") return "CA";
   if (job.result == "TIMEOUT") return "TO";
+  if (job.result == "OUT_OF_MEMORY") return "OOM";
   return "F";
 }
 

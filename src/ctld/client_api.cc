@@ -95,8 +95,12 @@ grpc::Status Controller::cancel(const Caller& c, const v1::CancelRequest& req,
     drain_posts();
     outbox_.seal();
   }
-  if (auto st = wait_durable(*store_); !st.ok())
-    return {grpc::StatusCode::INTERNAL, st.message()};
+  if (auto st = wait_durable(*store_, true); !st.ok()) {
+    if (st.error().code != Errc::unavailable) return {grpc::StatusCode::INTERNAL, st.message()};
+    // Held, not lost: the kill goes out when the cancel is saved.
+    return {grpc::StatusCode::UNAVAILABLE, "the cancel is recorded and takes effect once corrald can write its "
+                                           "state again: " + st.message()};
+  }
   return grpc::Status::OK;
 }
 
@@ -110,6 +114,14 @@ grpc::Status Controller::get_job(const Caller& c, const v1::GetJobRequest& req, 
   }
   if (!v.sees_details(rep->userid())) redact(*rep);
   return grpc::Status::OK;
+}
+
+bool Controller::retired_summary(uint64_t id, v1::JobInfo* out) {
+  std::lock_guard lk(retired_mu_);
+  auto it = retired_unsaved_.find(id);
+  if (it == retired_unsaved_.end()) return false;
+  *out = it->second;
+  return true;
 }
 
 grpc::Status Controller::get_job_unfiltered(const v1::GetJobRequest& req, v1::JobInfo* rep) {
@@ -126,6 +138,7 @@ grpc::Status Controller::get_job_unfiltered(const v1::GetJobRequest& req, v1::Jo
       return grpc::Status::OK;
     }
   }
+  if (retired_summary(req.jobid(), rep)) return grpc::Status::OK;
   (void)store_->flush();  // readers see only committed writes
   auto sum = store_->inactive_summary(req.jobid());
   if (!sum) return {grpc::StatusCode::NOT_FOUND, fmt::format("job {} not found", req.jobid())};

@@ -30,10 +30,10 @@ grpc::Status to_grpc(const Error& e) {
 }
 
 // Blocks until everything queued in the store so far is durable.
-Status wait_durable(store::Store& store) {
+Status wait_durable(store::Store& store, bool fail_fast) {
   auto p = std::make_shared<std::promise<Status>>();
   auto f = p->get_future();
-  store.on_durable([p](const Status& st) { p->set_value(st); });
+  store.on_durable([p](const Status& st) { p->set_value(st); }, fail_fast);
   return f.get();
 }
 
@@ -213,6 +213,11 @@ grpc::Status Controller::submit(const Caller& c, const v1::SubmitRequest& req,
             fmt::format("this corral instance runs as uid {} and runs jobs only for that user; "
                         "run corrald as root to serve other users",
                         owner_uid_)};
+  // A full state directory: refused before anything exists, so nothing of it can run.
+  if (auto health = store_->health(); !health.ok())
+    return {grpc::StatusCode::UNAVAILABLE, "corrald cannot save new jobs now: " + health.message() +
+                                               ". Running jobs go on; submit again once the state "
+                                               "directory has room"};
   auto specs = parse_submission(req);
   if (!specs) return to_grpc(specs.error());
   {
@@ -242,9 +247,49 @@ grpc::Status Controller::submit(const Caller& c, const v1::SubmitRequest& req,
     drain_posts();
     outbox_.seal();
   }
-  if (auto st = wait_durable(*store_); !st.ok())
-    return {grpc::StatusCode::INTERNAL, "could not store the job: " + st.message()};
+  const auto& ids = rep->jobids();
+  const Status saved = wait_durable(*store_, true);
+  // Scheduled only now that they are durable; or, if they could not be saved, gone
+  // without a trace: the store drops their rows once it can write again.
+  for (int first = 0; first < ids.size(); first += static_cast<int>(kSubmitSlice)) {
+    std::lock_guard lk(mu_);
+    const int last = std::min(ids.size(), first + static_cast<int>(kSubmitSlice));
+    for (int i = first; i < last; ++i) saved.ok() ? saved_job(ids[i]) : unsaved_job(ids[i]);
+    drain_posts();
+    outbox_.seal();
+  }
+  if (!saved.ok() && saved.error().code == Errc::unavailable) {
+    rep->clear_jobids();
+    return {grpc::StatusCode::UNAVAILABLE, "corrald could not save the job, so it was not submitted: " +
+                                               saved.message() + ". Running jobs go on; submit again once the "
+                                               "state directory has room"};
+  }
+  if (!saved.ok()) return {grpc::StatusCode::INTERNAL, "could not store the job: " + saved.message()};
   return grpc::Status::OK;
+}
+
+std::string Controller::store_warning() const {
+  const Status health = store_->health();
+  if (health.ok()) return {};
+  return "corrald cannot write its state database: " + health.message() +
+         ". New jobs are refused; running jobs go on and are saved when there is room again";
+}
+
+void Controller::saved_job(uint64_t id) {
+  auto it = jobs_.find(id);
+  if (it == jobs_.end() || !it->second->unsaved) return;
+  it->second->unsaved = false;
+  advance(*it->second);
+}
+
+void Controller::unsaved_job(uint64_t id) {
+  auto it = jobs_.find(id);
+  if (it == jobs_.end()) return;
+  JobRecord& job = *it->second;
+  if (!job.unsaved) return;  // (never scheduled while unsaved: nothing of it ran)
+  store_->discard_job(id);
+  user_limits_.job_removed(job.userid);
+  jobs_.erase(it);
 }
 
 }  // namespace corral::ctld

@@ -40,10 +40,14 @@ class ServerContext;
 namespace corral::ctld {
 
 grpc::Status to_grpc(const Error& e);
-Status wait_durable(store::Store& store);
+// With `fail_fast`, a commit failure that may pass (disk full) is returned at once; the
+// writes stay queued and commit later (Store::on_durable).
+Status wait_durable(store::Store& store, bool fail_fast = false);
 
 // Jobs of one listing filled under one hold of the controller's lock.
 inline constexpr size_t kListingSlice = 2048;
+// Rows of the job table (corral queue) scanned under one hold of the controller's lock.
+inline constexpr size_t kListingScanSlice = 8192;
 // Jobs of one submission created under one hold of the controller's lock.
 inline constexpr size_t kSubmitSlice = 4096;
 
@@ -135,6 +139,12 @@ class Controller final : public HookContext {
   void post_event(uint64_t jobid, std::string name, std::string context_json) override;
   void raise_exception(uint64_t jobid, std::string type, int severity,
                        std::string note) override;
+  void out_of_memory(const JobRecord& job, const v1::JobNodeExit& ex);
+  // A submission's commit: schedules the job, or forgets it when it could not be saved.
+  void saved_job(uint64_t id);
+  void unsaved_job(uint64_t id);
+  // For listings: why new jobs are refused ("" while the state database is writable).
+  std::string store_warning() const;
   void add_dependency(uint64_t jobid, std::string description) override;
   void remove_dependency(uint64_t jobid, std::string description) override;
   void prolog_start(uint64_t jobid, std::string description) override;
@@ -265,6 +275,10 @@ class Controller final : public HookContext {
   Outbox outbox_;
   WatchHub hub_;
   UserLimits user_limits_{cfg_.limits};  // guarded by mu_
+  // Jobs retired whose summary is not yet durable, for readers (the store has them once it is).
+  std::mutex retired_mu_;
+  std::unordered_map<uint64_t, v1::JobInfo> retired_unsaved_;
+  bool retired_summary(uint64_t id, v1::JobInfo* out);
   std::map<uint32_t, std::set<uint64_t>> held_by_limit_;  // uid -> jobs held by max-running-jobs, oldest first
   sched::Scheduler sched_;
   std::vector<std::unique_ptr<JobHook>> hooks_;

@@ -154,7 +154,7 @@ void Controller::advance(JobRecord& job) {
       break;
     case JobState::SCHED:
       job.reason = job.status.urgency == 0 ? "JobHeldUser" : "";
-      if (job.in_scheduler) break;
+      if (job.in_scheduler || job.unsaved) break;
       if (!job.counts_as_running) {
         if (!user_limits_.may_run(job.userid)) {
           job.reason = "AssocMaxJobsLimit";  // Slurm's name: the user's MaxJobs
@@ -325,6 +325,7 @@ std::vector<std::pair<std::string, v1::ControllerMessage>> Controller::build_sta
     t->set_ntasks(it->second);
     t->set_cores(n.cores.encode());
     t->set_gpus(n.gpus.encode());
+    t->set_memory_mb(n.memory_mb);
     add_topology_env(topo, n.name, *t->mutable_env());
   }
   std::vector<std::pair<std::string, v1::ControllerMessage>> out;
@@ -403,6 +404,15 @@ void Controller::retire(JobRecord& job) {
   v1::JobInfo info;
   fill_info(job, &info);
   store_->finish_job(job.id, summary_to_json(info));
+  {
+    // Readers find it here until its summary is durable (at once, unless the disk is full).
+    std::lock_guard lk(retired_mu_);
+    retired_unsaved_.emplace(job.id, std::move(info));
+  }
+  outbox_.push([this, id = job.id] {
+    std::lock_guard lk(retired_mu_);
+    retired_unsaved_.erase(id);
+  });
   if (job.interactive && !job.output.empty()) {
     recent_output_[job.id] = std::move(job.output);
     while (recent_output_.size() > 64) recent_output_.erase(recent_output_.begin());
@@ -444,8 +454,23 @@ void Controller::handle_exit(const v1::JobNodeExit& ex) {
   if (auto n = node_index_.find(ex.node()); n != node_index_.end() && !ex.node_fault() && ex.error().empty())
     nodes_[n->second].launch_faults = 0;
   touch(job);
+  if (ex.oom_kills() > 0) out_of_memory(job, ex);
   // Last: the exception is applied at once and may end and retire the job.
   if (!ex.error().empty()) launch_failed(job.id, ex);
+}
+
+// The kernel killed tasks over the job's memory limit: a non-fatal exception that says so
+// (the job's other tasks go on, as the batch script may handle it); the job ends
+// OUT_OF_MEMORY (job::job_result).
+void Controller::out_of_memory(const JobRecord& job, const v1::JobNodeExit& ex) {
+  uint64_t limit_mb = 0;
+  if (job.R)
+    for (const auto& n : job.R->nodes)
+      if (n.name == ex.node()) limit_mb = n.memory_mb;
+  raise_exception(job.id, "oom", 1,
+                  fmt::format("the out-of-memory killer ended {} process(es) on {}: the job is limited to {} MiB "
+                              "there (--mem)",
+                              ex.oom_kills(), ex.node(), limit_mb));
 }
 
 // Tasks that could not start say so on the job, naming the node and why. While other nodes

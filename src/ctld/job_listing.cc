@@ -8,6 +8,7 @@
 #include <set>
 #include <string_view>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "ctld/controller.h"
 #include "ctld/job_summary.h"
@@ -93,9 +94,13 @@ class TableBuilder {
 // a row uses it, so the table holds only the text of the jobs listed.
 class RowTableBuilder {
  public:
-  RowTableBuilder(v1::JobTable* t, const TextPool& pool)
-      : t_(t), pool_(pool), remap_(pool.size(), kNone) {
-    t_->add_strings("");
+  explicit RowTableBuilder(v1::JobTable* t) : t_(t) { t_->add_strings(""); }
+
+  // The lock was released since the last rows: the pool may have grown, and an index it
+  // released may now hold other text.
+  void new_slice(const TextPool& pool) {
+    pool_ = &pool;
+    remap_.assign(pool.size(), kNone);
   }
 
   void reserve(size_t rows) {
@@ -152,7 +157,7 @@ class RowTableBuilder {
   uint32_t text(uint32_t pool_index) {
     uint32_t& i = remap_[pool_index];
     if (pool_index == 0) return 0;
-    if (i == kNone) i = append(pool_.at(pool_index));
+    if (i == kNone) i = append(pool_->at(pool_index));
     return i;
   }
   // Text not from the pool (user and state names, the scheduler's reasons).
@@ -182,7 +187,7 @@ class RowTableBuilder {
   }
 
   v1::JobTable* t_;
-  const TextPool& pool_;
+  const TextPool* pool_ = nullptr;
   std::vector<uint32_t> remap_;  // pool index -> table index
   std::map<std::string, uint32_t, std::less<>> other_;
   uint32_t states_[8] = {kNone, kNone, kNone, kNone, kNone, kNone, kNone, kNone};
@@ -262,6 +267,18 @@ grpc::Status Controller::for_each_listed(const Viewer& v, const v1::ListJobsRequ
       done.push_back(info);
     }
   }
+  {
+    // Retired but not yet durable (the disk is full): shown as the store will have them.
+    std::lock_guard lk(retired_mu_);
+    std::unordered_set<uint64_t> stored;
+    if (!retired_unsaved_.empty())
+      for (const auto& d : done) stored.insert(d.id());
+    for (const auto& [id, j] : retired_unsaved_) {
+      if (!wanted(id, j.userid(), j.partition()) || stored.count(id)) continue;
+      done.push_back(j);
+      if (!v.sees_details(j.userid())) redact(done.back());
+    }
+  }
   std::sort(done.begin(), done.end(), [](auto& a, auto& b) { return a.id() < b.id(); });
   size_t d = 0;
   for (const auto& job : active) {
@@ -276,10 +293,12 @@ grpc::Status Controller::for_each_listed(const Viewer& v, const v1::ListJobsRequ
 }
 
 grpc::Status Controller::list_jobs(const Caller& c, const v1::ListJobsRequest& req, v1::ListJobsReply* rep) {
+  rep->set_warning(store_warning());
   return for_each_listed(viewer(c), req, [rep](const v1::JobInfo& j) { *rep->add_jobs() = j; });
 }
 
 grpc::Status Controller::list_job_table(const Caller& c, const v1::ListJobsRequest& req, v1::JobTable* rep) {
+  rep->set_warning(store_warning());
   const Viewer v = viewer(c);
   auto mask = listing_state_mask(req.states());
   if (!mask) return to_grpc(mask.error());
@@ -291,28 +310,38 @@ grpc::Status Controller::list_job_table(const Caller& c, const v1::ListJobsReque
   const std::set<uint32_t> users(req.userids().begin(), req.userids().end());
   const std::set<uint64_t> ids(req.jobids().begin(), req.jobids().end());
   const size_t limit = req.max_entries() ? req.max_entries() : SIZE_MAX;
-  std::lock_guard lk(mu_);
-  for (uint64_t id : dirty_) listing_.changed(id, jobs_);  // touched, not yet advanced
-  listing_.sync(jobs_);
-  const TextPool& pool = listing_.text();
-  uint32_t partition = 0;
-  if (!req.partition().empty() && !pool.find(req.partition(), &partition))
-    return grpc::Status::OK;  // no active job is in that partition
-  RowTableBuilder table(rep, pool);
-  table.reserve(std::min(limit, jobs_.size()));
+  RowTableBuilder table(rep);
+  // In slices of rows, the lock released between them, so that listing 100,000 jobs
+  // does not hold up heartbeats and other users' requests; each slice goes on from the
+  // next job id (jobs that ended meanwhile are left out, as a later listing would).
   size_t n = 0;
-  for (const auto& row : listing_.rows()) {
-    if (!row.live || !(static_cast<uint32_t>(row.state) & *mask)) continue;
-    if (!v.sees_job(row.userid) || (!users.empty() && !users.count(row.userid)) || (!ids.empty() && !ids.count(row.id)) ||
-        (!req.partition().empty() && row.partition != partition))
-      continue;
-    if (n++ == limit) break;
-    // A row's own reason is in the text pool; only the others are worked out here.
-    std::string reason =
-        row.reason == 0 ? pending_reason(row.id, row.state, {}, row.ask_scheduler) : std::string();
-    table.add(row, [this](uint32_t uid) { return username(uid); }, reason, v.sees_details(row.userid));
+  for (uint64_t next = 0;;) {
+    std::lock_guard lk(mu_);
+    for (uint64_t id : dirty_) listing_.changed(id, jobs_);  // touched, not yet advanced
+    listing_.sync(jobs_);
+    const TextPool& pool = listing_.text();
+    uint32_t partition = 0;
+    const bool no_partition = !req.partition().empty() && !pool.find(req.partition(), &partition);
+    if (no_partition) return grpc::Status::OK;  // no active job is in that partition
+    table.new_slice(pool);
+    if (next == 0) table.reserve(std::min(limit, jobs_.size()));
+    const auto& rows = listing_.rows();
+    auto row = std::lower_bound(rows.begin(), rows.end(), next,
+                                [](const ListingRow& r, uint64_t id) { return r.id < id; });
+    for (size_t scanned = 0; row != rows.end() && scanned < kListingScanSlice; ++row, ++scanned) {
+      if (!row->live || !(static_cast<uint32_t>(row->state) & *mask)) continue;
+      if (!v.sees_job(row->userid) || (!users.empty() && !users.count(row->userid)) ||
+          (!ids.empty() && !ids.count(row->id)) || (!req.partition().empty() && row->partition != partition))
+        continue;
+      if (n++ == limit) return grpc::Status::OK;
+      // A row's own reason is in the text pool; only the others are worked out here.
+      std::string reason =
+          row->reason == 0 ? pending_reason(row->id, row->state, {}, row->ask_scheduler) : std::string();
+      table.add(*row, [this](uint32_t uid) { return username(uid); }, reason, v.sees_details(row->userid));
+    }
+    if (row == rows.end()) return grpc::Status::OK;
+    next = row->id;
   }
-  return grpc::Status::OK;
 }
 
 }  // namespace corral::ctld

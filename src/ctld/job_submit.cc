@@ -194,6 +194,7 @@ uint64_t Controller::create_job(const Caller& c, std::shared_ptr<const job::Jobs
   rec->interactive = spec->output.path.empty();
   rec->partition = partition_of(*spec);
   rec->spec = std::move(spec);
+  rec->unsaved = true;
   uint64_t id = rec->id;
   store_->insert_job(id, c.uid, rec->jobspec_text);
   jobs_.emplace(id, std::move(rec));  // counted by the caller (UserLimits::jobs_added)

@@ -319,6 +319,7 @@ void Controller::check_heartbeats() {
 }
 
 grpc::Status Controller::list_nodes(const v1::ListNodesRequest& req, v1::ListNodesReply* rep) {
+  rep->set_warning(store_warning());
   std::optional<Hostlist> filter;
   if (!req.hostlist().empty()) {
     auto hl = Hostlist::parse(req.hostlist());
@@ -388,6 +389,9 @@ grpc::Status Controller::set_node_state(const Caller& c, const v1::NodeStateRequ
   drain_posts();
   outbox_.seal();
   Status st = store_->flush();
+  if (!st.ok() && st.error().code == Errc::unavailable)
+    return {grpc::StatusCode::UNAVAILABLE, "recorded, and saved once corrald can write its state again: " +
+                                               st.message()};
   if (!st.ok()) return {grpc::StatusCode::INTERNAL, st.message()};
   return grpc::Status::OK;
 }

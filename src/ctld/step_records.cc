@@ -60,11 +60,11 @@ void to_proto(const store::StepRecord& r, v1::StepInfo* s) {
 Result<std::string> result_name(std::string name) {
   for (auto& ch : name) ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
   if (name == "CANCELLED") name = "CANCELED";
-  constexpr std::array<std::string_view, 4> kResults{"COMPLETED", "FAILED", "CANCELED",
-                                                     "TIMEOUT"};
+  constexpr std::array<std::string_view, 5> kResults{"COMPLETED", "FAILED", "CANCELED",
+                                                     "TIMEOUT", "OUT_OF_MEMORY"};
   if (std::find(kResults.begin(), kResults.end(), name) == kResults.end())
     return invalid(fmt::format("history: unknown result \"{}\" (use COMPLETED, FAILED, "
-                               "CANCELED or TIMEOUT)",
+                               "CANCELED, TIMEOUT or OUT_OF_MEMORY)",
                                name));
   return name;
 }

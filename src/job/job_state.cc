@@ -282,6 +282,7 @@ Status on_exception(JobStatus& s, const Event& ev, const json& ctx) {
   }
   auto note = ctx_string(ctx, ev, "note");
   if (!note) return note.error();
+  if (*type == "oom") s.out_of_memory = true;
   if (*severity != 0) return {};
   if (!s.fatal_exception) {
     s.fatal_exception = true;
@@ -390,8 +391,9 @@ std::string job_result(const JobStatus& status) {
   if (status.fatal_exception) {
     if (status.exception_type == "cancel") return "CANCELED";
     if (status.exception_type == "timeout") return "TIMEOUT";
-    return "FAILED";
   }
+  if (status.out_of_memory) return "OUT_OF_MEMORY";
+  if (status.fatal_exception) return "FAILED";
   if (status.finished && status.waitstatus == 0) return "COMPLETED";
   return "FAILED";
 }

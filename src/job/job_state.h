@@ -51,6 +51,7 @@ struct JobStatus {
   bool fatal_exception = false;
   std::string exception_type;              // the first fatal exception's type
   std::string exception_note;
+  bool out_of_memory = false;              // an "oom" exception (any severity) was raised
   double t_submit = 0, t_run = 0, t_cleanup = 0, t_inactive = 0;
 };
 
@@ -58,7 +59,8 @@ struct JobStatus {
 // DEPEND) are an error naming the event and the state; the status is left unchanged.
 Status apply_event(JobStatus& status, const Event& ev);
 
-// COMPLETED, FAILED, CANCELED or TIMEOUT for an INACTIVE job (RFC 21's "result").
+// COMPLETED, FAILED, CANCELED, TIMEOUT or OUT_OF_MEMORY for an INACTIVE job (RFC 21's
+// "result"; OUT_OF_MEMORY as Slurm names it: the kernel killed tasks over the job's --mem).
 std::string job_result(const JobStatus& status);
 
 }  // namespace corral::job

@@ -93,7 +93,8 @@ Status Agent::open_cgroups() {
   }
   if (size_t n = cgroups_->clear_leftovers(); n > 0)
     spdlog::warn("killed {} process(es) an earlier run of this agent left in {}", n, cgroups_->root());
-  spdlog::info("task containment: cgroups under {}", cgroups_->root());
+  spdlog::info("task containment: cgroups under {}", cgroups_->describe());
+  if (!cgroups_->missing().empty()) spdlog::warn("task containment: {}", cgroups_->missing());
   jobs_->set_cgroups(cgroups_.get());
   step_node_->set_cgroups(cgroups_.get());
   return {};

@@ -5,8 +5,8 @@
 //              [--stdout PATH] [--stderr PATH] [--env-fd N] [--status-fd N]
 //              [--note-fd N] [--keep-fd N]... [--rlimit RESOURCE=VALUE]... -- COMMAND [ARG...]
 //
-// --cgroup names a cgroup v2 directory the helper moves itself into while still root,
-// so the task and everything it starts are contained from its first instruction.
+// --cgroup names a cgroup directory the helper moves itself into while still root (one
+// per hierarchy, up to 8), so the task and everything it starts are contained from its first instruction.
 // --cpus ("0-3,8") binds it to those CPUs before exec.
 // An absent --stdin/--stdout/--stderr keeps the descriptor corral-imp inherited.
 // --stderr equal to --stdout shares one open file. --env-fd names a descriptor holding
@@ -36,7 +36,7 @@ struct ImpArgs {
   long uid = -1;
   long gid = -1;
   std::string cwd;
-  std::string cgroup;
+  std::vector<std::string> cgroups;
   std::vector<int> cpus;
   std::optional<std::string> stdin_path, stdout_path, stderr_path;
   int env_fd = -1;
@@ -112,7 +112,8 @@ inline std::optional<std::string> parse_imp_args(const std::vector<std::string>&
     } else if (a == "--cwd") {
       out.cwd = v;
     } else if (a == "--cgroup") {
-      out.cgroup = v;
+      if (out.cgroups.size() >= 8) return "too many --cgroup options";
+      out.cgroups.push_back(v);
     } else if (a == "--cpus") {
       if (!imp_detail::parse_cpu_list(v, out.cpus)) return "invalid --cpus '" + v + "'";
     } else if (a == "--stdin") {

@@ -174,7 +174,7 @@ int main(int argc, char** argv) {
   if (a.note_fd >= 0) note = read_all(a.note_fd, "the job's notes");
   close_the_rest(a.keep_fds);
 
-  if (!a.cgroup.empty()) join_cgroup(a.cgroup);
+  for (const auto& dir : a.cgroups) join_cgroup(dir);
   if (!a.cpus.empty()) bind_cpus(a.cpus);
   drop_privileges(static_cast<uid_t>(a.uid), static_cast<gid_t>(a.gid));
   set_limits(a.rlimits);

@@ -121,6 +121,7 @@ void JobExecutor::start(const v1::StartJob& msg) {
     return;
   }
   std::shared_ptr<const job::Jobspec> spec = *parsed;
+  if (cgroups_ != nullptr && (msg.alloc() || spec->mock_duration < 0)) limit_job(job, msg);
   if (msg.alloc()) {
     start_alloc(job, msg);
   } else if (spec->mock_duration >= 0) {
@@ -334,7 +335,7 @@ void JobExecutor::start_node(Job& job, uint32_t ni, const v1::NodeTasks& nt, con
       req.uid = msg.userid();
       req.gid = msg.groupid();
     }
-    req.cgroup = cgroup_of(job);
+    req.cgroups = cgroup_of(job);
     req.cpus = cpus[i];
     req.rlimits = spec.rlimits;
     if (node.index == 0 && i == 0) place_notes(job, node, msg, req);
@@ -611,6 +612,12 @@ void JobExecutor::report_node(Job& job, Node& node) {
   exit.set_error(node.error);
   exit.set_node_fault(node.fault);
   exit.set_cpu_seconds(cpu);
+  if (cgroups_ != nullptr) {
+    // Its own tasks' and its steps'. The kernel counts its kills in the job's cgroup before the killed task is reaped.
+    const uint64_t kills = cgroups_->oom_kills(job.id);
+    if (kills > job.oom_kills) exit.set_oom_kills(kills - job.oom_kills);
+    job.oom_kills = std::max(job.oom_kills, kills);
+  }
   node.reported = true;
   // Posted: a PMI callback may be on the stack (an abort killed the last task).
   if (node.pmi || node.exchange)
@@ -629,7 +636,8 @@ void JobExecutor::report_node(Job& job, Node& node) {
     job.kill_timer.reset();
   }
   // What the tasks left running (daemons, double forks) ends with them.
-  if (cgroups_ != nullptr && job.cgroup && !job.cgroup->empty()) cgroups_->release(job.id, "tasks");
+  // (The job's directory, made for its limits, goes too once its steps' units are gone.)
+  if (cgroups_ != nullptr) cgroups_->release(job.id, "job_tasks");
   if (job_ended_) job_ended_(job.id, job.worst, job.cpu_seconds);
 }
 
@@ -679,13 +687,30 @@ void JobExecutor::kill_all(int sig) {
 
 // ------------------------------------------------------------------ bookkeeping
 
-const std::string& JobExecutor::cgroup_of(Job& job) {
+const std::vector<std::string>& JobExecutor::cgroup_of(Job& job) {
   if (job.cgroup) return *job.cgroup;
   job.cgroup.emplace();
   if (cgroups_ == nullptr) return *job.cgroup;
-  if (auto dir = cgroups_->create(job.id, "tasks"); dir) job.cgroup = std::move(*dir);
+  if (auto dir = cgroups_->create(job.id, "job_tasks"); dir) job.cgroup = std::move(*dir);
   else spdlog::warn("job {}: tasks run uncontained: {}", job.id, dir.message());
   return *job.cgroup;
+}
+
+void JobExecutor::limit_job(const Job& job, const v1::StartJob& msg) {
+  JobLimits limits;
+  limits.pids = config_.job_pids_max;
+  for (const auto& t : msg.tasks()) {
+    const NodeHardware* hw = config_.node(t.node());
+    if (hw == nullptr) continue;
+    limits.memory_bytes += t.memory_mb() * 1024 * 1024;
+    if (!config_.cpu_bind) continue;
+    if (auto cpus = cpus_of_cores(*hw, t.cores()); cpus) limits.cpus.insert(limits.cpus.end(), cpus->begin(), cpus->end());
+  }
+  std::sort(limits.cpus.begin(), limits.cpus.end());
+  limits.cpus.erase(std::unique(limits.cpus.begin(), limits.cpus.end()), limits.cpus.end());
+  if (!limits.any()) return;
+  // A job that cannot be held to its limits still runs (as without cgroups), and says why here.
+  if (auto st = cgroups_->limit_job(job.id, limits); !st) spdlog::warn("job {}: runs without its limits: {}", job.id, st.message());
 }
 
 void JobExecutor::forget(uint64_t jobid) {

@@ -99,7 +99,8 @@ class JobExecutor {
     std::optional<EventLoop::TimerId> mock_timer, kill_timer, retry_timer;
     double retry_delay = 0;  // seconds; grows while launches keep waiting
     std::string script_dir;  // batch jobs: removed on forget
-    std::optional<std::string> cgroup;  // created with the first task (empty: none)
+    std::optional<std::vector<std::string>> cgroup;  // created with the first task (empty: none)
+    uint64_t oom_kills = 0;  // reported so far
     size_t unreported = 0;
     bool alloc = false;
     int worst = 0;  // over the nodes reported so far
@@ -142,7 +143,9 @@ class JobExecutor {
   void report_node(Job& job, Node& node);
   std::string error_prefix(const Job& job, const Node& node) const;
   Job* find(uint64_t jobid);
-  const std::string& cgroup_of(Job& job);
+  const std::vector<std::string>& cgroup_of(Job& job);
+  // The job's memory, process and CPU limits on this agent's nodes, in its cgroup.
+  void limit_job(const Job& job, const v1::StartJob& msg);
   // Jobs submitted together (`--cc`, benchmarks) often carry the same jobspec text;
   // parsing dominates the mock path, so the last parse is reused.
   Result<std::shared_ptr<const job::Jobspec>> parse_cached(const std::string& text);

@@ -50,6 +50,7 @@ struct Options {
   std::string memory = "16GiB";
   std::string state_dir;
   std::string cgroups = "auto";
+  uint64_t job_pids_max = 0;
   std::string cpu_bind = "cores";
   std::string agent_id;
   std::string log_level = "info";
@@ -248,9 +249,15 @@ int main(int argc, char** argv) {
                  "(default unix:STATE_DIR/step.sock)");
   app.add_option("--cgroups", o.cgroups,
                  "Task containment: auto (a cgroup per job and per step under this process's cgroup v2 "
-                 "directory, when it is writable), none (process groups only), or a cgroup v2 directory "
-                 "to create them under. In a cgroup, what a task leaves running (setsid, double fork) is "
-                 "killed when its job or step ends")
+                 "directory, when it is writable; cgroup v1 where the machine has no v2), none (process "
+                 "groups only), or a cgroup v2 directory to create them under. In a cgroup, what a task "
+                 "leaves running (setsid, double fork) is killed when its job or step ends, and the job "
+                 "is held to its --mem (memory.max: past it a task is killed and the job ends "
+                 "OUT_OF_MEMORY), its cores (cpuset) and --job-pids-max")
+      ->capture_default_str();
+  app.add_option("--job-pids-max", o.job_pids_max,
+                 "The most processes and threads one job may have at once on a node (pids.max of its "
+                 "cgroup; 0: no limit). Stops a fork bomb from taking the node")
       ->capture_default_str();
   app.add_option("--cpu-bind", o.cpu_bind,
                  "cores: tasks run only on the CPUs of the cores their job or step holds on the node "
@@ -296,6 +303,7 @@ int main(int argc, char** argv) {
   config.cxi = *cxi;
   config.as_root = ::geteuid() == 0;
   config.cgroups = o.cgroups;
+  config.job_pids_max = o.job_pids_max;
   config.cpu_bind = o.cpu_bind == "cores";
   std::error_code ec;
   std::filesystem::create_directories(config.state_dir, ec);

@@ -33,16 +33,17 @@ struct SpawnActions {
 
 // What the child does before its file actions, besides what posix_spawn would.
 struct ChildSetup {
-  std::string cgroup;     // non-empty: the cgroup v2 directory it moves itself into
+  std::vector<std::string> cgroups;  // the cgroup directories it moves itself into
   std::vector<int> cpus;  // non-empty: the only CPUs it (and what it starts) may run on
   std::vector<job::TaskRlimit> rlimits;  // soft limits, capped at the hard ones
-  bool any() const { return !cgroup.empty() || !cpus.empty() || !rlimits.empty(); }
+  bool any() const { return !cgroups.empty() || !cpus.empty() || !rlimits.empty(); }
 };
 
 struct SpawnFailure {
   enum class Stage { exec, cgroup, cpus, rlimits };
   int err = 0;  // errno; 0: started
   Stage stage = Stage::exec;  // exec also covers the file actions
+  size_t cgroup = 0;  // Stage::cgroup: which of ChildSetup::cgroups
 };
 
 // Starts `path` with the actions, in a process group of its own (or a session of its own

@@ -41,7 +41,7 @@ struct Prepared {
   char* const* envp;
   const SpawnActions& actions;
   bool new_session;
-  const char* procs;  // null: no cgroup
+  const std::vector<const char*>& procs;  // the cgroup.procs files to join
   const cpu_set_t* cpus;  // null: no binding
   const std::vector<job::TaskRlimit>& rlimits;
   int report;
@@ -57,12 +57,12 @@ int set_soft_limit(const job::TaskRlimit& l) {
 }
 
 SpawnFailure join_and_bind(const Prepared& p) {
-  if (p.procs != nullptr) {
-    int fd = ::open(p.procs, O_WRONLY | O_CLOEXEC);
+  for (size_t i = 0; i < p.procs.size(); ++i) {
+    int fd = ::open(p.procs[i], O_WRONLY | O_CLOEXEC);
     bool ok = fd >= 0 && ::write(fd, "0", 1) == 1;
     int err = errno == 0 ? EIO : errno;
     if (fd >= 0) ::close(fd);
-    if (!ok) return {err, SpawnFailure::Stage::cgroup};
+    if (!ok) return {err, SpawnFailure::Stage::cgroup, i};
   }
   if (p.cpus != nullptr && ::sched_setaffinity(0, sizeof(cpu_set_t), p.cpus) != 0)
     return {errno, SpawnFailure::Stage::cpus};
@@ -101,14 +101,17 @@ SpawnFailure join_and_bind(const Prepared& p) {
 
 SpawnFailure spawn_child(pid_t& pid, const std::string& path, char* const argv[], char* const envp[],
                          const SpawnActions& actions, bool new_session, const ChildSetup& setup) {
-  const std::string procs = setup.cgroup.empty() ? "" : setup.cgroup + "/cgroup.procs";
+  std::vector<std::string> procs;
+  for (const auto& dir : setup.cgroups) procs.push_back(dir + "/cgroup.procs");
+  std::vector<const char*> proc_files;
+  for (const auto& f : procs) proc_files.push_back(f.c_str());
   cpu_set_t cpus;
   CPU_ZERO(&cpus);
   for (int cpu : setup.cpus)
     if (cpu >= 0 && cpu < CPU_SETSIZE) CPU_SET(cpu, &cpus);
   int report[2];
   if (::pipe2(report, O_CLOEXEC) != 0) return {errno};
-  const Prepared prepared{path,      argv,        envp, actions, new_session, procs.empty() ? nullptr : procs.c_str(),
+  const Prepared prepared{path,      argv,        envp, actions, new_session, proc_files,
                           setup.cpus.empty() ? nullptr : &cpus, setup.rlimits, report[1]};
   // No handler of the agent may run in the child before it resets them (as glibc does).
   sigset_t all, old;

@@ -145,7 +145,7 @@ struct StepNode::Impl {
     bool flush_posted = false;
     size_t live = 0;  // local tasks whose exit is not reported yet
     bool finishing = false;
-    std::optional<std::string> cgroup;  // created with the first task (empty: none)
+    std::optional<std::vector<std::string>> cgroup;  // created with the first task (empty: none)
   };
   struct TaskRef {
     LaunchId id;
@@ -209,7 +209,7 @@ struct StepNode::Impl {
   void schedule_flush(Launch& l);
   void flush(Launch& l);
   void maybe_finish(Launch& l);
-  const std::string& cgroup_of(Launch& l);
+  const std::vector<std::string>& cgroup_of(Launch& l);
   static std::string cgroup_unit(const Launch& l);
 
   // ---- local tasks
@@ -519,7 +519,7 @@ void StepNode::Impl::start_task(Launch& l, LocalNode& node, size_t ni, size_t ti
       lr.stdin_fd = stdin_r.get();
     }
   }
-  lr.cgroup = cgroup_of(l);
+  lr.cgroups = cgroup_of(l);
   lr.cpus = node.cpus[ti];
   auto proc = launch_process(lr);
   if (!proc) {
@@ -608,7 +608,7 @@ std::string StepNode::Impl::cgroup_unit(const Launch& l) {
   return "step_" + job::step_name(l.req.stepid()) + "-" + std::to_string(l.id);
 }
 
-const std::string& StepNode::Impl::cgroup_of(Launch& l) {
+const std::vector<std::string>& StepNode::Impl::cgroup_of(Launch& l) {
   if (l.cgroup) return *l.cgroup;
   l.cgroup.emplace();
   if (cgroups == nullptr) return *l.cgroup;

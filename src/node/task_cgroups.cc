@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <cctype>
+#include <filesystem>
 #include <climits>
 #include <cerrno>
 #include <chrono>
@@ -18,6 +19,7 @@
 #include <vector>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <spdlog/spdlog.h>
 
 namespace corral::node {
@@ -126,64 +128,142 @@ Result<std::unique_ptr<TaskCgroups>> TaskCgroups::open(EventLoop& loop, const st
     return std::unique_ptr<TaskCgroups>();
   };
   if (setting.empty() || setting == "none") return off("turned off (--cgroups none)");
-  std::string base;
-  if (setting == "auto") {
-    auto own = own_cgroup2_dir();
-    if (!own) return off("no cgroup v2 hierarchy is mounted");
-    base = *own;
-  } else {
-    base = setting;
-  }
-  if (!is_cgroup2(base)) {
-    std::string why = fmt::format("{} is not in a cgroup v2 hierarchy", base);
-    if (setting == "auto") return off(why);
-    return invalid("--cgroups: " + why);
-  }
   char real[PATH_MAX];
   const std::string where = ::realpath(state_dir.c_str(), real) != nullptr ? std::string(real) : state_dir;
-  std::string root = base + (base.back() == '/' ? "" : "/") + dir_name(agent_id, where);
-  if (::mkdir(root.c_str(), 0755) != 0 && errno != EEXIST) {
-    std::string why = fmt::format("cannot create {}: {}", root, errno_text(errno));
-    if (setting == "auto") return off(why);
-    return io_error("--cgroups: " + why);
+  const std::string name = dir_name(agent_id, where);
+  std::vector<CgroupTree> trees;
+  std::string missing;
+  std::string base = setting == "auto" ? own_cgroup2_dir().value_or("") : setting;
+  if (!base.empty() && !is_cgroup2(base)) {
+    if (setting != "auto") return invalid(fmt::format("--cgroups: {} is not in a cgroup v2 hierarchy", base));
+    base.clear();
   }
-  return std::unique_ptr<TaskCgroups>(new TaskCgroups(loop, std::move(root)));
+  if (!base.empty()) {
+    std::string root = base + (base.back() == '/' ? "" : "/") + name;
+    if (::mkdir(root.c_str(), 0755) != 0 && errno != EEXIST) {
+      std::string why = fmt::format("cannot create {}: {}", root, errno_text(errno));
+      if (setting == "auto") return off(why);
+      return io_error("--cgroups: " + why);
+    }
+    auto enabled = enable_v2_controllers(base, root, &missing);
+    trees.push_back({std::move(root), true, std::move(enabled)});
+  }
+  // Limit controllers v2 does not give us, from their v1 hierarchies.
+  std::vector<std::string> have = trees.empty() ? std::vector<std::string>{} : trees.front().controllers;
+  for (const auto& v1 : v1_bases(have)) {
+    CgroupTree tree{v1.dir + "/" + name, false, {v1.controller}};
+    if (::mkdir(tree.root.c_str(), 0755) != 0 && errno != EEXIST) {
+      missing += fmt::format("{}{} (cannot create {}: {})", missing.empty() ? "" : "; ", v1.controller, tree.root,
+                             errno_text(errno));
+      continue;
+    }
+    if (auto st = init_cgroup_dir(tree, tree.root); !st) {
+      missing += fmt::format("{}{} ({})", missing.empty() ? "" : "; ", v1.controller, st.message());
+      ::rmdir(tree.root.c_str());
+      continue;
+    }
+    trees.push_back(std::move(tree));
+  }
+  if (trees.empty()) return off("no cgroup hierarchy is mounted and writable");
+  // What no hierarchy gives is missing; what v1 gave after all is not.
+  std::string still;
+  for (const auto& c : limit_controllers()) {
+    bool found = false;
+    for (const auto& t : trees) found |= t.has(c);
+    if (!found) still += fmt::format("{}{}", still.empty() ? "" : ", ", c);
+  }
+  if (still.empty()) missing.clear();
+  else missing = fmt::format("no {} limits: {}", still, missing.empty() ? "no hierarchy has them" : missing);
+  return std::unique_ptr<TaskCgroups>(new TaskCgroups(loop, std::move(trees), std::move(missing)));
 }
 
-TaskCgroups::TaskCgroups(EventLoop& loop, std::string root) : loop_(loop), root_(std::move(root)) {}
+TaskCgroups::TaskCgroups(EventLoop& loop, std::vector<CgroupTree> trees, std::string missing)
+    : loop_(loop), trees_(std::move(trees)), missing_(std::move(missing)) {}
 
 TaskCgroups::~TaskCgroups() {
   if (timer_) loop_.cancel_timer(*timer_);
   // Shutdown: the agent already signalled its tasks; give the kernel a moment to let
   // them go, so that no empty cgroup stays behind.
-  size_t found = 0;
-  for (int i = 0; i < 50 && !kill_tree(root_, found); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  for (const auto& tree : trees_) {
+    size_t found = 0;
+    for (int i = 0; i < 50 && !kill_tree(tree.root, found); ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
 }
 
-std::string TaskCgroups::unit_path(uint64_t jobid, const std::string& unit) const {
-  return fmt::format("{}/job_{}/{}", root_, jobid, unit);
+std::string TaskCgroups::describe() const {
+  std::string out;
+  for (const auto& t : trees_)
+    out += fmt::format("{}{} (cgroup v{}{}{})", out.empty() ? "" : ", ", t.root, t.v2 ? 2 : 1,
+                       t.controllers.empty() ? "" : ": ", fmt::join(t.controllers, " "));
+  return out;
 }
 
-Result<std::string> TaskCgroups::create(uint64_t jobid, const std::string& unit) {
-  const std::string job_dir = fmt::format("{}/job_{}", root_, jobid);
-  const std::string path = unit_path(jobid, unit);
-  for (const auto& d : {job_dir, path})
-    if (::mkdir(d.c_str(), 0755) != 0 && errno != EEXIST)
-      return io_error(fmt::format("cannot create cgroup {}: {}", d, errno_text(errno)));
-  return path;
+std::string TaskCgroups::job_path(const CgroupTree& tree, uint64_t jobid) {
+  return fmt::format("{}/job_{}", tree.root, jobid);
+}
+
+Status TaskCgroups::make_dir(const CgroupTree& tree, const std::string& dir) {
+  if (::mkdir(dir.c_str(), 0755) != 0) {
+    struct stat st{};
+    // (A v1 hierarchy has control files of its own in every cgroup: never take one for a unit.)
+    if (errno == EEXIST && ::stat(dir.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) return {};
+    return io_error(fmt::format("cannot create cgroup {}: {}", dir, errno_text(errno)));
+  }
+  return init_cgroup_dir(tree, dir);
+}
+
+Result<std::vector<std::string>> TaskCgroups::create(uint64_t jobid, const std::string& unit) {
+  std::vector<std::string> out;
+  for (const auto& tree : trees_) {
+    const std::string job_dir = job_path(tree, jobid);
+    const std::string path = job_dir + "/" + unit;
+    for (const auto& d : {job_dir, path})
+      if (auto st = make_dir(tree, d); !st) return st.error();
+    out.push_back(path);
+  }
+  return out;
+}
+
+Status TaskCgroups::limit_job(uint64_t jobid, const JobLimits& limits) {
+  for (const auto& tree : trees_) {
+    const std::string dir = job_path(tree, jobid);
+    if (auto st = make_dir(tree, dir); !st) return st;
+    if (auto st = write_limits(tree, dir, limits); !st) return st;
+  }
+  return {};
+}
+
+uint64_t TaskCgroups::oom_kills(uint64_t jobid) const {
+  auto released = oom_released_.find(jobid);
+  uint64_t n = released == oom_released_.end() ? 0 : released->second;
+  for (const auto& tree : trees_) {
+    bool hierarchical = false;
+    const std::string dir = job_path(tree, jobid);
+    n += node::oom_kills(tree, dir, &hierarchical);
+    if (!hierarchical)
+      for (const auto& unit : subdirs(dir)) n += node::oom_kills(tree, unit);
+  }
+  return n;
 }
 
 void TaskCgroups::release(uint64_t jobid, const std::string& unit) {
-  const std::string path = unit_path(jobid, unit);
-  // Usually every task is gone and the cgroup goes at once; EBUSY means something is left.
-  if (!remove_dir(path)) {
-    if (size_t n = kill_cgroup(path); n > 0)
-      spdlog::info("job {}: killed {} process(es) left in {} after its tasks ended", jobid, n, unit);
-    draining_.emplace(path, 0);
-    if (!timer_) timer_ = loop_.add_timer(kDrainInterval, [this] { drain(); });
-    return;
+  for (const auto& tree : trees_) {
+    const std::string path = job_path(tree, jobid) + "/" + unit;
+    bool hierarchical = true;
+    if (const uint64_t kills = node::oom_kills(tree, path, &hierarchical); kills > 0 && !hierarchical)
+      oom_released_[jobid] += kills;  // v1 keeps the count in the unit, which goes now
+    // Usually every task is gone and the cgroup goes at once; EBUSY means something is left.
+    if (!remove_dir(path)) {
+      if (size_t n = kill_cgroup(path); n > 0 && &tree == &trees_.front())
+        spdlog::info("job {}: killed {} process(es) left in {} after its tasks ended", jobid, n, unit);
+      draining_.emplace(path, 0);
+      if (!timer_) timer_ = loop_.add_timer(kDrainInterval, [this] { drain(); });
+      continue;
+    }
+    remove_dir(job_path(tree, jobid));  // EBUSY while other units remain
   }
-  remove_dir(fmt::format("{}/job_{}", root_, jobid));  // EBUSY while other units remain
+  if (!std::filesystem::exists(job_path(trees_.front(), jobid))) oom_released_.erase(jobid);
 }
 
 void TaskCgroups::drain() {
@@ -192,7 +272,10 @@ void TaskCgroups::drain() {
     const std::string& dir = it->first;
     kill_cgroup(dir);
     if (remove_dir(dir)) {
-      if (std::string parent = dir.substr(0, dir.rfind('/')); parent != root_) remove_dir(parent);
+      // A unit gone: its job's directory too once it is the last.
+      if (std::string parent = dir.substr(0, dir.rfind('/'));
+          parent.substr(parent.rfind('/') + 1).rfind("job_", 0) == 0)
+        remove_dir(parent);
     } else if (++it->second < kDrainTries) {
       ++it;
       continue;
@@ -205,11 +288,13 @@ void TaskCgroups::drain() {
 }
 
 size_t TaskCgroups::clear_leftovers() {
-  size_t found = 0;
-  for (const auto& job : subdirs(root_)) {
-    if (kill_tree(job, found)) continue;
-    for (const auto& unit : subdirs(job)) draining_.emplace(unit, 0);
-    if (subdirs(job).empty()) draining_.emplace(job, 0);
+  size_t found = 0, elsewhere = 0;  // the same processes are in every hierarchy: count them once
+  for (const auto& tree : trees_) {
+    for (const auto& job : subdirs(tree.root)) {
+      if (kill_tree(job, &tree == &trees_.front() ? found : elsewhere)) continue;
+      for (const auto& unit : subdirs(job)) draining_.emplace(unit, 0);
+      if (subdirs(job).empty()) draining_.emplace(job, 0);
+    }
   }
   if (!draining_.empty() && !timer_) timer_ = loop_.add_timer(kDrainInterval, [this] { drain(); });
   return found;

@@ -1,15 +1,21 @@
-// Containment of tasks in cgroup v2: each unit of work on this agent (a job's own tasks,
+// Containment of tasks in cgroups: each unit of work on this agent (a job's own tasks,
 // one launch of a step) gets a cgroup, every task of it is moved there, and when the
 // unit ends whatever is still in it (a daemon that called setsid, a double fork) is
 // killed with cgroup.kill and the cgroup removed. Process groups alone cannot do this:
-// a process that leaves its group escapes every killpg.
+// a process that leaves its group escapes every killpg. The job's directory carries its
+// limits on this node (cgroup_limits.h: memory.max from --mem, pids.max, its CPUs), which
+// every unit below it shares.
 //
-//   ROOT/job_42/tasks            the job's own tasks (batch script, command, alloc)
+//   ROOT/job_42                  the job's limits
+//   ROOT/job_42/job_tasks        the job's own tasks (batch script, command, alloc)
 //   ROOT/job_42/step_3-17        step 3, launch 17 of this agent
 //
-// ROOT is per agent (several agents may share a machine), derived from the agent's id and
-// state directory so that a restarted agent finds what its predecessor left. Lives on the
-// agent's event loop; removal of a cgroup whose processes are still dying is retried there.
+// The first hierarchy is cgroup v2 (tracking, killing, and the limit controllers it
+// delegates); a limit controller only a v1 hierarchy has here gets a ROOT of its own
+// there, with the same layout. ROOT is per agent (several agents may share a machine),
+// derived from the agent's id and state directory so that a restarted agent finds what
+// its predecessor left. Lives on the agent's event loop; removal of a cgroup whose
+// processes are still dying is retried there.
 #pragma once
 
 #include <sys/types.h>
@@ -20,6 +26,9 @@
 #include <map>
 #include <string>
 
+#include <vector>
+
+#include "node/cgroup_limits.h"
 #include "node/event_loop.h"
 #include "util/result.h"
 
@@ -28,8 +37,9 @@ namespace corral::node {
 class TaskCgroups {
  public:
   // `setting`: "none" (containment off: nullptr), "auto" (a writable cgroup v2 hierarchy
-  // if the machine has one, else nullptr with `why_off` saying why), or a directory inside
-  // a cgroup v2 hierarchy to use as ROOT's parent (an error if it cannot be used).
+  // if the machine has one, else cgroup v1 if it has that, else nullptr with `why_off`
+  // saying why), or a directory inside a cgroup v2 hierarchy to use as ROOT's parent (an
+  // error if it cannot be used).
   static Result<std::unique_ptr<TaskCgroups>> open(EventLoop& loop, const std::string& setting,
                                                    const std::string& agent_id, const std::string& state_dir,
                                                    std::string* why_off = nullptr);
@@ -37,10 +47,19 @@ class TaskCgroups {
   TaskCgroups(const TaskCgroups&) = delete;
   TaskCgroups& operator=(const TaskCgroups&) = delete;
 
-  const std::string& root() const { return root_; }
+  const std::string& root() const { return trees_.front().root; }
+  // For the agent's log: each hierarchy and the limits it enforces.
+  std::string describe() const;
+  // The limit controllers no hierarchy here gives us, and why (empty: none missing).
+  const std::string& missing() const { return missing_; }
 
-  // Creates the unit's cgroup; its path, for LaunchRequest::cgroup.
-  Result<std::string> create(uint64_t jobid, const std::string& unit);
+  // Creates the unit's cgroup in every hierarchy: the directories a task joins, for
+  // LaunchRequest::cgroups.
+  Result<std::vector<std::string>> create(uint64_t jobid, const std::string& unit);
+  // Sets the job's limits on this node (creating its directory when no unit has yet).
+  Status limit_job(uint64_t jobid, const JobLimits& limits);
+  // Processes of the job killed by the out-of-memory killer so far.
+  uint64_t oom_kills(uint64_t jobid) const;
   // The unit ended: kills what is left in it, removes it (and the job's directory once
   // empty). Safe to call for a unit that was never created.
   void release(uint64_t jobid, const std::string& unit);
@@ -52,13 +71,16 @@ class TaskCgroups {
   size_t draining() const { return draining_.size(); }
 
  private:
-  TaskCgroups(EventLoop& loop, std::string root);
-  std::string unit_path(uint64_t jobid, const std::string& unit) const;
+  TaskCgroups(EventLoop& loop, std::vector<CgroupTree> trees, std::string missing);
+  static std::string job_path(const CgroupTree& tree, uint64_t jobid);
+  Status make_dir(const CgroupTree& tree, const std::string& dir);
   void drain();  // retries removal of draining_ cgroups
 
   EventLoop& loop_;
-  std::string root_;
+  std::vector<CgroupTree> trees_;  // never empty; [0] tracks and kills
+  std::string missing_;
   std::map<std::string, int> draining_;  // cgroup -> removal attempts
+  std::map<uint64_t, uint64_t> oom_released_;  // job -> OOM kills in v1 units already removed
   std::optional<EventLoop::TimerId> timer_;
 };
 

@@ -134,7 +134,8 @@ Result<pid_t> do_spawn(const std::string& path, std::vector<std::string> argv, s
   if (setup.any()) {
     SpawnFailure f = spawn_child(pid, path, cargv.data(), cenv.data(), actions, new_session, setup);
     switch (f.stage) {
-      case SpawnFailure::Stage::cgroup: return launch_error(f.err, "cannot move the task into cgroup " + setup.cgroup);
+      case SpawnFailure::Stage::cgroup: 
+        return launch_error(f.err, "cannot move the task into cgroup " + setup.cgroups.at(f.cgroup));
       case SpawnFailure::Stage::cpus:
         return launch_error(f.err, "cannot bind the task to CPUs " + cpu_list_text(setup.cpus));
       case SpawnFailure::Stage::rlimits: return launch_error(f.err, "cannot set the task's resource limits");
@@ -245,7 +246,7 @@ Result<LaunchedProcess> launch_direct(const LaunchRequest& req) {
   actions.dup2(outs->err.get(), STDERR_FILENO);
   add_inherited(actions, req.inherit_fds);
   if (!req.cwd.empty()) actions.chdir(req.cwd);
-  auto pid = do_spawn(*exe, req.argv, req.env, actions, false, {req.cgroup, req.cpus, req.rlimits});
+  auto pid = do_spawn(*exe, req.argv, req.env, actions, false, {req.cgroups, req.cpus, req.rlimits});
   if (!pid) return fail(pid.error());
   outs->proc.pid = *pid;
   return std::move(outs->proc);
@@ -267,7 +268,7 @@ Result<LaunchedProcess> launch_on_terminal(const LaunchRequest& req) {
   actions.dup2(STDIN_FILENO, STDERR_FILENO);
   add_inherited(actions, req.inherit_fds);
   if (!req.cwd.empty()) actions.chdir(req.cwd);
-  auto pid = do_spawn(*exe, req.argv, req.env, actions, true, {req.cgroup, req.cpus, req.rlimits});
+  auto pid = do_spawn(*exe, req.argv, req.env, actions, true, {req.cgroups, req.cpus, req.rlimits});
   if (!pid) return pid.error();
   LaunchedProcess proc;
   proc.pid = *pid;
@@ -354,7 +355,7 @@ Result<LaunchedProcess> launch_via_imp(const LaunchRequest& req) {
 
   std::vector<std::string> argv = {req.imp_path, "--uid", std::to_string(req.uid), "--gid", std::to_string(req.gid)};
   if (!req.cwd.empty()) argv.insert(argv.end(), {"--cwd", req.cwd});
-  if (!req.cgroup.empty()) argv.insert(argv.end(), {"--cgroup", req.cgroup});
+  for (const auto& dir : req.cgroups) argv.insert(argv.end(), {"--cgroup", dir});
   if (!req.cpus.empty()) argv.insert(argv.end(), {"--cpus", cpu_list_text(req.cpus)});
   for (const auto& l : req.rlimits)
     argv.insert(argv.end(), {"--rlimit", std::to_string(l.resource) + "=" + std::to_string(l.value)});

@@ -40,8 +40,9 @@ struct LaunchRequest {
   // Non-empty: start `imp_path` (corral-imp) as root, which becomes uid/gid and then
   // executes argv; files are then opened by the user, not by the agent.
   std::string imp_path;
-  // Non-empty: the cgroup directory the process is moved into (TaskCgroups::create).
-  std::string cgroup;
+  // The cgroup directories the process is moved into, one per hierarchy
+  // (TaskCgroups::create); empty: none.
+  std::vector<std::string> cgroups;
   // Non-empty: the OS CPU numbers the process is bound to (cpus_of_cores).
   std::vector<int> cpus;
   // Soft resource limits set before exec (the submitter's, job/rlimit.h), each capped at

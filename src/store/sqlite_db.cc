@@ -73,9 +73,15 @@ Error Db::error(std::string_view what) const {
 
 Error Db::error(std::string_view what, int rc) const {
   // The connection's message may describe a later call; the code is authoritative, but
-  // the message often has detail (e.g. which constraint failed), so give both.
-  return io_error("state database " + path_ + ": " + std::string(what) + ": " +
-                  sqlite3_errstr(rc) + " (" + sqlite3_errmsg(db_.get()) + ")");
+  // the message often has detail (e.g. which constraint failed), so give both. A full
+  // disk, an I/O error or a lock or memory shortage may pass: those are `unavailable`
+  // (the store retries them), anything else is a fault of the write itself.
+  const int primary = rc & 0xff;
+  const bool passing = primary == SQLITE_FULL || primary == SQLITE_IOERR || primary == SQLITE_BUSY ||
+                       primary == SQLITE_LOCKED || primary == SQLITE_NOMEM || primary == SQLITE_CANTOPEN;
+  return Error{passing ? Errc::unavailable : Errc::io_error, "state database " + path_ + ": " +
+                                                                  std::string(what) + ": " + sqlite3_errstr(rc) + " (" +
+                                                                  sqlite3_errmsg(db_.get()) + ")"};
 }
 
 bool Db::in_transaction() const { return sqlite3_get_autocommit(db_.get()) == 0; }

@@ -2,6 +2,7 @@
 
 #include <sqlite3.h>
 
+#include <algorithm>
 #include <chrono>
 #include <condition_variable>
 #include <future>
@@ -10,6 +11,9 @@
 #include <type_traits>
 #include <unordered_map>
 #include <variant>
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
 
 #include "store/sqlite_db.h"
 #include "store/step_table.h"
@@ -84,14 +88,22 @@ struct PutHookState {
 struct PutStep {
   StepRecord step;
 };
-using Op = std::variant<InsertJob, AppendEvent, FinishJob, PutNode, PutHookState, PutStep,
-                        Store::Done>;
+struct DiscardJob {
+  uint64_t jobid;
+};
+// A callback told of a failure that may pass at once, rather than when the retry commits.
+struct FailFast {
+  Store::Done fn;
+};
+using Op = std::variant<InsertJob, AppendEvent, FinishJob, PutNode, PutHookState, PutStep, DiscardJob,
+                        Store::Done, FailFast>;
 
 // Statements of the writer connection, prepared once.
 struct WriteStmts {
   Stmt begin, commit, rollback;
   Stmt insert_jobspec, insert_job, bump_next_jobid, next_seq, insert_event, finish_job, put_node;
   Stmt put_hook_state, erase_hook_state, put_step;
+  Stmt discard_spec, discard_events, discard_job;
 };
 
 // Statements of the read connection, prepared once.
@@ -133,6 +145,11 @@ Status prepare_writes(Db& db, WriteStmts& w) {
               {&w.put_hook_state,
                "INSERT OR REPLACE INTO hook_state(hook, key, value) VALUES(?1, ?2, ?3)"},
               {&w.erase_hook_state, "DELETE FROM hook_state WHERE hook = ?1 AND key = ?2"},
+              {&w.discard_spec,
+               "DELETE FROM jobspecs WHERE id = (SELECT spec_id FROM jobs WHERE id = ?1) AND NOT EXISTS "
+               "(SELECT 1 FROM jobs j WHERE j.spec_id = jobspecs.id AND j.id != ?1)"},
+              {&w.discard_events, "DELETE FROM events WHERE jobid = ?1"},
+              {&w.discard_job, "DELETE FROM jobs WHERE id = ?1"},
               {&w.put_step, kPutStepSql},
           });
 }
@@ -232,6 +249,12 @@ struct Store::Impl {
   std::shared_ptr<const std::string> last_spec;  // the jobspec row written last
   int64_t last_spec_id = 0;
   Status unreported;  // a failure no callback has been told about yet (writer thread only)
+  // Writes (and their callbacks) of commits that failed for a reason that may pass,
+  // retried first, in order, before anything queued later (writer thread only).
+  std::vector<Op> backlog;
+  mutable std::mutex health_mu;
+  Status held;  // why writes are held (OK: none are); under health_mu
+  Clock::time_point held_since;
 
   ~Impl() { stop(); }
 
@@ -264,10 +287,22 @@ struct Store::Impl {
 
   bool wait_for_work(std::vector<Op>& chunk) {
     std::unique_lock lock(mu);
+    if (!backlog.empty()) {
+      // Held writes are retried at an interval, not at every new write: a full disk
+      // must not turn into a busy loop.
+      cv.wait_for(lock, std::chrono::duration<double>(opts.retry_interval), [&] { return stopping; });
+      chunk.swap(queue);
+      return true;
+    }
     cv.wait(lock, [&] { return stopping || !queue.empty(); });
     if (queue.empty()) return false;  // stopping, and everything is written
     chunk.swap(queue);
     return true;
+  }
+
+  bool is_stopping() {
+    std::lock_guard lock(mu);
+    return stopping;
   }
 
   bool take_more(std::vector<Op>& chunk) {
@@ -285,42 +320,81 @@ struct Store::Impl {
   void commit_group(std::vector<Op>& chunk) {
     auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
                                        std::chrono::duration<double>(opts.commit_interval));
-    std::vector<Done> waiting;
-    bool writes_after_last_done = false;
+    std::vector<Op> group;  // everything in this transaction, in order: kept for a retry
+    group.swap(backlog);
     Status st = exec_stmt(wdb, w.begin, "starting a transaction");
+    size_t applied = 0;
     for (;;) {
-      for (auto& op : chunk) apply_or_collect(op, st, waiting, writes_after_last_done);
+      std::move(chunk.begin(), chunk.end(), std::back_inserter(group));
       chunk.clear();
+      for (; applied < group.size() && st.ok(); ++applied) st = apply_op(group[applied]);
       if (!st.ok() || Clock::now() >= deadline || !take_more(chunk)) break;
     }
     st = end_transaction(std::move(st));
-    report(waiting, st, writes_after_last_done);
+    if (!st.ok() && st.error().code == Errc::unavailable && !is_stopping()) {
+      hold(std::move(group), st);
+      return;
+    }
+    if (st.ok()) resume(group.size());
+    report(group, st);
+  }
+
+  Status apply_op(Op& op) {
+    return std::visit(
+        [&](auto& o) -> Status {
+          using T = std::decay_t<decltype(o)>;
+          if constexpr (std::is_same_v<T, Done> || std::is_same_v<T, FailFast>) return {};
+          else return apply(o);
+        },
+        op);
+  }
+
+  // A commit failed for a reason that may pass: its writes wait for the next attempt.
+  // Fail-fast callbacks learn of it now (once); the others wait with the writes.
+  void hold(std::vector<Op> group, const Status& st) {
+    for (auto& op : group)
+      if (auto* f = std::get_if<FailFast>(&op); f != nullptr && f->fn) std::exchange(f->fn, nullptr)(st);
+    std::erase_if(group, [](const Op& op) {
+      const auto* f = std::get_if<FailFast>(&op);
+      return f != nullptr && !f->fn;
+    });
+    backlog = std::move(group);
+    std::lock_guard lock(health_mu);
+    if (held.ok()) {
+      held_since = Clock::now();
+      spdlog::error("{}; {} writes are kept in memory and retried every {} s", st.message(), backlog.size(),
+                    opts.retry_interval);
+    }
+    held = st;
+  }
+
+  void resume(size_t writes) {
+    std::lock_guard lock(health_mu);
+    if (held.ok()) return;
+    spdlog::warn("state database writable again after {:.0f} s: {} held writes committed",
+                 std::chrono::duration<double>(Clock::now() - held_since).count(), writes);
+    held = Status();
   }
 
   // Every callback of the group gets its status. Writes lost after the group's last
   // callback are reported to the next callback, whichever group it is in, so that no
   // callback says "durable" after a write queued before it was rolled back.
-  void report(std::vector<Done>& waiting, const Status& st, bool writes_after_last_done) {
-    for (size_t i = 0; i < waiting.size(); ++i)
-      waiting[i](i == 0 && !unreported.ok() ? unreported : st);
-    if (!waiting.empty()) unreported = Status();
+  void report(std::vector<Op>& group, const Status& st) {
+    bool told = false, writes_after_last_done = false;
+    for (auto& op : group) {
+      Done* fn = std::get_if<Done>(&op);
+      if (auto* f = std::get_if<FailFast>(&op); f != nullptr) fn = &f->fn;
+      if (fn == nullptr) {
+        writes_after_last_done = true;
+        continue;
+      }
+      writes_after_last_done = false;
+      if (!*fn) continue;
+      (*fn)(!told && !unreported.ok() ? unreported : st);
+      told = true;
+    }
+    if (told) unreported = Status();
     if (!st.ok() && writes_after_last_done && unreported.ok()) unreported = st;
-  }
-
-  void apply_or_collect(Op& op, Status& st, std::vector<Done>& waiting, bool& writes_pending) {
-    std::visit(
-        [&](auto& o) {
-          using T = std::decay_t<decltype(o)>;
-          if constexpr (std::is_same_v<T, Done>) {
-            if (!o) return;
-            waiting.push_back(std::move(o));
-            writes_pending = false;
-          } else {
-            writes_pending = true;
-            if (st.ok()) st = apply(o);
-          }
-        },
-        op);
   }
 
   Status end_transaction(Status st) {
@@ -411,6 +485,17 @@ struct Store::Impl {
   }
 
   Status apply(const PutStep& op) { return write_step(wdb, w.put_step, op.step); }
+
+  Status apply(const DiscardJob& op) {
+    const std::string what = "discarding job " + std::to_string(op.jobid);
+    for (Stmt* s : {&w.discard_spec, &w.discard_events, &w.discard_job}) {
+      s->bind(1, sql_id(op.jobid));
+      if (auto st = exec_stmt(wdb, *s, what); !st) return st;
+    }
+    next_seq.erase(op.jobid);
+    last_spec.reset();  // its jobspec row may be gone
+    return {};
+  }
 
   // --- readers (hold read_mu) ---
 
@@ -583,15 +668,29 @@ void Store::erase_hook_state(const std::string& hook, const std::string& key) {
 
 void Store::put_step(const StepRecord& step) { impl_->push(PutStep{step}); }
 
-void Store::on_durable(Done done) { impl_->push(std::move(done)); }
+void Store::on_durable(Done done, bool fail_fast) {
+  if (fail_fast) impl_->push(FailFast{std::move(done)});
+  else impl_->push(std::move(done));
+}
+
+void Store::discard_job(uint64_t jobid) { impl_->push(DiscardJob{jobid}); }
+
+Status Store::health() const {
+  std::lock_guard lock(impl_->health_mu);
+  if (impl_->held.ok()) return {};
+  const double secs = std::chrono::duration<double>(Clock::now() - impl_->held_since).count();
+  return Error{Errc::unavailable, fmt::format("{} (writes held for {:.0f} s)", impl_->held.message(), secs)};
+}
 
 Status Store::flush() {
   if (std::this_thread::get_id() == impl_->writer.get_id())
     return Error{Errc::internal,
                  "Store::flush called from an on_durable callback: it would wait for itself"};
+  // While writes are held (disk full) nobody waits for them: readers read what is there.
+  if (auto held = health(); !held.ok()) return held;
   std::promise<Status> promise;
   auto done = promise.get_future();
-  on_durable([&promise](const Status& st) { promise.set_value(st); });
+  on_durable([&promise](const Status& st) { promise.set_value(st); }, true);
   return done.get();
 }
 

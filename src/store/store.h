@@ -79,6 +79,7 @@ struct Snapshot {
 struct StoreOptions {
   bool synchronous_full = true;    // fsync at every group commit (else at checkpoints)
   double commit_interval = 0.002;  // seconds to gather writes before a commit
+  double retry_interval = 1.0;     // seconds between attempts while commits fail (disk full)
 };
 
 class Store {
@@ -112,9 +113,21 @@ class Store {
 
   // `done` runs on the writer thread once everything queued before this call is durable
   // (or failed). Keep it short: hand work to another thread.
-  void on_durable(Done done);
-  // Blocks until everything queued so far is durable.
+  //
+  // A commit that fails for a reason that may pass (disk full, I/O error: Errc::unavailable)
+  // loses nothing: its writes are kept in memory, in order, and retried every
+  // `StoreOptions::retry_interval` with what is queued meanwhile, and `done` runs when they
+  // commit. With `fail_fast`, `done` is told of that first failure at once instead (the
+  // writes stay queued; discard_job takes a job's back).
+  void on_durable(Done done, bool fail_fast = false);
+  // Blocks until everything queued so far is durable, or returns at once with the error
+  // (Errc::unavailable) while commits fail for a reason that may pass.
   Status flush();
+  // Removes job `jobid` from the database, in order after every write queued so far: for
+  // a submission that was refused after its writes were queued.
+  void discard_job(uint64_t jobid);
+  // OK, or why writes are being held (the first failure, since when, how many wait).
+  Status health() const;
 
   // Reads (a separate connection; safe from any thread).
   Result<std::vector<job::Event>> read_eventlog(uint64_t jobid);

@@ -153,3 +153,50 @@ def test_tasks_on_a_real_node_run_only_on_their_cores(cluster):
     finally:
         real.terminate()
         real.wait(timeout=30)
+
+
+# Holds ever more memory: tail keeps an unfinished line, and /dev/zero has no newline.
+MEMORY_HOG = "head -c 400000000 /dev/zero | tail -n 1 >/dev/null; echo hog $?"
+
+
+def needs_limit(cluster, controller):
+    needs_cgroups(cluster)
+    log = open(os.path.join(cluster.dir, "agent-0.log")).read()
+    missing = [l for l in log.splitlines() if "task containment: no " in l]
+    if missing and controller in missing[0]:
+        pytest.skip(missing[0])
+
+
+@pytest.mark.cluster(size=1, agents=1, cores=2)
+def test_a_job_over_its_memory_is_killed_and_ends_out_of_memory(cluster):
+    needs_limit(cluster, "memory")
+    out = os.path.join(cluster.dir, "oom.out")
+    proc = cluster.corral("batch", "--parsable", "--mem", "64M", "-o", out, "-",
+                          input=f"#!/bin/sh\n{MEMORY_HOG}\n")
+    jobid = int(proc.stdout.strip())
+    job = cluster.wait_job(jobid)
+    assert job["result"] == "OUT_OF_MEMORY", job
+    excs = [e["context"] for e in cluster.eventlog(jobid) if e["name"] == "exception"]
+    assert len(excs) == 1 and excs[0]["type"] == "oom" and excs[0]["severity"] == 1, excs
+    assert "node0" in excs[0]["note"] and "64 MiB" in excs[0]["note"], excs
+    assert open(out).read().splitlines()[-1] == "hog 137"  # the script went on; tail was killed
+    listed = cluster.corral("history", "--state", "out_of_memory", "--json").stdout
+    assert str(jobid) in listed
+    # The same work within its memory completes, and a job without --mem has no limit.
+    ok = cluster.corral("run", "--mem", "64M", "sh", "-c",
+                        "head -c 1000000 /dev/zero | tail -n 1 >/dev/null; echo ok")
+    assert ok.stdout.strip() == "ok"
+    free = cluster.corral("run", "sh", "-c", MEMORY_HOG)
+    assert free.stdout.strip() == "hog 0"
+
+
+@pytest.mark.cluster(size=1, agents=1, cores=2, agent_args=["--job-pids-max", "16"])
+def test_a_jobs_processes_are_limited(cluster):
+    needs_limit(cluster, "pids")
+    # One line per process the kernel let the job start; the shell gives up at the limit.
+    proc = cluster.corral("run", "sh", "-c",
+                          "for i in $(seq 40); do sleep 30 >/dev/null 2>&1 & echo $i; done",
+                          check=False)
+    started = proc.stdout.split()
+    assert 1 <= len(started) < 16, proc.stdout
+    assert proc.returncode != 0

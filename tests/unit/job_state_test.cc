@@ -172,6 +172,23 @@ TEST_F(JobStateTest, FirstFatalExceptionWins) {
   EXPECT_FALSE(post("exception", R"({"type":"x","severity":0})").ok());
 }
 
+TEST_F(JobStateTest, AnOutOfMemoryKillNamesTheResultUnlessTimeOrCancelEndedIt) {
+  to_run();
+  must("start");
+  must("exception", R"({"type":"oom","severity":1,"note":"node0: 64 MiB"})");
+  EXPECT_EQ(status_.state, JobState::RUN);  // not fatal: the job's other tasks go on
+  must("finish", R"({"status":0})");         // even when the script itself exits 0
+  must("free");
+  must("clean");
+  EXPECT_EQ(job_result(status_), "OUT_OF_MEMORY");
+  status_ = {};
+  to_run();
+  must("start");
+  must("exception", R"({"type":"oom","severity":1})");
+  must("exception", R"({"type":"timeout","severity":0})");
+  EXPECT_EQ(job_result(status_), "TIMEOUT");
+}
+
 TEST_F(JobStateTest, PrologFailure) {
   to_run();
   must("prolog-start", R"({"description":"rabbit"})");

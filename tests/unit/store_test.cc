@@ -302,6 +302,82 @@ TEST_F(StoreTest, AFailedCommitReportsItAndTheStoreKeepsGoing) {
   EXPECT_EQ((*log)[0].name, "depend");
 }
 
+// A state directory on a small tmpfs (root only: mount), filled to the last byte.
+class FullDiskTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (::geteuid() != 0) GTEST_SKIP() << "needs root (mounts a small tmpfs)";
+    mount_ = dir_.path() / "small";
+    fs::create_directory(mount_);
+    if (std::system(("mount -t tmpfs -o size=1m tmpfs " + mount_.string()).c_str()) != 0)
+      GTEST_SKIP() << "cannot mount a tmpfs here";
+    mounted_ = true;
+  }
+  void TearDown() override {
+    if (mounted_) (void)std::system(("umount -l " + mount_.string()).c_str());
+  }
+  std::string db_path() const { return (mount_ / "state.db").string(); }
+  void fill() {
+    std::ofstream out(mount_ / "filler");
+    const std::string block(4096, 'x');
+    while (out.write(block.data(), block.size())) {
+    }
+  }
+  void make_room() { fs::remove(mount_ / "filler"); }
+
+  TempDir dir_;
+  fs::path mount_;
+  bool mounted_ = false;
+};
+
+TEST_F(FullDiskTest, WritesAreHeldAndRetriedUntilSpaceReturns) {
+  StoreOptions opts;
+  opts.retry_interval = 0.05;
+  auto opened = Store::open(db_path(), opts);
+  ASSERT_TRUE(opened.ok()) << opened.message();
+  auto& s = *opened;
+  s->insert_job(1, 1, "{}");
+  s->append_event(1, ev(1, "submit"));
+  ASSERT_TRUE(s->flush().ok());
+  EXPECT_TRUE(s->health().ok());
+
+  fill();
+  const std::string big(200000, 'y');  // more than the pages SQLite may have spare
+  s->append_event(1, ev(2, "depend", "{\"x\":\"" + big + "\"}"));
+  s->insert_job(2, 1, "{\"y\":\"" + big + "\"}");
+  std::promise<Status> fast, patient;
+  s->on_durable([&](const Status& st) { fast.set_value(st); }, true);
+  s->on_durable([&](const Status& st) { patient.set_value(st); });
+  // The submission learns at once; the rest waits for the disk, losing nothing.
+  auto told = fast.get_future();
+  ASSERT_EQ(told.wait_for(std::chrono::seconds(10)), std::future_status::ready);
+  const Status failed = told.get();
+  EXPECT_EQ(failed.error().code, Errc::unavailable);
+  EXPECT_NE(failed.message().find("full"), std::string::npos) << failed.message();
+  EXPECT_NE(s->health().message().find("full"), std::string::npos) << s->health().message();
+  auto waited = patient.get_future();
+  EXPECT_EQ(waited.wait_for(std::chrono::milliseconds(300)), std::future_status::timeout);
+  s->discard_job(2);  // the refused submission
+  EXPECT_NE(s->read_eventlog(1).value().size(), 0u);  // reads go on meanwhile
+
+  make_room();
+  ASSERT_EQ(waited.wait_for(std::chrono::seconds(10)), std::future_status::ready);
+  EXPECT_TRUE(waited.get().ok());
+  ASSERT_TRUE(s->flush().ok());
+  EXPECT_TRUE(s->health().ok());
+  s.reset();
+
+  auto again = Store::open(db_path(), opts);
+  ASSERT_TRUE(again.ok()) << again.message();
+  auto snap = (*again)->load();
+  ASSERT_TRUE(snap.ok()) << snap.message();
+  ASSERT_EQ(snap->active.size(), 1u);  // job 2 is gone, job 1 has both events
+  EXPECT_EQ(snap->active[0].id, 1u);
+  ASSERT_EQ(snap->active[0].events.size(), 2u);
+  EXPECT_EQ(snap->active[0].events[1].name, "depend");
+  EXPECT_EQ(snap->next_jobid, 3u);  // the discarded id is not reused
+}
+
 TEST_F(StoreTest, MissingDirectoryIsAnErrorNamingThePath) {
   std::string path = (dir_.path() / "no" / "such" / "dir" / "state.db").string();
   auto s = Store::open(path);
