@@ -173,6 +173,7 @@ Result<v1::LaunchTasksRequest> StepManager::build_launch(Job& job, Step& step) {
   req.set_kvsname(step_kvsname(job.id, step.id));
   req.set_pty(spec.pty());
   req.set_stdin_open(spec.stdin_open());
+  *req.mutable_rlimits() = spec.rlimits();
   req.set_input(spec.input());
   req.set_output(spec.output());
   req.set_error(spec.error());

@@ -11,6 +11,7 @@
 
 #include "job/eventlog.h"
 #include "job/jobspec.h"
+#include "job/rlimit.h"
 #include "job/step_id.h"
 #include "node/step_manager_state.h"
 #include "node/wait_status.h"
@@ -240,6 +241,11 @@ void StepManager::open(ClientId id, uint32_t uid, v1::StepSpec spec, StepClientS
   }
   if (job->ending) return fail_open(sink, fmt::format("job {} is ending: no new steps start", jobid));
   if (spec.argv_size() == 0) return fail_open(sink, "the step has no command");
+  for (const auto& [name, value] : spec.rlimits())
+    if (!job::rlimit_resource(name) || value < -1)
+      return fail_open(sink, fmt::format("the step's resource limit {}={} is not one corral knows (--propagate takes "
+                                         "AS, CORE, CPU, DATA, FSIZE, MEMLOCK, NOFILE, NPROC, RSS, STACK)",
+                                         name.substr(0, 64), value));
   auto req = to_request(*job, spec);
   if (!req) return fail_open(sink, req.message());
   const bool interactive = spec.interactive();

@@ -521,6 +521,8 @@ void StepNode::Impl::start_task(Launch& l, LocalNode& node, size_t ni, size_t ti
   }
   lr.cgroups = cgroup_of(l);
   lr.cpus = node.cpus[ti];
+  for (const auto& [name, value] : req.rlimits())  // names checked by the step manager; unknown ones skipped
+    if (auto resource = job::rlimit_resource(name); resource && value >= -1) lr.rlimits.push_back({*resource, value});
   auto proc = launch_process(lr);
   if (!proc) {
     t.stdin_w.reset();

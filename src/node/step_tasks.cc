@@ -73,6 +73,13 @@ std::string launch_digest(const v1::LaunchTasksRequest& req) {
   put(s, std::to_string(req.gid()));
   put(s, req.pty() ? "pty" : "-");
   put(s, req.stdin_open() ? "stdin" : "-");
+  std::vector<std::pair<std::string_view, int64_t>> limits(req.rlimits().begin(), req.rlimits().end());
+  std::sort(limits.begin(), limits.end());
+  put(s, std::to_string(limits.size()));
+  for (const auto& [name, value] : limits) {
+    put(s, name);
+    put(s, std::to_string(value));
+  }
   return job::sha256_hex(s);
 }
 

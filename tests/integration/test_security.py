@@ -266,6 +266,22 @@ def test_tasks_run_under_the_submitters_limits_not_the_agents(cluster):
     assert (out / f"lim-{job}").read_text().strip() == str(agent)
 
 
+def test_steps_run_under_the_limits_of_the_shell_that_starts_them(cluster):
+    job = int(cluster.corral("batch", "--parsable", "-", input="#!/bin/sh\nexec sleep 300\n").stdout)
+    cluster.wait_job(job, "RUN")
+
+    def step_with(limit, *extra):
+        cmd = ["sh", "-c", f'ulimit -Sn {limit}; exec "$0" "$@"', binary("corral"), "run",
+               f"--jobid={job}", *extra, "sh", "-c", "ulimit -Sn"]
+        proc = subprocess.run(cmd, env=cluster.env, capture_output=True, text=True, timeout=30)
+        assert proc.returncode == 0, proc.stderr
+        return proc.stdout.strip()
+
+    assert step_with(300) == "300"
+    assert step_with(300, "--propagate=NONE") != "300"
+    cluster.corral("cancel", job)
+
+
 @pytest.mark.cluster(size=2, agents=1)
 def test_many_tasks_that_cannot_start_leave_the_controller_standing(cluster):
     # The exec exception is applied inside the exit report and may end and free the job

@@ -419,6 +419,15 @@ TEST_F(StepManagerTest, RefusesBadRequests) {
   EXPECT_EQ(launcher_.launches.size(), 0u);
   EXPECT_TRUE(records_.empty());
 
+  FakeClient limit;  // a hand-written request with a limit corral does not know
+  auto odd = spec(7, 1);
+  (*odd.mutable_rlimits())["nofile"] = 64;
+  (*odd.mutable_rlimits())["bogus"] = 1;
+  mgr_->open(7, kOwner, odd, limit.sink());
+  ASSERT_NE(limit.exit(), nullptr);
+  EXPECT_NE(limit.exit()->error().find("bogus=1 is not one corral knows"), std::string::npos) << limit.exit()->error();
+  EXPECT_EQ(launcher_.launches.size(), 0u);
+
   FakeClient root;
   mgr_->open(6, 0, spec(7, 1), root.sink());
   EXPECT_NE(root.created(), nullptr);
