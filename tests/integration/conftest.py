@@ -136,6 +136,36 @@ def write_key_file(path):
     return path
 
 
+def cgroup_v1_bases():
+    """This process's own cgroup in each cgroup v1 hierarchy of a limit controller (where
+    agents make their trees for the limits cgroup v2 does not give them)."""
+    mounts = {}
+    with open("/proc/self/mounts") as f:
+        for line in f:
+            fields = line.split()
+            if len(fields) > 3 and fields[2] == "cgroup":
+                for opt in fields[3].split(","):
+                    if opt in ("memory", "pids", "cpuset"):
+                        mounts[opt] = fields[1]
+    bases = []
+    with open("/proc/self/cgroup") as f:
+        for line in f:
+            parts = line.rstrip("\n").split(":", 2)
+            for c in parts[1].split(",") if len(parts) == 3 else []:
+                if c in mounts:
+                    bases.append(mounts[c] + ("" if parts[2] == "/" else parts[2]))
+    return bases
+
+
+def agent_cgroup_suffix(state_dir):
+    """The end of an agent's cgroup directory name: FNV-1a of its state directory, as
+    TaskCgroups names it."""
+    h = 2166136261
+    for b in os.path.realpath(state_dir).encode():
+        h = ((h ^ b) * 16777619) & 0xFFFFFFFF
+    return f"-{h:08x}"
+
+
 def cgroup2_mount():
     """Where cgroup v2 is mounted, if it is and this process may create cgroups there."""
     if os.geteuid() != 0:
@@ -157,6 +187,13 @@ def remove_cgroup_tree(path):
             try:
                 with open(os.path.join(root, "cgroup.kill"), "w") as f:
                     f.write("1")
+            except OSError:
+                try:  # cgroup v1 has no cgroup.kill
+                    with open(os.path.join(root, "cgroup.procs")) as f:
+                        for pid in f.read().split():
+                            os.kill(int(pid), signal.SIGKILL)
+                except OSError:
+                    pass
             except OSError:
                 pass
             try:
@@ -355,6 +392,13 @@ class Cluster:
         self._kill(self.controller, signal.SIGTERM)
         if self.cgroup:
             remove_cgroup_tree(self.cgroup)
+            # What agents killed without a chance to clean up left in cgroup v1.
+            suffixes = [agent_cgroup_suffix(os.path.join(self.dir, f"agent-{i}"))
+                        for i in range(len(self.agents))]
+            for base in cgroup_v1_bases():
+                for name in os.listdir(base) if os.path.isdir(base) else []:
+                    if name.startswith("corral-") and any(name.endswith(s) for s in suffixes):
+                        remove_cgroup_tree(os.path.join(base, name))
         shutil.rmtree(self.dir, ignore_errors=True)
 
 

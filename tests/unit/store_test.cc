@@ -284,8 +284,12 @@ TEST_F(StoreTest, AFailedCommitReportsItAndTheStoreKeepsGoing) {
   EXPECT_NE(failed.message().find(db_path()), std::string::npos) << failed.message();
   EXPECT_NE(failed.message().find("job 1"), std::string::npos) << failed.message();
 
-  s->append_event(1, ev(1, "submit"));
+  std::promise<void> gate;
+  std::shared_future<void> opened = gate.get_future().share();
+  s->on_durable([opened](const Status&) { opened.wait(); });  // the writer waits here...
+  s->append_event(1, ev(1, "submit"));                          // ...so these two are one group
   s->finish_job(42, "{}");  // never recorded
+  gate.set_value();
   EXPECT_EQ(s->flush().error().code, Errc::not_found);
 
   // A failed group with no callback in it: the next callback, in a later group, is told.
