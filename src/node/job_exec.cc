@@ -121,7 +121,8 @@ void JobExecutor::start(const v1::StartJob& msg) {
     return;
   }
   std::shared_ptr<const job::Jobspec> spec = *parsed;
-  if (cgroups_ != nullptr && (msg.alloc() || spec->mock_duration < 0)) limit_job(job, msg);
+  job.contained = cgroups_ != nullptr && (msg.alloc() || spec->mock_duration < 0);  // not mock jobs
+  if (job.contained) limit_job(job, msg);
   if (msg.alloc()) {
     start_alloc(job, msg);
   } else if (spec->mock_duration >= 0) {
@@ -612,7 +613,7 @@ void JobExecutor::report_node(Job& job, Node& node) {
   exit.set_error(node.error);
   exit.set_node_fault(node.fault);
   exit.set_cpu_seconds(cpu);
-  if (cgroups_ != nullptr) {
+  if (job.contained) {
     // Its own tasks' and its steps'. The kernel counts its kills in the job's cgroup before the killed task is reaped.
     const uint64_t kills = cgroups_->oom_kills(job.id);
     if (kills > job.oom_kills) exit.set_oom_kills(kills - job.oom_kills);

@@ -100,6 +100,7 @@ class JobExecutor {
     double retry_delay = 0;  // seconds; grows while launches keep waiting
     std::string script_dir;  // batch jobs: removed on forget
     std::optional<std::vector<std::string>> cgroup;  // created with the first task (empty: none)
+    bool contained = false;  // has a cgroup directory with its limits (not mock jobs)
     uint64_t oom_kills = 0;  // reported so far
     size_t unreported = 0;
     bool alloc = false;
