@@ -12,6 +12,7 @@ PKGS=(
   nlohmann-json3-dev libyaml-cpp-dev libtomlplusplus-dev libcli11-dev
   libspdlog-dev libfmt-dev
   libhwloc-dev libssl-dev
+  munge libmunge-dev
   mpich libmpich-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   procps util-linux python3 python3-pytest

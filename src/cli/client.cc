@@ -11,6 +11,7 @@
 
 #include "cli/commands.h"
 #include "corral.grpc.pb.h"
+#include "net/munge_cred.h"
 
 namespace corral::cli {
 
@@ -51,6 +52,18 @@ Error to_error(const grpc::Status& st, const std::string& uri) {
                                                 static_cast<int>(st.error_code()))
                                   : st.error_message()};
   }
+}
+
+// Over TCP corrald knows the caller only from a MUNGE credential (net/munge_cred.h), one
+// per request, from munged at $CORRAL_MUNGE_SOCKET (default libmunge's); on the Unix socket
+// the kernel tells it.
+Status authenticate(grpc::ClientContext& ctx, const std::string& uri) {
+  if (uri.rfind("unix:", 0) == 0) return {};
+  const char* socket = std::getenv("CORRAL_MUNGE_SOCKET");
+  auto cred = net::munge_encode(socket != nullptr ? socket : "", net::kMungeRequestPayload);
+  if (!cred) return cred.error();
+  ctx.AddMetadata(std::string(net::kMungeMetadataKey), *cred);
+  return {};
 }
 
 void set_deadline(grpc::ClientContext& ctx, double seconds) {
@@ -135,6 +148,7 @@ Result<Reply> call_unary(pb::Controller::Stub& stub, RpcMethod<Req, Reply> metho
                          const Req& req, const std::string& uri, double deadline) {
   grpc::ClientContext ctx;
   set_deadline(ctx, deadline);
+  if (auto st = authenticate(ctx, uri); !st) return st.error();
   Reply reply;
   grpc::Status st = (stub.*method)(&ctx, req, &reply);
   if (!st.ok()) return to_error(st, uri);
@@ -209,6 +223,7 @@ Status Client::shutdown(double timeout_seconds) {
 std::unique_ptr<WatchStream> Client::watch(const pb::WatchRequest& req) {
   auto impl = std::make_unique<WatchStream::Impl>();
   impl->uri = uri_;
+  if (auto st = authenticate(impl->ctx, uri_); !st) fail_rpc("watch", st.error());
   impl->reader = stub_->stub->Watch(&impl->ctx, req);
   return std::make_unique<WatchStream>(std::move(impl));
 }

@@ -88,6 +88,25 @@ Status apply_limits_key(LimitsConfig& l, const std::string& key, const toml::nod
 }
 
 // private-data: a list of what to hide from other users ("jobs"), like Slurm's PrivateData.
+// "HOST:PORT" with a port of 1-65535 (HOST may be "[v6 address]").
+Status set_listen(std::vector<std::string>& out, const toml::node& n, const std::string& where) {
+  const auto* arr = n.as_array();
+  if (arr == nullptr) return invalid(fmt::format("{}: expected a list such as [\"0.0.0.0:6817\"]", where));
+  out.clear();
+  for (const auto& item : *arr) {
+    auto v = item.value<std::string>();
+    if (!v) return invalid(fmt::format("{}: expected a list of strings", where));
+    const size_t colon = v->rfind(':');
+    const std::string port = colon == std::string::npos ? "" : v->substr(colon + 1);
+    int number = 0;
+    for (char ch : port) number = (ch >= '0' && ch <= '9' && number < 100000) ? number * 10 + (ch - '0') : 100000;
+    if (colon == 0 || colon == std::string::npos || port.empty() || number < 1 || number > 65535)
+      return invalid(fmt::format("{}: '{}' is not HOST:PORT (e.g. 0.0.0.0:6817)", where, *v));
+    out.push_back(*v);
+  }
+  return {};
+}
+
 Status set_private_data(bool& jobs, const toml::node& n, const std::string& where) {
   std::vector<std::string> items;
   if (auto s = n.value<std::string>()) {
@@ -176,6 +195,8 @@ Status apply_key(Config& c, const std::string& section, const std::string& key,
                  const toml::node& n, const std::string& where) {
   if (section == "controller") {
     if (key == "socket") return set_string(c.socket, n, where);
+    if (key == "listen") return set_listen(c.listen, n, where);
+    if (key == "munge-socket") return set_string(c.munge_socket, n, where);
     if (key == "state-dir") return set_string(c.state_dir, n, where);
     if (key == "heartbeat-interval") return set_duration(c.heartbeat_interval, n, where);
     if (key == "node-timeout") return set_duration(c.node_timeout, n, where);

@@ -41,6 +41,10 @@ struct LimitsConfig {
 struct Config {
   // [controller]
   std::string socket = "/run/corral/corrald.sock";
+  // TCP addresses ("0.0.0.0:6817", "[::]:6817") served besides the socket; every request
+  // there must carry a MUNGE credential (net/munge_cred.h) from munged at munge_socket.
+  std::vector<std::string> listen;
+  std::string munge_socket;  // empty: libmunge's default
   std::string state_dir = "/var/lib/corral";
   double heartbeat_interval = 2.0;  // seconds between agent heartbeats
   double node_timeout = 30.0;       // silence after which a node is marked down

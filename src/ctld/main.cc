@@ -20,6 +20,7 @@
 #include "ctld/controller.h"
 #include "ctld/dependency_hook.h"
 #include "net/message_limits.h"
+#include "net/munge_cred.h"
 #include "net/peer_listener.h"
 #include "ctld/perilog_hook.h"
 #include "ctld/rpc_service.h"
@@ -121,9 +122,22 @@ int run(const Options& o) {
     std::cerr << "corrald: " << listener.message() << "\n";
     return 1;
   }
-  ctld::RpcService service(ctl, **listener);
+  if (!cfg->listen.empty()) {
+    // Requests over TCP are only as good as munged: make sure it answers before serving.
+    auto probe = net::munge_encode(cfg->munge_socket, net::kMungeRequestPayload);
+    auto back = probe ? net::munge_decode(cfg->munge_socket, *probe, net::kMungeRequestPayload)
+                      : Result<net::MungeIdentity>(probe.error());
+    if (!back) {
+      std::cerr << "corrald: controller.listen needs munged: " << back.message() << "\n";
+      return 1;
+    }
+  }
+  ctld::RpcService service(ctl, **listener, cfg->munge_socket);
   grpc::ServerBuilder builder;
   builder.RegisterService(&service);
+  std::vector<int> ports(cfg->listen.size(), 0);
+  for (size_t i = 0; i < cfg->listen.size(); ++i)
+    builder.AddListeningPort(cfg->listen[i], grpc::InsecureServerCredentials(), &ports[i]);
   // Explicit limits (net/message_limits.h): the largest client request or agent message.
   builder.SetMaxReceiveMessageSize(static_cast<int>(std::max(net::kMaxClientRequest, net::kMaxAgentUpMessage)));
   builder.SetMaxSendMessageSize(static_cast<int>(net::kMaxClientReply));
@@ -131,6 +145,13 @@ int run(const Options& o) {
   if (!server) {
     std::cerr << "corrald: cannot start the gRPC server\n";
     return 1;
+  }
+  for (size_t i = 0; i < cfg->listen.size(); ++i) {
+    if (ports[i] == 0) {
+      std::cerr << "corrald: cannot listen on " << cfg->listen[i] << " (controller.listen)\n";
+      return 1;
+    }
+    spdlog::info("corrald listening on {} (TCP, MUNGE credentials)", cfg->listen[i]);
   }
   (*listener)->start(server.get());
   spdlog::info("corrald {} listening on {} (state in {})", CORRAL_VERSION, cfg->socket,

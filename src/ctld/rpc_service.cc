@@ -4,55 +4,71 @@
 
 #include <spdlog/spdlog.h>
 
+#include "net/munge_cred.h"
+
 namespace corral::ctld {
 
 namespace {
-const grpc::Status kUnknownPeer{grpc::StatusCode::UNAUTHENTICATED,
-                                "cannot identify the caller: connect over corrald's Unix socket"};
+grpc::Status refused(const Result<Caller>& c) { return {grpc::StatusCode::UNAUTHENTICATED, c.message()}; }
 const grpc::Status kWatchBehind{grpc::StatusCode::RESOURCE_EXHAUSTED,
                                 "watch ended: the client read too slowly and too much was queued for it"};
 }
 
-std::optional<Caller> RpcService::caller(grpc::ServerContext* ctx) const {
-  auto cred = peers_.lookup(ctx->peer());
-  if (!cred) return std::nullopt;
-  return Caller{cred->uid, cred->gid};
+// On the Unix socket the kernel says who connected; over TCP the request's MUNGE
+// credential does (munged refuses forged, expired and replayed ones). A refusal is logged
+// with the peer's address and the reason.
+Result<Caller> RpcService::caller(grpc::ServerContext* ctx) const {
+  const std::string peer = ctx->peer();
+  if (auto cred = peers_.lookup(peer)) return Caller{cred->uid, cred->gid};
+  if (peer.rfind("ipv4:", 0) != 0 && peer.rfind("ipv6:", 0) != 0)
+    return denied("cannot identify the caller: connect over corrald's Unix socket");
+  const auto& md = ctx->client_metadata();
+  auto it = md.find(grpc::string_ref(net::kMungeMetadataKey.data(), net::kMungeMetadataKey.size()));
+  Result<net::MungeIdentity> id =
+      it == md.end() ? Result<net::MungeIdentity>(denied("the request carries no MUNGE credential"))
+                     : net::munge_decode(munge_socket_, std::string_view(it->second.data(), it->second.size()),
+                                         net::kMungeRequestPayload);
+  if (!id) {
+    spdlog::warn("refused a request from {}: {}", peer, id.message());
+    return denied(id.message() + " (requests over TCP need a credential from munged with the site's key)");
+  }
+  return Caller{id->uid, id->gid};
 }
 
 grpc::Status RpcService::Submit(grpc::ServerContext* ctx, const v1::SubmitRequest* req,
                                 v1::SubmitReply* rep) {
   auto c = caller(ctx);
-  return c ? ctl_.submit(*c, *req, rep) : kUnknownPeer;
+  return c ? ctl_.submit(*c, *req, rep) : refused(c);
 }
 
 grpc::Status RpcService::Cancel(grpc::ServerContext* ctx, const v1::CancelRequest* req,
                                 v1::CancelReply* rep) {
   auto c = caller(ctx);
-  return c ? ctl_.cancel(*c, *req, rep) : kUnknownPeer;
+  return c ? ctl_.cancel(*c, *req, rep) : refused(c);
 }
 
 grpc::Status RpcService::ListJobs(grpc::ServerContext* ctx, const v1::ListJobsRequest* req,
                                   v1::ListJobsReply* rep) {
   auto c = caller(ctx);
-  return c ? ctl_.list_jobs(*c, *req, rep) : kUnknownPeer;
+  return c ? ctl_.list_jobs(*c, *req, rep) : refused(c);
 }
 
 grpc::Status RpcService::ListJobTable(grpc::ServerContext* ctx, const v1::ListJobsRequest* req,
                                       v1::JobTable* rep) {
   auto c = caller(ctx);
-  return c ? ctl_.list_job_table(*c, *req, rep) : kUnknownPeer;
+  return c ? ctl_.list_job_table(*c, *req, rep) : refused(c);
 }
 
 grpc::Status RpcService::GetJob(grpc::ServerContext* ctx, const v1::GetJobRequest* req,
                                 v1::JobInfo* rep) {
   auto c = caller(ctx);
-  return c ? ctl_.get_job(*c, *req, rep) : kUnknownPeer;
+  return c ? ctl_.get_job(*c, *req, rep) : refused(c);
 }
 
 grpc::Status RpcService::Watch(grpc::ServerContext* ctx, const v1::WatchRequest* req,
                                grpc::ServerWriter<v1::WatchReply>* writer) {
   auto c = caller(ctx);
-  if (!c) return kUnknownPeer;
+  if (!c) return refused(c);
   std::shared_ptr<Subscriber> sub;
   if (auto st = ctl_.subscribe(*c, *req, &sub); !st.ok()) return st;
   for (;;) {
@@ -71,7 +87,7 @@ grpc::Status RpcService::ListNodes(grpc::ServerContext*, const v1::ListNodesRequ
 grpc::Status RpcService::SetNodeState(grpc::ServerContext* ctx, const v1::NodeStateRequest* req,
                                       v1::NodeStateReply* rep) {
   auto c = caller(ctx);
-  return c ? ctl_.set_node_state(*c, *req, rep) : kUnknownPeer;
+  return c ? ctl_.set_node_state(*c, *req, rep) : refused(c);
 }
 
 grpc::Status RpcService::GetTopology(grpc::ServerContext*, const v1::GetTopologyRequest* req,
@@ -82,31 +98,31 @@ grpc::Status RpcService::GetTopology(grpc::ServerContext*, const v1::GetTopology
 grpc::Status RpcService::HookQuery(grpc::ServerContext* ctx, const v1::HookQueryRequest* req,
                                    v1::HookQueryReply* rep) {
   auto c = caller(ctx);
-  return c ? ctl_.hook_query(*c, *req, rep) : kUnknownPeer;
+  return c ? ctl_.hook_query(*c, *req, rep) : refused(c);
 }
 
 grpc::Status RpcService::Ping(grpc::ServerContext* ctx, const v1::PingRequest*,
                               v1::PingReply* rep) {
   auto c = caller(ctx);
-  return c ? ctl_.ping(*c, rep) : kUnknownPeer;
+  return c ? ctl_.ping(*c, rep) : refused(c);
 }
 
 grpc::Status RpcService::ListSteps(grpc::ServerContext* ctx, const v1::ListStepsRequest* req,
                                    v1::ListStepsReply* rep) {
   auto c = caller(ctx);
-  return c ? ctl_.list_steps(*c, *req, rep) : kUnknownPeer;
+  return c ? ctl_.list_steps(*c, *req, rep) : refused(c);
 }
 
 grpc::Status RpcService::History(grpc::ServerContext* ctx, const v1::HistoryRequest* req,
                                  v1::HistoryReply* rep) {
   auto c = caller(ctx);
-  return c ? ctl_.history(*c, *req, rep) : kUnknownPeer;
+  return c ? ctl_.history(*c, *req, rep) : refused(c);
 }
 
 grpc::Status RpcService::Shutdown(grpc::ServerContext* ctx, const v1::ShutdownRequest*,
                                   v1::ShutdownReply*) {
   auto c = caller(ctx);
-  return c ? ctl_.shutdown(*c) : kUnknownPeer;
+  return c ? ctl_.shutdown(*c) : refused(c);
 }
 
 // The agent's stream: this thread reads, a second one writes the link's batches.
@@ -114,7 +130,7 @@ grpc::Status RpcService::AgentStream(
     grpc::ServerContext* ctx,
     grpc::ServerReaderWriter<v1::ControllerMessage, v1::AgentMessage>* stream) {
   auto c = caller(ctx);
-  if (!c) return kUnknownPeer;
+  if (!c) return refused(c);
   v1::AgentMessage first;
   if (!stream->Read(&first)) return grpc::Status::OK;
   if (!first.has_register_())

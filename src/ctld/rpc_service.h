@@ -10,7 +10,9 @@ namespace corral::ctld {
 
 class RpcService final : public v1::Controller::Service {
  public:
-  RpcService(Controller& ctl, const net::PeerListener& peers) : ctl_(ctl), peers_(peers) {}
+  // `munge_socket`: munged's socket for requests over TCP (empty: libmunge's default).
+  RpcService(Controller& ctl, const net::PeerListener& peers, std::string munge_socket = {})
+      : ctl_(ctl), peers_(peers), munge_socket_(std::move(munge_socket)) {}
 
   grpc::Status Submit(grpc::ServerContext* ctx, const v1::SubmitRequest* req,
                       v1::SubmitReply* rep) override;
@@ -45,10 +47,11 @@ class RpcService final : public v1::Controller::Service {
       grpc::ServerReaderWriter<v1::ControllerMessage, v1::AgentMessage>* stream) override;
 
  private:
-  std::optional<Caller> caller(grpc::ServerContext* ctx) const;
+  Result<Caller> caller(grpc::ServerContext* ctx) const;
 
   Controller& ctl_;
   const net::PeerListener& peers_;
+  std::string munge_socket_;
 };
 
 }  // namespace corral::ctld

@@ -1,0 +1,73 @@
+#include "net/munge_cred.h"
+
+#include <munge.h>
+#include <stdlib.h>
+
+#include <memory>
+
+#include <fmt/format.h>
+
+namespace corral::net {
+
+namespace {
+
+struct CtxFree {
+  void operator()(munge_ctx_t c) const { munge_ctx_destroy(c); }
+};
+using Ctx = std::unique_ptr<std::remove_pointer_t<munge_ctx_t>, CtxFree>;
+struct MemFree {
+  void operator()(void* p) const { ::free(p); }
+};
+
+Result<Ctx> context(const std::string& socket) {
+  Ctx ctx(munge_ctx_create());
+  if (!ctx) return Error{Errc::internal, "MUNGE: cannot create a context (out of memory)"};
+  if (!socket.empty() && munge_ctx_set(ctx.get(), MUNGE_OPT_SOCKET, socket.c_str()) != EMUNGE_SUCCESS)
+    return Error{Errc::internal, fmt::format("MUNGE: cannot use socket {}: {}", socket, munge_ctx_strerror(ctx.get()))};
+  return ctx;
+}
+
+std::string where(const std::string& socket) {
+  return socket.empty() ? std::string(kDefaultMungeSocket) : socket;
+}
+
+}  // namespace
+
+Result<std::string> munge_encode(const std::string& socket, std::string_view payload) {
+  auto ctx = context(socket);
+  if (!ctx) return ctx.error();
+  char* cred = nullptr;
+  const munge_err_t err =
+      ::munge_encode(&cred, ctx->get(), payload.data(), static_cast<int>(payload.size()));
+  std::unique_ptr<char, MemFree> owned(cred);
+  if (err != EMUNGE_SUCCESS) {
+    const Errc code = err == EMUNGE_SOCKET ? Errc::unavailable : Errc::internal;
+    return Error{code, fmt::format("MUNGE credential from munged at {}: {}", where(socket),
+                                   munge_ctx_strerror(ctx->get()))};
+  }
+  return std::string(cred);
+}
+
+Result<MungeIdentity> munge_decode(const std::string& socket, std::string_view cred, std::string_view payload) {
+  if (cred.empty()) return denied("no MUNGE credential");
+  if (cred.size() > kMaxMungeCredential) return denied("the MUNGE credential is too long");
+  auto ctx = context(socket);
+  if (!ctx) return ctx.error();
+  const std::string text(cred);  // NUL-terminated for libmunge
+  void* buf = nullptr;
+  int len = 0;
+  uid_t uid = 0;
+  gid_t gid = 0;
+  const munge_err_t err = ::munge_decode(text.c_str(), ctx->get(), &buf, &len, &uid, &gid);
+  std::unique_ptr<void, MemFree> owned(buf);
+  if (err == EMUNGE_SOCKET)
+    return Error{Errc::unavailable, fmt::format("cannot check the MUNGE credential: munged at {}: {}",
+                                                where(socket), munge_ctx_strerror(ctx->get()))};
+  if (err != EMUNGE_SUCCESS)
+    return denied(fmt::format("MUNGE credential refused: {}", munge_ctx_strerror(ctx->get())));
+  const std::string_view got(static_cast<const char*>(buf), buf == nullptr ? 0 : static_cast<size_t>(len));
+  if (got != payload) return denied("the MUNGE credential was not made for a corral request");
+  return MungeIdentity{static_cast<uint32_t>(uid), static_cast<uint32_t>(gid)};
+}
+
+}  // namespace corral::net

@@ -1,0 +1,117 @@
+"""corrald over TCP: every request authenticated with MUNGE. A client's uid and gid come
+from its credential (the same rules as on the Unix socket then apply); a request with no
+credential, a replayed one, one for another purpose or one from a munged with another key
+is refused, and corrald's log says why. Needs root (munged) and Debian's munge."""
+import os
+import socket
+import subprocess
+
+import pytest
+
+from conftest import Cluster, binary
+from munge_daemon import Munged, have_munged
+
+ALICE = 23411
+
+pytestmark = pytest.mark.skipif(not have_munged(), reason="needs root and munge (munged)")
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture
+def tcp_cluster(tmp_path):
+    site = Munged().start()
+    port = free_port()
+    config = tmp_path / "corral.toml"
+    config.write_text(f'[controller]\nlisten = ["127.0.0.1:{port}"]\nmunge-socket = "{site.socket}"\n')
+    c = Cluster(size=2, cores=2, config=config)
+    c.munged = site
+    c.tcp = f"127.0.0.1:{port}"
+    c.tcp_env = dict(c.env, CORRAL_URI=c.tcp, CORRAL_MUNGE_SOCKET=site.socket)
+    try:
+        c.start()
+        yield c
+    finally:
+        c.stop()
+        site.stop()
+
+
+def corral_tcp(c, *args, env=None, user=None, check=True):
+    cmd = [binary("corral"), *map(str, args)]
+    if user is not None:
+        cmd = ["setpriv", f"--reuid={user}", f"--regid={user}", "--clear-groups", *cmd]
+    proc = subprocess.run(cmd, env=env or c.tcp_env, capture_output=True, text=True, timeout=60)
+    if check:
+        assert proc.returncode == 0, proc.stderr
+    return proc
+
+
+def probe(c, *cred):
+    return subprocess.run([binary("corral-rpc-probe"), c.tcp, *cred], capture_output=True, text=True,
+                          timeout=30)
+
+
+def log(c):
+    return open(os.path.join(c.dir, "corrald.log")).read()
+
+
+def test_jobs_run_through_tcp_as_the_munge_user(tcp_cluster):
+    c = tcp_cluster
+    assert "listening on " + c.tcp in log(c)
+    out = corral_tcp(c, "run", "-N2", "hostname").stdout.split()
+    assert len(out) == 2
+    job = int(subprocess.run([binary("corral"), "batch", "--parsable", "-"], env=c.tcp_env,
+                             input="#!/bin/sh\nexec sleep 300\n", capture_output=True, text=True,
+                             check=True).stdout)
+    assert c.job(job)["userid"] == 0
+    # Alice's credential says Alice: she sees the job but may not cancel root's.
+    refused = corral_tcp(c, "cancel", job, user=ALICE, check=False)
+    assert refused.returncode != 0 and "belongs to" in refused.stderr, refused.stderr
+    assert corral_tcp(c, "queue", user=ALICE).returncode == 0
+    corral_tcp(c, "cancel", job)
+    assert c.wait_job(job)["result"] == "CANCELED"
+
+
+def test_requests_without_a_good_credential_are_refused_and_logged(tcp_cluster):
+    c = tcp_cluster
+    none = probe(c)
+    assert none.returncode == 1 and none.stdout.startswith("16 "), none.stdout  # UNAUTHENTICATED
+    assert "no MUNGE credential" in none.stdout
+
+    cred = c.munged.credential("corral-request-v1")
+    assert probe(c, cred).returncode == 0
+    replay = probe(c, cred)
+    assert replay.returncode == 1 and "Replayed credential" in replay.stdout, replay.stdout
+
+    other_purpose = probe(c, c.munged.credential())
+    assert other_purpose.returncode == 1 and "not made for a corral request" in other_purpose.stdout
+
+    garbage = probe(c, "MUNGE:not-a-credential:")
+    assert garbage.returncode == 1 and "MUNGE credential refused" in garbage.stdout, garbage.stdout
+
+    # A client whose munged has another key (another site, or a stolen machine).
+    stranger = Munged().start()
+    try:
+        foreign = corral_tcp(c, "queue", check=False,
+                             env=dict(c.tcp_env, CORRAL_MUNGE_SOCKET=stranger.socket))
+        assert foreign.returncode != 0 and "Invalid credential" in foreign.stderr, foreign.stderr
+    finally:
+        stranger.stop()
+    text = log(c)
+    for why in ("no MUNGE credential", "Replayed credential", "Invalid credential"):
+        assert "refused a request from ipv4:127.0.0.1" in text and why in text, why
+
+
+def test_listen_without_munged_stops_corrald_with_a_message(tmp_path):
+    config = tmp_path / "corral.toml"
+    config.write_text(f'[controller]\nlisten = ["127.0.0.1:{free_port()}"]\n'
+                      f'munge-socket = "{tmp_path}/no-munged"\n')
+    proc = subprocess.run([binary("corrald"), "--socket", str(tmp_path / "s.sock"), "--state-dir",
+                           str(tmp_path / "state"), "--config", str(config)],
+                          capture_output=True, text=True, timeout=30)
+    assert proc.returncode != 0
+    assert "controller.listen needs munged" in proc.stderr, proc.stderr

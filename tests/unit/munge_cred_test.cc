@@ -1,0 +1,115 @@
+// MUNGE credentials through real munged daemons (Debian's munge, started here with keys
+// of their own): who encoded a credential, and every way one is refused. Skips where
+// munged is not installed or this is not root.
+#include "net/munge_cred.h"
+
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include "temp_dir.h"
+
+namespace corral::net {
+namespace {
+
+namespace fs = std::filesystem;
+
+// One munged with a key of its own, in a temporary directory.
+class Munged {
+ public:
+  explicit Munged(char key_byte) {
+    fs::permissions(dir_.path(), fs::perms::owner_all);
+    std::ofstream(dir_.path() / "key") << std::string(1024, key_byte);
+    fs::permissions(dir_.path() / "key", fs::perms::owner_read | fs::perms::owner_write);
+    socket_ = (dir_.path() / "sock").string();
+  }
+  ~Munged() {
+    if (pid_ > 0) {
+      ::kill(pid_, SIGTERM);
+      ::waitpid(pid_, nullptr, 0);
+    }
+  }
+  bool start() {
+    const std::string d = dir_.str();
+    pid_ = ::fork();
+    if (pid_ == 0) {
+      ::execl("/usr/sbin/munged", "munged", "-F", "-f", ("--socket=" + socket_).c_str(),
+              ("--key-file=" + d + "/key").c_str(), ("--log-file=" + d + "/log").c_str(),
+              ("--pid-file=" + d + "/pid").c_str(), ("--seed-file=" + d + "/seed").c_str(), nullptr);
+      ::_exit(127);
+    }
+    for (int i = 0; i < 200 && !fs::exists(socket_); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    return fs::exists(socket_);
+  }
+  const std::string& socket() const { return socket_; }
+
+ private:
+  test::TempDir dir_;
+  std::string socket_;
+  pid_t pid_ = -1;
+};
+
+class MungeCredTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (::geteuid() != 0 || !fs::exists("/usr/sbin/munged")) GTEST_SKIP() << "needs root and munged";
+    ASSERT_TRUE(site_.start());
+  }
+  Munged site_{'k'};
+};
+
+TEST_F(MungeCredTest, ACredentialNamesItsMakerOnce) {
+  auto cred = munge_encode(site_.socket(), kMungeRequestPayload);
+  ASSERT_TRUE(cred) << cred.message();
+  auto who = munge_decode(site_.socket(), *cred, kMungeRequestPayload);
+  ASSERT_TRUE(who) << who.message();
+  EXPECT_EQ(who->uid, ::geteuid());
+  EXPECT_EQ(who->gid, ::getegid());
+  auto again = munge_decode(site_.socket(), *cred, kMungeRequestPayload);
+  ASSERT_FALSE(again);
+  EXPECT_EQ(again.error().code, Errc::permission_denied);
+  EXPECT_NE(again.message().find("Replayed credential"), std::string::npos) << again.message();
+}
+
+TEST_F(MungeCredTest, ForeignForgedAndMisdirectedCredentialsAreRefused) {
+  Munged other('x');  // another site's key
+  ASSERT_TRUE(other.start());
+  auto foreign = munge_encode(other.socket(), kMungeRequestPayload);
+  ASSERT_TRUE(foreign);
+  auto a = munge_decode(site_.socket(), *foreign, kMungeRequestPayload);
+  ASSERT_FALSE(a);
+  EXPECT_NE(a.message().find("Invalid credential"), std::string::npos) << a.message();
+
+  auto elsewhere = munge_encode(site_.socket(), "something else");
+  ASSERT_TRUE(elsewhere);
+  auto b = munge_decode(site_.socket(), *elsewhere, kMungeRequestPayload);
+  ASSERT_FALSE(b);
+  EXPECT_NE(b.message().find("not made for a corral request"), std::string::npos);
+
+  for (std::string bad : {std::string(), std::string("MUNGE:AAAA:"), std::string(kMaxMungeCredential + 1, 'A')}) {
+    auto c = munge_decode(site_.socket(), bad, kMungeRequestPayload);
+    ASSERT_FALSE(c) << bad;
+    EXPECT_EQ(c.error().code, Errc::permission_denied) << bad;
+  }
+}
+
+TEST_F(MungeCredTest, NoMungedIsUnavailableNotDenied) {
+  auto cred = munge_encode("/nonexistent/munge.socket", kMungeRequestPayload);
+  ASSERT_FALSE(cred);
+  EXPECT_EQ(cred.error().code, Errc::unavailable);
+  EXPECT_NE(cred.message().find("/nonexistent/munge.socket"), std::string::npos) << cred.message();
+  auto real = munge_encode(site_.socket(), kMungeRequestPayload);
+  ASSERT_TRUE(real);
+  auto check = munge_decode("/nonexistent/munge.socket", *real, kMungeRequestPayload);
+  ASSERT_FALSE(check);
+  EXPECT_EQ(check.error().code, Errc::unavailable);
+}
+
+}  // namespace
+}  // namespace corral::net
