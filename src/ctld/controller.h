@@ -53,10 +53,17 @@ inline constexpr size_t kSubmitSlice = 4096;
 
 // One Watch names at most this many jobs (each is looked up under the lock).
 inline constexpr int kMaxWatchedJobs = 10000;
+// Nodes one agent registers over TCP (each name is resolved): a real host is one node.
+inline constexpr int kMaxTcpAgentNodes = 64;
 
 struct Caller {
+  Caller() = default;
+  Caller(uint32_t u, uint32_t g, std::string from = {}) : uid(u), gid(g), origin(std::move(from)) {}
   uint32_t uid = 0;
   uint32_t gid = 0;
+  // Over TCP: the IPv4 address of the host whose munged vouched for the caller (an agent
+  // may only register nodes that resolve to it). Empty on the Unix socket (this host).
+  std::string origin;
 };
 
 struct NodeEntry {
@@ -127,6 +134,7 @@ class Controller final : public HookContext {
   grpc::Status history(const Caller& c, const v1::HistoryRequest& req, v1::HistoryReply* rep);
 
   // Node agent API.
+  grpc::Status check_node_claim(const Caller& c, const v1::Register& reg) const;
   grpc::Status agent_register(const Caller& c, const v1::Register& reg,
                               grpc::ServerContext* ctx, std::shared_ptr<AgentLink>* link);
   void agent_message(AgentLink& link, const v1::AgentMessage& msg);

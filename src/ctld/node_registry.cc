@@ -2,11 +2,15 @@
 // commands to the agent that hosts a node.
 #include <signal.h>
 
+#include <algorithm>
+
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <grpcpp/server_context.h>
 #include <spdlog/spdlog.h>
 
 #include "ctld/controller.h"
+#include "net/resolve.h"
 #include "util/hostlist.h"
 
 namespace corral::ctld {
@@ -97,6 +101,27 @@ void Controller::drain_node(const std::string& name, const std::string& reason) 
   update_usable(n);
 }
 
+// Over TCP an agent is whoever its MUNGE credential says, from the host its munged is on:
+// it may register only nodes whose names resolve to that host's address (as Slurm's
+// NodeAddr), so a process on one compute host cannot take another host's nodes. Agents
+// on the Unix socket are on this host, as they always were. Resolved before the lock.
+grpc::Status Controller::check_node_claim(const Caller& c, const v1::Register& reg) const {
+  if (c.origin.empty()) return grpc::Status::OK;
+  if (reg.nodes_size() > kMaxTcpAgentNodes)
+    return {grpc::StatusCode::INVALID_ARGUMENT,
+            fmt::format("an agent over TCP registers at most {} nodes (it claimed {})", kMaxTcpAgentNodes,
+                        reg.nodes_size())};
+  for (const auto& n : reg.nodes()) {
+    const std::vector<std::string> addrs = net::resolve_ipv4(n.name());
+    if (std::find(addrs.begin(), addrs.end(), c.origin) != addrs.end()) continue;
+    return {grpc::StatusCode::PERMISSION_DENIED,
+            fmt::format("the agent at {} may not register node '{}': {}", c.origin, n.name().substr(0, 256),
+                        addrs.empty() ? "the name does not resolve"
+                                      : fmt::format("it resolves to {}", fmt::join(addrs, ", ")))};
+  }
+  return grpc::Status::OK;
+}
+
 grpc::Status Controller::agent_register(const Caller& c, const v1::Register& reg,
                                         grpc::ServerContext* ctx,
                                         std::shared_ptr<AgentLink>* out) {
@@ -105,6 +130,10 @@ grpc::Status Controller::agent_register(const Caller& c, const v1::Register& reg
             fmt::format("uid {} may not register node agents (only root or uid {})", c.uid,
                         owner_uid_)};
   if (reg.nodes_size() == 0) return {grpc::StatusCode::INVALID_ARGUMENT, "register: no nodes"};
+  if (auto st = check_node_claim(c, reg); !st.ok()) {
+    spdlog::warn("refused agent {}: {}", reg.agent_id().substr(0, 256), st.error_message());
+    return st;
+  }
   std::lock_guard lk(mu_);
   for (const auto& r : reg.nodes()) {
     if (r.name().empty() || r.cores() == 0)

@@ -32,7 +32,7 @@ Result<Caller> RpcService::caller(grpc::ServerContext* ctx) const {
     spdlog::warn("refused a request from {}: {}", peer, id.message());
     return denied(id.message() + " (requests over TCP need a credential from munged with the site's key)");
   }
-  return Caller{id->uid, id->gid};
+  return Caller{id->uid, id->gid, id->origin.empty() ? "unknown" : id->origin};
 }
 
 grpc::Status RpcService::Submit(grpc::ServerContext* ctx, const v1::SubmitRequest* req,

@@ -1,6 +1,8 @@
 #include "net/munge_cred.h"
 
+#include <arpa/inet.h>
 #include <munge.h>
+#include <netinet/in.h>
 #include <stdlib.h>
 
 #include <memory>
@@ -67,7 +69,13 @@ Result<MungeIdentity> munge_decode(const std::string& socket, std::string_view c
     return denied(fmt::format("MUNGE credential refused: {}", munge_ctx_strerror(ctx->get())));
   const std::string_view got(static_cast<const char*>(buf), buf == nullptr ? 0 : static_cast<size_t>(len));
   if (got != payload) return denied("the MUNGE credential was not made for a corral request");
-  return MungeIdentity{static_cast<uint32_t>(uid), static_cast<uint32_t>(gid)};
+  MungeIdentity id{static_cast<uint32_t>(uid), static_cast<uint32_t>(gid), {}};
+  struct in_addr addr{};
+  char dotted[INET_ADDRSTRLEN] = {};
+  if (munge_ctx_get(ctx->get(), MUNGE_OPT_ADDR4, &addr) == EMUNGE_SUCCESS && addr.s_addr != 0 &&
+      ::inet_ntop(AF_INET, &addr, dotted, sizeof dotted) != nullptr)
+    id.origin = dotted;
+  return id;
 }
 
 }  // namespace corral::net

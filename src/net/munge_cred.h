@@ -26,6 +26,7 @@ inline constexpr size_t kMaxMungeCredential = 4096;
 struct MungeIdentity {
   uint32_t uid = 0;
   uint32_t gid = 0;
+  std::string origin;  // IPv4 address of the host whose munged made it ("" if unknown)
 };
 
 // A credential for the calling process through munged at `socket` (empty: the default).

@@ -25,6 +25,7 @@ struct AgentConfig {
   // Task containment (TaskCgroups::open): "none", "auto" or a cgroup v2 directory.
   std::string cgroups = "none";
   uint64_t job_pids_max = 0;  // pids.max of each job's cgroup; 0: none
+  std::string munge_socket;   // munged's socket for a controller over TCP (empty: libmunge's default)
   // Tasks run only on the CPUs of their job's (or step's) cores on nodes with a CPU map
   // (NodeHardware::core_cpus: real nodes, not virtual ones).
   bool cpu_bind = true;

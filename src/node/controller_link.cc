@@ -14,6 +14,7 @@
 
 #include "corral.grpc.pb.h"
 #include "net/message_limits.h"
+#include "net/munge_cred.h"
 #include "node/agent.h"
 #include "node/event_loop.h"
 
@@ -118,6 +119,15 @@ struct ControllerLink::Impl {
       context = &ctx;
     }
     new_channel();
+    if (uri.rfind("unix:", 0) != 0) {
+      // Over TCP the controller knows this agent by a MUNGE credential from its munged.
+      auto cred = net::munge_encode(agent.config().munge_socket, net::kMungeRequestPayload);
+      if (!cred) {
+        note_down(cred.message());
+        return false;
+      }
+      ctx.AddMetadata(std::string(net::kMungeMetadataKey), *cred);
+    }
     std::unique_ptr<Stream> stream = stub->AgentStream(&ctx);
     auto reg = call_on_loop<v1::AgentMessage>([this, sid] { return agent.begin_register(sid); });
     bool acked = false;

@@ -59,6 +59,7 @@ struct Options {
   std::string cxi_sim_config;
   std::string listen;
   std::string key_file;
+  std::string munge_socket;
 };
 
 constexpr int kMaxStepMessage = 64 << 20;  // a launch request names every node of a wide step
@@ -265,6 +266,9 @@ int main(int argc, char** argv) {
                  "tasks may run on any CPU")
       ->check(CLI::IsMember({"cores", "none"}))
       ->capture_default_str();
+  app.add_option("--munge-socket", o.munge_socket,
+                 "munged's socket, for the MUNGE credential that identifies this agent to a controller "
+                 "reached over TCP (--controller HOST:PORT; default /run/munge/munge.socket.2)");
   app.add_option("--key-file", o.key_file,
                  "The cluster key file (hex, mode 0600) shared with corrald; step credentials are checked "
                  "with it. Without it this agent refuses every step launch");
@@ -304,6 +308,7 @@ int main(int argc, char** argv) {
   config.as_root = ::geteuid() == 0;
   config.cgroups = o.cgroups;
   config.job_pids_max = o.job_pids_max;
+  config.munge_socket = o.munge_socket;
   config.cpu_bind = o.cpu_bind == "cores";
   std::error_code ec;
   std::filesystem::create_directories(config.state_dir, ec);

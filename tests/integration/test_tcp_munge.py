@@ -2,13 +2,14 @@
 from its credential (the same rules as on the Unix socket then apply); a request with no
 credential, a replayed one, one for another purpose or one from a munged with another key
 is refused, and corrald's log says why. Needs root (munged) and Debian's munge."""
+import json
 import os
 import socket
 import subprocess
 
 import pytest
 
-from conftest import Cluster, binary
+from conftest import Cluster, binary, wait_until
 from munge_daemon import Munged, have_munged
 
 ALICE = 23411
@@ -115,3 +116,42 @@ def test_listen_without_munged_stops_corrald_with_a_message(tmp_path):
                           capture_output=True, text=True, timeout=30)
     assert proc.returncode != 0
     assert "controller.listen needs munged" in proc.stderr, proc.stderr
+
+
+def start_tcp_agent(c, nodes, munge_socket, name):
+    log = os.path.join(c.dir, f"{name}.log")
+    proc = subprocess.Popen(
+        [binary("corral-node"), "--controller", c.tcp, "--nodes", nodes, "--cores", "2",
+         "--state-dir", os.path.join(c.dir, name), "--log-file", log, "--key-file", c.key_file,
+         "--cgroups", "none", "--munge-socket", munge_socket],
+        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT,
+        start_new_session=True)
+    c.extra_agents = getattr(c, "extra_agents", []) + [proc]
+    return proc, log
+
+
+def test_an_agent_over_tcp_registers_only_the_nodes_of_its_host(tcp_cluster):
+    c = tcp_cluster
+    try:
+        # "localhost" resolves to the address munged puts in this host's credentials.
+        _, good_log = start_tcp_agent(c, "localhost", c.munged.socket, "tcp-agent")
+        c.wait_node("localhost", lambda n: n["state"] in ("idle", "up"), timeout=30,
+                    what="the TCP agent's node to come up")
+        out = corral_tcp(c, "run", "-w", "localhost", "hostname").stdout.strip()
+        assert out
+        # A process that claims another host's node, and one whose munged has another key.
+        start_tcp_agent(c, "node7", c.munged.socket, "liar")
+        stranger = Munged().start()
+        try:
+            start_tcp_agent(c, "localhost2", stranger.socket, "stranger")
+            wait_until(lambda: "may not register node 'node7': the name does not resolve" in log(c)
+                       and "Invalid credential" in log(c), timeout=20,
+                       what="corrald to refuse both agents", cluster=c)
+        finally:
+            stranger.stop()
+        names = {n["name"] for n in json.loads(c.corral("nodes", "--json").stdout)}
+        assert "node7" not in names and "localhost2" not in names, names
+    finally:
+        for p in getattr(c, "extra_agents", []):
+            p.terminate()
+            p.wait(timeout=10)
