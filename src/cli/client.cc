@@ -54,18 +54,6 @@ Error to_error(const grpc::Status& st, const std::string& uri) {
   }
 }
 
-// Over TCP corrald knows the caller only from a MUNGE credential (net/munge_cred.h), one
-// per request, from munged at $CORRAL_MUNGE_SOCKET (default libmunge's); on the Unix socket
-// the kernel tells it.
-Status authenticate(grpc::ClientContext& ctx, const std::string& uri) {
-  if (uri.rfind("unix:", 0) == 0) return {};
-  const char* socket = std::getenv("CORRAL_MUNGE_SOCKET");
-  auto cred = net::munge_encode(socket != nullptr ? socket : "", net::kMungeRequestPayload);
-  if (!cred) return cred.error();
-  ctx.AddMetadata(std::string(net::kMungeMetadataKey), *cred);
-  return {};
-}
-
 void set_deadline(grpc::ClientContext& ctx, double seconds) {
   ctx.set_deadline(std::chrono::system_clock::now() +
                    std::chrono::milliseconds(static_cast<long>(seconds * 1000)));
@@ -85,6 +73,17 @@ std::string short_reason(const std::string& message) {
   return message;
 }
 
+
+// Over TCP corrald and the step managers know the caller only from a MUNGE credential
+// (net/munge_cred.h), one per request.
+Status authenticate(grpc::ClientContext& ctx, const std::string& uri) {
+  if (uri.rfind("unix:", 0) == 0) return {};
+  const char* socket = std::getenv("CORRAL_MUNGE_SOCKET");
+  auto cred = net::munge_encode(socket != nullptr ? socket : "", net::kMungeRequestPayload);
+  if (!cred) return cred.error();
+  ctx.AddMetadata(std::string(net::kMungeMetadataKey), *cred);
+  return {};
+}
 
 std::string resolve_uri(std::string_view flag) {
   if (!flag.empty()) return std::string(flag);

@@ -20,6 +20,16 @@ inline constexpr std::string_view kDefaultUri = "unix:/run/corral/corrald.sock";
 // --uri wins, then $CORRAL_URI, then the default socket.
 std::string resolve_uri(std::string_view flag);
 
+}  // namespace corral::cli
+namespace grpc {
+class ClientContext;
+}
+namespace corral::cli {
+
+// A request to `uri` over TCP carries a MUNGE credential from munged at
+// $CORRAL_MUNGE_SOCKET (default libmunge's); on a Unix socket the kernel identifies us.
+Status authenticate(grpc::ClientContext& ctx, const std::string& uri);
+
 // gRPC's "failed to connect to all addresses; last error: UNKNOWN: unix:/x: Connection
 // refused" says the useful part last: the reason alone ("connection refused"), or the
 // whole message when it is none of the usual ones.

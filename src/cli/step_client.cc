@@ -165,6 +165,7 @@ Result<std::unique_ptr<StepStream>> StepClient::run(const pb::StepSpec& spec) {
   auto impl = std::make_unique<StepStream::Impl>();
   impl->jobid = jobid_;
   impl->address = address_;
+  if (auto st = authenticate(impl->ctx, address_); !st) return st.error();
   impl->rw = stub_->stub->RunStep(&impl->ctx);
   auto stream = std::make_unique<StepStream>(std::move(impl));
   pb::StepClientMessage create;
@@ -183,6 +184,7 @@ Result<pb::ListStepsReply> StepClient::list_steps(uint64_t jobid, double timeout
   grpc::ClientContext ctx;
   ctx.set_deadline(std::chrono::system_clock::now() +
                    std::chrono::milliseconds(static_cast<long>(timeout_seconds * 1000)));
+  if (auto st = authenticate(ctx, address_); !st) return st.error();
   pb::ListStepsRequest req;
   req.set_jobid(jobid);
   pb::ListStepsReply reply;

@@ -10,6 +10,7 @@
 #include <grpcpp/grpcpp.h>
 
 #include "corral.grpc.pb.h"
+#include "net/munge_cred.h"
 #include "node/event_loop.h"
 
 namespace corral::node {
@@ -92,24 +93,28 @@ struct JobFenceExchange::Impl {
   std::string node;
   uint32_t nodes;
   uint32_t seq = 0;
+  bool tcp = false;
+  std::string munge_socket;
   struct Call {
     std::unique_ptr<grpc::ClientContext> ctx;
     std::thread thread;
   };
   std::vector<Call> calls;
 
-  Impl(EventLoop& l, const std::string& uri, uint64_t j, std::string n, uint32_t c)
+  Impl(EventLoop& l, const std::string& uri, uint64_t j, std::string n, uint32_t c, std::string munge)
       : loop(l),
         channel(grpc::CreateChannel(uri, grpc::InsecureChannelCredentials())),
         stub(v1::StepService::NewStub(channel)),
         jobid(j),
         node(std::move(n)),
-        nodes(c) {}
+        nodes(c),
+        tcp(uri.rfind("unix:", 0) != 0),
+        munge_socket(std::move(munge)) {}
 };
 
 JobFenceExchange::JobFenceExchange(EventLoop& loop, std::string stepmgr_uri, uint64_t jobid, std::string node,
-                                   uint32_t nodes)
-    : impl_(std::make_unique<Impl>(loop, stepmgr_uri, jobid, std::move(node), nodes)) {}
+                                   uint32_t nodes, std::string munge_socket)
+    : impl_(std::make_unique<Impl>(loop, stepmgr_uri, jobid, std::move(node), nodes, std::move(munge_socket))) {}
 
 JobFenceExchange::~JobFenceExchange() {
   for (auto& c : impl_->calls) c.ctx->TryCancel();
@@ -125,6 +130,16 @@ void JobFenceExchange::fence(PmiKvs local_puts, Done done) {
   for (auto& [k, v] : local_puts) (*req.mutable_kvs())[k] = std::move(v);
   auto ctx = std::make_unique<grpc::ClientContext>();
   ctx->set_wait_for_ready(true);  // the step manager's agent may still be starting its server
+  if (impl_->tcp) {
+    auto cred = net::munge_encode(impl_->munge_socket, net::kMungeRequestPayload);
+    if (!cred) {
+      impl_->loop.post([done = std::move(done), e = cred.error()]() mutable {
+        done(Error{Errc::unavailable, "the step manager's barrier: " + e.message});
+      });
+      return;
+    }
+    ctx->AddMetadata(std::string(net::kMungeMetadataKey), *cred);
+  }
   grpc::ClientContext* raw = ctx.get();
   EventLoop& loop = impl_->loop;
   v1::StepService::Stub* stub = impl_->stub.get();

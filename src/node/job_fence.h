@@ -41,8 +41,9 @@ class JobFenceTable {
 // the answer to the loop; destroying the exchange cancels calls still waiting.
 class JobFenceExchange final : public PmiExchange {
  public:
+  // `munge_socket`: for a step manager over TCP, whose requests carry a MUNGE credential.
   JobFenceExchange(EventLoop& loop, std::string stepmgr_uri, uint64_t jobid, std::string node,
-                   uint32_t nodes);
+                   uint32_t nodes, std::string munge_socket = {});
   ~JobFenceExchange() override;
   JobFenceExchange(const JobFenceExchange&) = delete;
   JobFenceExchange& operator=(const JobFenceExchange&) = delete;

@@ -183,7 +183,7 @@ Result<std::string> step_address(const Options& o, const std::string& state_dir)
 }
 
 // The StepService server: on a Unix socket through a PeerListener (callers known by
-// SO_PEERCRED), or on a TCP port.
+// SO_PEERCRED), or on a TCP port (callers known by the MUNGE credential of each request).
 struct StepServer {
   std::unique_ptr<net::PeerListener> peers;
   std::unique_ptr<StepService> service;
@@ -198,7 +198,8 @@ struct StepServer {
     } else {
       builder.AddListeningPort(listen, grpc::InsecureServerCredentials());
     }
-    service = std::make_unique<StepService>(loop, agent.steps(), agent.step_node(), agent.fences(), peers.get());
+    service = std::make_unique<StepService>(loop, agent.steps(), agent.step_node(), agent.fences(), peers.get(),
+                                            agent.config().munge_socket);
     builder.RegisterService(service->service());
     builder.SetMaxReceiveMessageSize(kMaxStepMessage);
     builder.SetMaxSendMessageSize(kMaxStepMessage);

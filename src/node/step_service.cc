@@ -11,7 +11,10 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include <spdlog/spdlog.h>
+
 #include "corral.grpc.pb.h"
+#include "net/munge_cred.h"
 #include "net/peer_listener.h"
 #include "node/event_loop.h"
 #include "node/job_fence.h"
@@ -41,7 +44,8 @@ grpc::Status to_grpc(const Error& e) {
 }
 
 const grpc::Status kUnknownPeer{grpc::StatusCode::UNAUTHENTICATED,
-                                "cannot identify the caller: connect over the agent's Unix socket"};
+                                "cannot identify the caller: connect over the agent's Unix socket, or over "
+                                "TCP with a MUNGE credential"};
 
 bool output_only(const v1::StepServerMessage& m) {
   return !m.has_created() && !m.has_exit() && m.waiting().empty();
@@ -203,8 +207,9 @@ class RunStepCall final : public RunStepReactor {
 
 class StepService::Impl final : public v1::StepService::WithCallbackMethod_RunStep<v1::StepService::Service> {
  public:
-  Impl(EventLoop& loop, StepManager& steps, StepNode& node, JobFenceTable& fences, const net::PeerListener* peers)
-      : loop_(loop), steps_(steps), node_(node), fences_(fences), peers_(peers) {}
+  Impl(EventLoop& loop, StepManager& steps, StepNode& node, JobFenceTable& fences, const net::PeerListener* peers,
+       std::string munge_socket)
+      : loop_(loop), steps_(steps), node_(node), fences_(fences), peers_(peers), munge_socket_(std::move(munge_socket)) {}
 
   RunStepReactor* RunStep(grpc::CallbackServerContext* ctx) override {
     return new RunStepCall(loop_, steps_, next_client_.fetch_add(1), caller(ctx));
@@ -234,8 +239,9 @@ class StepService::Impl final : public v1::StepService::WithCallbackMethod_RunSt
 
   grpc::Status JobFence(grpc::ServerContext* ctx, const v1::JobFenceRequest* req, v1::JobFenceReply* reply) override {
     // Node agents only: they run as root, or as this agent's user in tests.
-    if (auto uid = caller(ctx); uid && *uid != 0 && *uid != ::getuid())
-      return {grpc::StatusCode::PERMISSION_DENIED, "JobFence is for node agents"};
+    auto uid = caller(ctx);
+    if (!uid) return kUnknownPeer;
+    if (*uid != 0 && *uid != ::getuid()) return {grpc::StatusCode::PERMISSION_DENIED, "JobFence is for node agents"};
     auto kvs = fences_.contribute(*req, [ctx] { return ctx->IsCancelled(); });
     if (!kvs) return to_grpc(kvs.error());
     reply->mutable_kvs()->insert(kvs->begin(), kvs->end());
@@ -243,11 +249,23 @@ class StepService::Impl final : public v1::StepService::WithCallbackMethod_RunSt
   }
 
  private:
+  // The Unix socket's SO_PEERCRED, or over TCP the request's MUNGE credential (as corrald
+  // does); nothing else identifies a caller. Refusals over TCP are logged with the peer.
   std::optional<uint32_t> caller(grpc::ServerContextBase* ctx) const {
-    if (peers_ == nullptr) return std::nullopt;
-    auto cred = peers_->lookup(ctx->peer());
-    if (!cred) return std::nullopt;
-    return cred->uid;
+    const std::string peer = ctx->peer();
+    if (peers_ != nullptr)
+      if (auto cred = peers_->lookup(peer)) return cred->uid;
+    if (peer.rfind("ipv4:", 0) != 0 && peer.rfind("ipv6:", 0) != 0) return std::nullopt;
+    const auto& md = ctx->client_metadata();
+    auto it = md.find(grpc::string_ref(net::kMungeMetadataKey.data(), net::kMungeMetadataKey.size()));
+    auto id = it == md.end() ? Result<net::MungeIdentity>(denied("no MUNGE credential"))
+                             : net::munge_decode(munge_socket_, std::string_view(it->second.data(), it->second.size()),
+                                                 net::kMungeRequestPayload);
+    if (!id) {
+      spdlog::warn("step service: refused a request from {}: {}", peer, id.message());
+      return std::nullopt;
+    }
+    return id->uid;
   }
 
   EventLoop& loop_;
@@ -255,12 +273,13 @@ class StepService::Impl final : public v1::StepService::WithCallbackMethod_RunSt
   StepNode& node_;
   JobFenceTable& fences_;
   const net::PeerListener* peers_;
+  std::string munge_socket_;
   std::atomic<StepManager::ClientId> next_client_{1};
 };
 
 StepService::StepService(EventLoop& loop, StepManager& steps, StepNode& node, JobFenceTable& fences,
-                         const net::PeerListener* peers)
-    : impl_(std::make_unique<Impl>(loop, steps, node, fences, peers)) {}
+                         const net::PeerListener* peers, std::string munge_socket)
+    : impl_(std::make_unique<Impl>(loop, steps, node, fences, peers, std::move(munge_socket))) {}
 
 StepService::~StepService() = default;
 

@@ -25,9 +25,10 @@ class JobFenceTable;
 class StepService {
  public:
   // Everything must outlive the service; the step manager and the node are only touched
-  // on the loop thread. `peers` may be null (TCP).
+  // on the loop thread. `peers` may be null (TCP): callers there are known by the MUNGE
+  // credential of each request, checked through munged at `munge_socket` (empty: default).
   StepService(EventLoop& loop, StepManager& steps, StepNode& node, JobFenceTable& fences,
-              const net::PeerListener* peers);
+              const net::PeerListener* peers, std::string munge_socket = {});
   ~StepService();
   StepService(const StepService&) = delete;
   StepService& operator=(const StepService&) = delete;

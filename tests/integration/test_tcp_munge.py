@@ -155,3 +155,41 @@ def test_an_agent_over_tcp_registers_only_the_nodes_of_its_host(tcp_cluster):
         for p in getattr(c, "extra_agents", []):
             p.terminate()
             p.wait(timeout=10)
+
+
+@pytest.fixture
+def tcp_steps_cluster(tmp_path):
+    """One agent hosting two nodes whose StepService is on TCP (--listen HOST:PORT)."""
+    site = Munged().start()
+    step_port = free_port()
+    c = Cluster(size=2, agents=1, cores=2,
+                agent_args=["--listen", f"127.0.0.1:{step_port}", "--munge-socket", site.socket])
+    c.munged = site
+    c.step_addr = f"127.0.0.1:{step_port}"
+    c.munge_env = dict(c.env, CORRAL_MUNGE_SOCKET=site.socket)
+    try:
+        c.start()
+        yield c
+    finally:
+        c.stop()
+        site.stop()
+
+
+def test_steps_over_tcp_need_a_munge_credential(tcp_steps_cluster):
+    c = tcp_steps_cluster
+    job = int(c.corral("batch", "--parsable", "-N2", "-", input="#!/bin/sh\nexec sleep 300\n").stdout)
+    c.wait_job(job, "RUN")
+    run = subprocess.run([binary("corral"), "run", f"--jobid={job}", "-N2", "-n2", "hostname"],
+                         env=c.munge_env, capture_output=True, text=True, timeout=60)
+    assert run.returncode == 0 and len(run.stdout.split()) == 2, run.stderr
+    # The step manager's agent answers no one it cannot identify.
+    nomunge = subprocess.run([binary("corral"), "run", f"--jobid={job}", "hostname"],
+                             env=dict(c.munge_env, CORRAL_MUNGE_SOCKET="/nonexistent/munge.sock"),
+                             capture_output=True, text=True, timeout=60)
+    assert nomunge.returncode != 0 and "/nonexistent/munge.sock" in nomunge.stderr, nomunge.stderr
+    bare = subprocess.run([binary("corral-rpc-probe"), "--fence", c.step_addr], capture_output=True,
+                          text=True, timeout=30)
+    assert bare.returncode == 1 and bare.stdout.startswith("16 "), bare.stdout
+    agent_log = open(os.path.join(c.dir, "agent-0.log")).read()
+    assert "step service: refused a request from ipv4:127.0.0.1" in agent_log
+    c.corral("cancel", job)
