@@ -131,6 +131,12 @@ grpc::Status RpcService::AgentStream(
     grpc::ServerReaderWriter<v1::ControllerMessage, v1::AgentMessage>* stream) {
   auto c = caller(ctx);
   if (!c) return refused(c);
+  if (!c->origin.empty()) {
+    // Over TCP the agent cannot know who answers; it checks this before it obeys anything.
+    auto proof = net::munge_encode(munge_socket_, net::kMungeControllerPayload);
+    if (!proof) return {grpc::StatusCode::UNAVAILABLE, "corrald cannot prove itself: " + proof.message()};
+    ctx->AddInitialMetadata(std::string(net::kMungeMetadataKey), *proof);
+  }
   v1::AgentMessage first;
   if (!stream->Read(&first)) return grpc::Status::OK;
   if (!first.has_register_())

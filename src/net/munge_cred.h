@@ -18,6 +18,10 @@ namespace corral::net {
 inline constexpr std::string_view kDefaultMungeSocket = "/run/munge/munge.socket.2";
 // The payload of a credential for a request to corrald.
 inline constexpr std::string_view kMungeRequestPayload = "corral-request-v1";
+// The payload of the credential corrald answers an agent's stream with: proof to the agent
+// that the controller is a root process on the controller's host (a request credential is
+// never taken for it).
+inline constexpr std::string_view kMungeControllerPayload = "corral-controller-v1";
 // The gRPC metadata key the credential travels in.
 inline constexpr std::string_view kMungeMetadataKey = "x-corral-munge";
 // A credential longer than this is refused before it reaches munged.

@@ -1,7 +1,10 @@
 #include "node/controller_link.h"
 
+#include <unistd.h>
+
 #include <grpcpp/grpcpp.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -10,11 +13,13 @@
 #include <mutex>
 #include <thread>
 
+#include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
 #include "corral.grpc.pb.h"
 #include "net/message_limits.h"
 #include "net/munge_cred.h"
+#include "net/resolve.h"
 #include "node/agent.h"
 #include "node/event_loop.h"
 
@@ -84,6 +89,37 @@ struct ControllerLink::Impl {
     return future.get();
   }
 
+  // Over TCP the answer must prove it comes from the real controller before the agent
+  // acts on it: a MUNGE credential (controller payload) from root, made by munged on a
+  // host the controller's address names. (On the Unix socket only root could have made it.)
+  Status check_controller(const grpc::ClientContext& ctx) const {
+    if (uri.rfind("unix:", 0) == 0) return {};
+    const auto& md = ctx.GetServerInitialMetadata();
+    auto it = md.find(grpc::string_ref(net::kMungeMetadataKey.data(), net::kMungeMetadataKey.size()));
+    if (it == md.end()) return denied("the controller at " + uri + " did not prove itself (no MUNGE credential)");
+    auto id = net::munge_decode(agent.config().munge_socket, std::string_view(it->second.data(), it->second.size()),
+                                net::kMungeControllerPayload);
+    if (!id) return denied("the controller at " + uri + " did not prove itself: " + id.message());
+    if (id->uid != 0 && id->uid != ::getuid())
+      return denied(fmt::format("the controller at {} runs as uid {}, not root: refused", uri, id->uid));
+    const std::string host = controller_host();
+    const auto addrs = net::resolve_ipv4(host);
+    if (!id->origin.empty() && std::find(addrs.begin(), addrs.end(), id->origin) == addrs.end())
+      return denied(fmt::format("the controller's credential comes from {}, not from {}: refused", id->origin, host));
+    return {};
+  }
+
+  // "host:port", "ipv4:host:port", "dns:///host:port" -> host.
+  std::string controller_host() const {
+    std::string target = uri;
+    for (const char* scheme : {"dns:///", "ipv4:", "ipv6:"})
+      if (target.rfind(scheme, 0) == 0) target = target.substr(std::string_view(scheme).size());
+    const size_t colon = target.rfind(':');
+    std::string host = colon == std::string::npos ? target : target.substr(0, colon);
+    if (host.size() > 1 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
+    return host;
+  }
+
   void note_down(const std::string& why) {
     if (state == LinkState::connected) spdlog::warn("lost the controller at {}: {} (reconnecting)", uri, why);
     else if (state == LinkState::starting) spdlog::warn("cannot reach the controller at {}: {} (retrying)", uri, why);
@@ -133,7 +169,8 @@ struct ControllerLink::Impl {
     bool acked = false;
     v1::ControllerMessage first;
     if (reg && stream->Write(*reg) && stream->Read(&first)) {
-      if (first.register_ack()) acked = true;
+      if (auto proof = check_controller(ctx); !proof) note_down(proof.message());
+      else if (first.register_ack()) acked = true;
       else note_down("the controller did not acknowledge the registration");
     }
     std::thread reader;

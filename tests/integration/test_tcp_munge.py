@@ -4,8 +4,11 @@ credential, a replayed one, one for another purpose or one from a munged with an
 is refused, and corrald's log says why. Needs root (munged) and Debian's munge."""
 import json
 import os
+import shutil
 import socket
 import subprocess
+import tempfile
+from pathlib import Path
 
 import pytest
 
@@ -193,3 +196,39 @@ def test_steps_over_tcp_need_a_munge_credential(tcp_steps_cluster):
     agent_log = open(os.path.join(c.dir, "agent-0.log")).read()
     assert "step service: refused a request from ipv4:127.0.0.1" in agent_log
     c.corral("cancel", job)
+
+
+def test_an_agent_obeys_only_a_controller_that_proves_itself(tmp_path):
+    """A corrald run by an ordinary user on the cluster's network (with the site's munged,
+    so its own credentials are genuine): the agent refuses it, and runs nothing for it."""
+    site = Munged().start()
+    fake = Path(tempfile.mkdtemp(prefix="corral-fake-ctld-"))  # pytest's tmp_path is root's only
+    os.chmod(fake, 0o755)
+    os.chown(fake, ALICE, ALICE)
+    port = free_port()
+    config = fake / "corral.toml"
+    config.write_text(f'[controller]\nlisten = ["127.0.0.1:{port}"]\nmunge-socket = "{site.socket}"\n')
+    os.chown(config, ALICE, ALICE)
+    ctld = subprocess.Popen(["setpriv", f"--reuid={ALICE}", f"--regid={ALICE}", "--clear-groups",
+                             binary("corrald"), "--socket", str(fake / "s.sock"), "--state-dir",
+                             str(fake / "state"), "--config", str(config), "--log-file",
+                             str(fake / "corrald.log")],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    agent_log = tmp_path / "agent.log"
+    agent = None
+    try:
+        wait_until(lambda: (fake / "s.sock").exists(), timeout=20, what="the fake corrald to start")
+        agent = subprocess.Popen(
+            [binary("corral-node"), "--controller", f"127.0.0.1:{port}", "--nodes", "localhost",
+             "--state-dir", str(tmp_path / "agent"), "--log-file", str(agent_log), "--cgroups", "none",
+             "--munge-socket", site.socket], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        wait_until(lambda: agent_log.exists() and "not root: refused" in agent_log.read_text(),
+                   timeout=20, what="the agent to refuse the fake controller")
+        assert "registered with the controller" not in agent_log.read_text()
+    finally:
+        for p in (agent, ctld):
+            if p is not None:
+                p.terminate()
+                p.wait(timeout=10)
+        site.stop()
+        shutil.rmtree(fake, ignore_errors=True)
