@@ -615,7 +615,8 @@ void JobExecutor::report_node(Job& job, Node& node) {
   exit.set_node_fault(node.fault);
   exit.set_cpu_seconds(cpu);
   if (job.contained) {
-    // Its own tasks' and its steps'. The kernel counts its kills in the job's cgroup before the killed task is reaped.
+    // Its own tasks' and its steps'. The kernel counts a kill in the job's cgroup before
+    // the killed task is reaped.
     const uint64_t kills = cgroups_->oom_kills(job.id);
     if (kills > job.oom_kills) exit.set_oom_kills(kills - job.oom_kills);
     job.oom_kills = std::max(job.oom_kills, kills);
@@ -639,7 +640,7 @@ void JobExecutor::report_node(Job& job, Node& node) {
   }
   // What the tasks left running (daemons, double forks) ends with them.
   // (The job's directory, made for its limits, goes too once its steps' units are gone.)
-  if (cgroups_ != nullptr) cgroups_->release(job.id, "job_tasks");
+  if (cgroups_ != nullptr && (job.contained || job.cgroup)) cgroups_->release(job.id, "job_tasks");
   if (job_ended_) job_ended_(job.id, job.worst, job.cpu_seconds);
 }
 
