@@ -48,7 +48,9 @@ EnvMap build_node_env(const EnvMap& submit_env, const JobNodeEnv& job, const Env
   env["CORRAL_CPUS_ON_NODE"] = std::to_string(idset_count(job.cores));
   env["CORRAL_JOB_CPUS"] = job.cores;
   if (!job.gpus.empty()) {
+    // NVIDIA's and AMD's runtimes each read their own; the other one ignores it.
     env["CUDA_VISIBLE_DEVICES"] = idset_to_list(job.gpus);
+    env["ROCR_VISIBLE_DEVICES"] = env["CUDA_VISIBLE_DEVICES"];
     env["CORRAL_GPUS"] = job.gpus;
   }
   env["CORRAL_SUBMIT_DIR"] = job.cwd;

@@ -34,7 +34,7 @@ TEST(NodeTaskEnv, HasEveryCorralVariable) {
   for (const char* kv : {"FOO=bar", "PATH=/x", "CORRAL_JOBID=42", "CORRAL_JOB_NAME=sim", "CORRAL_NODENAME=n3",
                          "CORRAL_NODEID=2", "CORRAL_NODELIST=n[1-4]", "CORRAL_NNODES=4", "CORRAL_NTASKS=8",
                          "CORRAL_TASK_RANK=5", "CORRAL_LOCAL_RANK=1", "CORRAL_CPUS_ON_NODE=4",
-                         "CORRAL_JOB_CPUS=0-2,5", "CUDA_VISIBLE_DEVICES=0,1,3", "CORRAL_GPUS=0-1,3",
+                         "CORRAL_JOB_CPUS=0-2,5", "CUDA_VISIBLE_DEVICES=0,1,3", "ROCR_VISIBLE_DEVICES=0,1,3", "CORRAL_GPUS=0-1,3",
                          "CORRAL_SUBMIT_DIR=/home/u/run", "CORRAL_URI=unix:/run/corral.sock", "HOME=/home/u",
                          "USER=u", "LOGNAME=u"})
     EXPECT_TRUE(has(env, kv)) << kv;
@@ -64,6 +64,7 @@ TEST(NodeTaskEnv, NoGpuVariablesWithoutGpus) {
   auto env = build_task_env(build_node_env({}, j, {}), 0, 0);
   for (const auto& kv : env) {
     EXPECT_NE(kv.rfind("CUDA_VISIBLE_DEVICES=", 0), 0u);
+    EXPECT_NE(kv.rfind("ROCR_VISIBLE_DEVICES=", 0), 0u);
     EXPECT_NE(kv.rfind("CORRAL_GPUS=", 0), 0u);
   }
   EXPECT_TRUE(has(env, "PATH=/usr/local/bin:/usr/bin:/bin"));
