@@ -11,7 +11,7 @@
 
 #include "cli/commands.h"
 #include "corral.grpc.pb.h"
-#include "net/munge_cred.h"
+#include "net/munge_grpc.h"
 
 namespace corral::cli {
 
@@ -77,12 +77,8 @@ std::string short_reason(const std::string& message) {
 // Over TCP corrald and the step managers know the caller only from a MUNGE credential
 // (net/munge_cred.h), one per request.
 Status authenticate(grpc::ClientContext& ctx, const std::string& uri) {
-  if (uri.rfind("unix:", 0) == 0) return {};
   const char* socket = std::getenv("CORRAL_MUNGE_SOCKET");
-  auto cred = net::munge_encode(socket != nullptr ? socket : "", net::kMungeRequestPayload);
-  if (!cred) return cred.error();
-  ctx.AddMetadata(std::string(net::kMungeMetadataKey), *cred);
-  return {};
+  return net::add_credential(ctx, uri, socket != nullptr ? socket : "");
 }
 
 std::string resolve_uri(std::string_view flag) {

@@ -4,7 +4,7 @@
 
 #include <spdlog/spdlog.h>
 
-#include "net/munge_cred.h"
+#include "net/munge_grpc.h"
 
 namespace corral::ctld {
 
@@ -22,12 +22,7 @@ Result<Caller> RpcService::caller(grpc::ServerContext* ctx) const {
   if (auto cred = peers_.lookup(peer)) return Caller{cred->uid, cred->gid};
   if (peer.rfind("ipv4:", 0) != 0 && peer.rfind("ipv6:", 0) != 0)
     return denied("cannot identify the caller: connect over corrald's Unix socket");
-  const auto& md = ctx->client_metadata();
-  auto it = md.find(grpc::string_ref(net::kMungeMetadataKey.data(), net::kMungeMetadataKey.size()));
-  Result<net::MungeIdentity> id =
-      it == md.end() ? Result<net::MungeIdentity>(denied("the request carries no MUNGE credential"))
-                     : net::munge_decode(munge_socket_, std::string_view(it->second.data(), it->second.size()),
-                                         net::kMungeRequestPayload);
+  auto id = net::caller_of(*ctx, munge_socket_);
   if (!id) {
     spdlog::warn("refused a request from {}: {}", peer, id.message());
     return denied(id.message() + " (requests over TCP need a credential from munged with the site's key)");

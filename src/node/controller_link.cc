@@ -18,7 +18,7 @@
 
 #include "corral.grpc.pb.h"
 #include "net/message_limits.h"
-#include "net/munge_cred.h"
+#include "net/munge_grpc.h"
 #include "net/resolve.h"
 #include "node/agent.h"
 #include "node/event_loop.h"
@@ -93,7 +93,7 @@ struct ControllerLink::Impl {
   // acts on it: a MUNGE credential (controller payload) from root, made by munged on a
   // host the controller's address names. (On the Unix socket only root could have made it.)
   Status check_controller(const grpc::ClientContext& ctx) const {
-    if (uri.rfind("unix:", 0) == 0) return {};
+    if (!net::over_network(uri)) return {};
     const auto& md = ctx.GetServerInitialMetadata();
     auto it = md.find(grpc::string_ref(net::kMungeMetadataKey.data(), net::kMungeMetadataKey.size()));
     if (it == md.end()) return denied("the controller at " + uri + " did not prove itself (no MUNGE credential)");
@@ -155,14 +155,10 @@ struct ControllerLink::Impl {
       context = &ctx;
     }
     new_channel();
-    if (uri.rfind("unix:", 0) != 0) {
-      // Over TCP the controller knows this agent by a MUNGE credential from its munged.
-      auto cred = net::munge_encode(agent.config().munge_socket, net::kMungeRequestPayload);
-      if (!cred) {
-        note_down(cred.message());
-        return false;
-      }
-      ctx.AddMetadata(std::string(net::kMungeMetadataKey), *cred);
+    // Over TCP the controller knows this agent by a MUNGE credential from its munged.
+    if (auto st = net::add_credential(ctx, uri, agent.config().munge_socket); !st) {
+      note_down(st.message());
+      return false;
     }
     std::unique_ptr<Stream> stream = stub->AgentStream(&ctx);
     auto reg = call_on_loop<v1::AgentMessage>([this, sid] { return agent.begin_register(sid); });

@@ -10,7 +10,7 @@
 #include <grpcpp/grpcpp.h>
 
 #include "corral.grpc.pb.h"
-#include "net/munge_cred.h"
+#include "net/munge_grpc.h"
 #include "node/event_loop.h"
 
 namespace corral::node {
@@ -93,7 +93,7 @@ struct JobFenceExchange::Impl {
   std::string node;
   uint32_t nodes;
   uint32_t seq = 0;
-  bool tcp = false;
+  std::string uri;
   std::string munge_socket;
   struct Call {
     std::unique_ptr<grpc::ClientContext> ctx;
@@ -101,14 +101,14 @@ struct JobFenceExchange::Impl {
   };
   std::vector<Call> calls;
 
-  Impl(EventLoop& l, const std::string& uri, uint64_t j, std::string n, uint32_t c, std::string munge)
+  Impl(EventLoop& l, const std::string& target, uint64_t j, std::string n, uint32_t c, std::string munge)
       : loop(l),
-        channel(grpc::CreateChannel(uri, grpc::InsecureChannelCredentials())),
+        channel(grpc::CreateChannel(target, grpc::InsecureChannelCredentials())),
         stub(v1::StepService::NewStub(channel)),
         jobid(j),
         node(std::move(n)),
         nodes(c),
-        tcp(uri.rfind("unix:", 0) != 0),
+        uri(target),
         munge_socket(std::move(munge)) {}
 };
 
@@ -130,15 +130,11 @@ void JobFenceExchange::fence(PmiKvs local_puts, Done done) {
   for (auto& [k, v] : local_puts) (*req.mutable_kvs())[k] = std::move(v);
   auto ctx = std::make_unique<grpc::ClientContext>();
   ctx->set_wait_for_ready(true);  // the step manager's agent may still be starting its server
-  if (impl_->tcp) {
-    auto cred = net::munge_encode(impl_->munge_socket, net::kMungeRequestPayload);
-    if (!cred) {
-      impl_->loop.post([done = std::move(done), e = cred.error()]() mutable {
-        done(Error{Errc::unavailable, "the step manager's barrier: " + e.message});
-      });
-      return;
-    }
-    ctx->AddMetadata(std::string(net::kMungeMetadataKey), *cred);
+  if (auto st = net::add_credential(*ctx, impl_->uri, impl_->munge_socket); !st) {
+    impl_->loop.post([done = std::move(done), e = st.error()]() mutable {
+      done(Error{Errc::unavailable, "the step manager's barrier: " + e.message});
+    });
+    return;
   }
   grpc::ClientContext* raw = ctx.get();
   EventLoop& loop = impl_->loop;

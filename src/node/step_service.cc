@@ -14,7 +14,7 @@
 #include <spdlog/spdlog.h>
 
 #include "corral.grpc.pb.h"
-#include "net/munge_cred.h"
+#include "net/munge_grpc.h"
 #include "net/peer_listener.h"
 #include "node/event_loop.h"
 #include "node/job_fence.h"
@@ -256,11 +256,7 @@ class StepService::Impl final : public v1::StepService::WithCallbackMethod_RunSt
     if (peers_ != nullptr)
       if (auto cred = peers_->lookup(peer)) return cred->uid;
     if (peer.rfind("ipv4:", 0) != 0 && peer.rfind("ipv6:", 0) != 0) return std::nullopt;
-    const auto& md = ctx->client_metadata();
-    auto it = md.find(grpc::string_ref(net::kMungeMetadataKey.data(), net::kMungeMetadataKey.size()));
-    auto id = it == md.end() ? Result<net::MungeIdentity>(denied("no MUNGE credential"))
-                             : net::munge_decode(munge_socket_, std::string_view(it->second.data(), it->second.size()),
-                                                 net::kMungeRequestPayload);
+    auto id = net::caller_of(*ctx, munge_socket_);
     if (!id) {
       spdlog::warn("step service: refused a request from {}: {}", peer, id.message());
       return std::nullopt;
