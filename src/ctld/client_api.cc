@@ -138,10 +138,13 @@ grpc::Status Controller::get_job_unfiltered(const v1::GetJobRequest& req, v1::Jo
       return grpc::Status::OK;
     }
   }
-  if (retired_summary(req.jobid(), rep)) return grpc::Status::OK;
   (void)store_->flush();  // readers see only committed writes
   auto sum = store_->inactive_summary(req.jobid());
-  if (!sum) return {grpc::StatusCode::NOT_FOUND, fmt::format("job {} not found", req.jobid())};
+  if (!sum) {
+    // Retired while the state database cannot be written: what memory has (no eventlog).
+    if (retired_summary(req.jobid(), rep)) return grpc::Status::OK;
+    return {grpc::StatusCode::NOT_FOUND, fmt::format("job {} not found", req.jobid())};
+  }
   if (!summary_from_json(*sum, rep))
     return {grpc::StatusCode::INTERNAL, "stored job summary is unreadable"};
   if (auto spec = store_->read_jobspec(req.jobid())) rep->set_jobspec(*spec);
