@@ -37,7 +37,10 @@ bool is_cgroup2(const std::string& dir) {
   return ::statfs(dir.c_str(), &fs) == 0 && static_cast<long>(fs.f_type) == kCgroup2Magic;
 }
 
-// The cgroup v2 mount point and this process's cgroup in it: where "auto" puts ROOT.
+// The cgroup v2 mount point and this process's cgroup in it: where "auto" puts ROOT. Under
+// systemd with `DelegateSubgroup=agent` (packaging/systemd/corral-node.service) the agent
+// lives in the delegated cgroup's "agent" subgroup, and ROOT goes beside it: a cgroup
+// that holds a process cannot hand controllers to its children.
 std::optional<std::string> own_cgroup2_dir() {
   std::ifstream mounts("/proc/self/mounts");
   std::string dev, dir, type, rest, mount;
@@ -49,8 +52,12 @@ std::optional<std::string> own_cgroup2_dir() {
   }
   if (mount.empty()) return std::nullopt;
   std::ifstream self("/proc/self/cgroup");
-  for (std::string line; std::getline(self, line);)
-    if (line.rfind("0::", 0) == 0) return line.size() > 4 ? mount + line.substr(3) : mount;
+  for (std::string line; std::getline(self, line);) {
+    if (line.rfind("0::", 0) != 0) continue;
+    std::string own = line.size() > 4 ? line.substr(3) : "";
+    if (own.size() > 6 && own.substr(own.size() - 6) == "/agent") own.resize(own.size() - 6);
+    return mount + own;
+  }
   return mount;
 }
 
