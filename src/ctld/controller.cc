@@ -290,6 +290,7 @@ void Controller::unsaved_job(uint64_t id) {
   store_->discard_job(id);
   user_limits_.job_removed(job.userid);
   jobs_.erase(it);
+  listing_.changed(id, jobs_);  // its row in `corral queue` goes too
 }
 
 }  // namespace corral::ctld

@@ -27,6 +27,8 @@ Result<Caller> RpcService::caller(grpc::ServerContext* ctx) const {
     spdlog::warn("refused a request from {}: {}", peer, id.message());
     return denied(id.message() + " (requests over TCP need a credential from munged with the site's key)");
   }
+  // A credential with no origin address still marks the caller as remote: an agent then
+  // can claim no node (check_node_claim), which is the safe side.
   return Caller{id->uid, id->gid, id->origin.empty() ? "unknown" : id->origin};
 }
 

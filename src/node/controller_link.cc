@@ -104,8 +104,9 @@ struct ControllerLink::Impl {
       return denied(fmt::format("the controller at {} runs as uid {}, not root: refused", uri, id->uid));
     const std::string host = controller_host();
     const auto addrs = net::resolve_ipv4(host);
-    if (!id->origin.empty() && std::find(addrs.begin(), addrs.end(), id->origin) == addrs.end())
-      return denied(fmt::format("the controller's credential comes from {}, not from {}: refused", id->origin, host));
+    if (std::find(addrs.begin(), addrs.end(), id->origin) == addrs.end())
+      return denied(fmt::format("the controller's credential comes from {}, not from {}: refused",
+                                id->origin.empty() ? "an unknown host" : id->origin, host));
     return {};
   }
 

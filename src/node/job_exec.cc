@@ -640,7 +640,7 @@ void JobExecutor::report_node(Job& job, Node& node) {
   }
   // What the tasks left running (daemons, double forks) ends with them.
   // (The job's directory, made for its limits, goes too once its steps' units are gone.)
-  if (cgroups_ != nullptr && (job.contained || job.cgroup)) cgroups_->release(job.id, "job_tasks");
+  if (cgroups_ != nullptr && (job.contained || job.cgroup)) cgroups_->release(job.id, TaskCgroups::kJobUnit);
   if (job_ended_) job_ended_(job.id, job.worst, job.cpu_seconds);
 }
 
@@ -694,7 +694,7 @@ const std::vector<std::string>& JobExecutor::cgroup_of(Job& job) {
   if (job.cgroup) return *job.cgroup;
   job.cgroup.emplace();
   if (cgroups_ == nullptr) return *job.cgroup;
-  if (auto dir = cgroups_->create(job.id, "job_tasks"); dir) job.cgroup = std::move(*dir);
+  if (auto dir = cgroups_->create(job.id, TaskCgroups::kJobUnit); dir) job.cgroup = std::move(*dir);
   else spdlog::warn("job {}: tasks run uncontained: {}", job.id, dir.message());
   return *job.cgroup;
 }

@@ -8,13 +8,14 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cctype>
-#include <filesystem>
 #include <climits>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
 #include <fstream>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -29,6 +30,7 @@ namespace {
 constexpr long kCgroup2Magic = 0x63677270;  // CGROUP2_SUPER_MAGIC
 constexpr double kDrainInterval = 0.05;
 constexpr int kDrainTries = 200;  // 10 s: then it is left for the next start of the agent
+constexpr std::string_view kAgentSubgroup = "/agent";  // systemd's DelegateSubgroup= of our unit
 
 std::string errno_text(int err) { return std::strerror(err); }
 
@@ -55,7 +57,7 @@ std::optional<std::string> own_cgroup2_dir() {
   for (std::string line; std::getline(self, line);) {
     if (line.rfind("0::", 0) != 0) continue;
     std::string own = line.size() > 4 ? line.substr(3) : "";
-    if (own.size() > 6 && own.substr(own.size() - 6) == "/agent") own.resize(own.size() - 6);
+    if (own.ends_with(kAgentSubgroup)) own.resize(own.size() - kAgentSubgroup.size());
     return mount + own;
   }
   return mount;
@@ -138,50 +140,59 @@ Result<std::unique_ptr<TaskCgroups>> TaskCgroups::open(EventLoop& loop, const st
   char real[PATH_MAX];
   const std::string where = ::realpath(state_dir.c_str(), real) != nullptr ? std::string(real) : state_dir;
   const std::string name = dir_name(agent_id, where);
-  std::vector<CgroupTree> trees;
   std::string missing;
-  std::string base = setting == "auto" ? own_cgroup2_dir().value_or("") : setting;
-  if (!base.empty() && !is_cgroup2(base)) {
-    if (setting != "auto") return invalid(fmt::format("--cgroups: {} is not in a cgroup v2 hierarchy", base));
-    base.clear();
+  auto v2 = open_v2(setting, name, missing);
+  if (!v2) return setting == "auto" ? off(v2.message()) : Result<std::unique_ptr<TaskCgroups>>(v2.error());
+  std::vector<CgroupTree> trees;
+  if (*v2) trees.push_back(std::move(**v2));
+  add_v1_trees(trees, name, missing);
+  if (trees.empty()) return off("no cgroup hierarchy is mounted and writable");
+  std::string lacking = missing_limits(trees, missing);
+  return std::unique_ptr<TaskCgroups>(new TaskCgroups(loop, std::move(trees), std::move(lacking)));
+}
+
+Result<std::optional<CgroupTree>> TaskCgroups::open_v2(const std::string& setting, const std::string& name,
+                                                       std::string& missing) {
+  const std::string base = setting == "auto" ? own_cgroup2_dir().value_or("") : setting;
+  if (base.empty()) return std::optional<CgroupTree>();
+  if (!is_cgroup2(base)) {
+    if (setting == "auto") return std::optional<CgroupTree>();
+    return invalid(fmt::format("--cgroups: {} is not in a cgroup v2 hierarchy", base));
   }
-  if (!base.empty()) {
-    std::string root = base + (base.back() == '/' ? "" : "/") + name;
-    if (::mkdir(root.c_str(), 0755) != 0 && errno != EEXIST) {
-      std::string why = fmt::format("cannot create {}: {}", root, errno_text(errno));
-      if (setting == "auto") return off(why);
-      return io_error("--cgroups: " + why);
-    }
-    auto enabled = enable_v2_controllers(base, root, &missing);
-    trees.push_back({std::move(root), true, std::move(enabled)});
-  }
-  // Limit controllers v2 does not give us, from their v1 hierarchies.
-  std::vector<std::string> have = trees.empty() ? std::vector<std::string>{} : trees.front().controllers;
+  std::string root = base + (base.back() == '/' ? "" : "/") + name;
+  if (::mkdir(root.c_str(), 0755) != 0 && errno != EEXIST)
+    return io_error(fmt::format("--cgroups: cannot create {}: {}", root, errno_text(errno)));
+  auto enabled = enable_v2_controllers(base, root, &missing);
+  return std::optional<CgroupTree>(CgroupTree{std::move(root), true, std::move(enabled)});
+}
+
+void TaskCgroups::add_v1_trees(std::vector<CgroupTree>& trees, const std::string& name, std::string& missing) {
+  auto note = [&missing](const std::string& what) { missing += (missing.empty() ? "" : "; ") + what; };
+  const std::vector<std::string> have = trees.empty() ? std::vector<std::string>{} : trees.front().controllers;
   for (const auto& v1 : v1_bases(have)) {
     CgroupTree tree{v1.dir + "/" + name, false, {v1.controller}};
     if (::mkdir(tree.root.c_str(), 0755) != 0 && errno != EEXIST) {
-      missing += fmt::format("{}{} (cannot create {}: {})", missing.empty() ? "" : "; ", v1.controller, tree.root,
-                             errno_text(errno));
+      note(fmt::format("{} (cannot create {}: {})", v1.controller, tree.root, errno_text(errno)));
       continue;
     }
     if (auto st = init_cgroup_dir(tree, tree.root); !st) {
-      missing += fmt::format("{}{} ({})", missing.empty() ? "" : "; ", v1.controller, st.message());
+      note(fmt::format("{} ({})", v1.controller, st.message()));
       ::rmdir(tree.root.c_str());
       continue;
     }
     trees.push_back(std::move(tree));
   }
-  if (trees.empty()) return off("no cgroup hierarchy is mounted and writable");
-  // What no hierarchy gives is missing; what v1 gave after all is not.
+}
+
+// "" when every limit controller has a tree; else which are missing and `why`.
+std::string TaskCgroups::missing_limits(const std::vector<CgroupTree>& trees, const std::string& why) {
   std::string still;
   for (const auto& c : limit_controllers()) {
-    bool found = false;
-    for (const auto& t : trees) found |= t.has(c);
+    const bool found = std::any_of(trees.begin(), trees.end(), [&c](const CgroupTree& t) { return t.has(c); });
     if (!found) still += fmt::format("{}{}", still.empty() ? "" : ", ", c);
   }
-  if (still.empty()) missing.clear();
-  else missing = fmt::format("no {} limits: {}", still, missing.empty() ? "no hierarchy has them" : missing);
-  return std::unique_ptr<TaskCgroups>(new TaskCgroups(loop, std::move(trees), std::move(missing)));
+  if (still.empty()) return {};
+  return fmt::format("no {} limits: {}", still, why.empty() ? "no hierarchy has them" : why);
 }
 
 TaskCgroups::TaskCgroups(EventLoop& loop, std::vector<CgroupTree> trees, std::string missing)
@@ -270,7 +281,7 @@ void TaskCgroups::release(uint64_t jobid, const std::string& unit) {
     }
     remove_dir(job_path(tree, jobid));  // EBUSY while other units remain
   }
-  if (!std::filesystem::exists(job_path(trees_.front(), jobid))) oom_released_.erase(jobid);
+  if (unit == kJobUnit) oom_released_.erase(jobid);
 }
 
 void TaskCgroups::drain() {

@@ -25,7 +25,6 @@
 #include <optional>
 #include <map>
 #include <string>
-
 #include <vector>
 
 #include "node/cgroup_limits.h"
@@ -36,6 +35,9 @@ namespace corral::node {
 
 class TaskCgroups {
  public:
+  // The unit of a job's own tasks (`job_`: "tasks" is a control file of every v1 cgroup).
+  static constexpr const char* kJobUnit = "job_tasks";
+
   // `setting`: "none" (containment off: nullptr), "auto" (a writable cgroup v2 hierarchy
   // if the machine has one, else cgroup v1 if it has that, else nullptr with `why_off`
   // saying why), or a directory inside a cgroup v2 hierarchy to use as ROOT's parent (an
@@ -61,7 +63,8 @@ class TaskCgroups {
   // Processes of the job killed by the out-of-memory killer so far.
   uint64_t oom_kills(uint64_t jobid) const;
   // The unit ended: kills what is left in it, removes it (and the job's directory once
-  // empty). Safe to call for a unit that was never created.
+  // empty). Safe to call for a unit that was never created. Releasing kJobUnit ends the
+  // job here: its OOM count is not asked for again.
   void release(uint64_t jobid, const std::string& unit);
   // Startup: kills and removes everything a previous run of this agent left. Returns how
   // many processes were still there.
@@ -72,6 +75,12 @@ class TaskCgroups {
 
  private:
   TaskCgroups(EventLoop& loop, std::vector<CgroupTree> trees, std::string missing);
+  // Parts of open(): the v2 tree (an error only for an explicit directory), the v1 trees
+  // for the limit controllers it lacks, and what no tree gives.
+  static Result<std::optional<CgroupTree>> open_v2(const std::string& setting, const std::string& name,
+                                                   std::string& missing);
+  static void add_v1_trees(std::vector<CgroupTree>& trees, const std::string& name, std::string& missing);
+  static std::string missing_limits(const std::vector<CgroupTree>& trees, const std::string& why);
   static std::string job_path(const CgroupTree& tree, uint64_t jobid);
   Status make_dir(const CgroupTree& tree, const std::string& dir);
   void drain();  // retries removal of draining_ cgroups

@@ -352,11 +352,10 @@ struct Store::Impl {
   // A commit failed for a reason that may pass: its writes wait for the next attempt.
   // Fail-fast callbacks learn of it now (once); the others wait with the writes.
   void hold(std::vector<Op> group, const Status& st) {
-    for (auto& op : group)
-      if (auto* f = std::get_if<FailFast>(&op); f != nullptr && f->fn) std::exchange(f->fn, nullptr)(st);
-    std::erase_if(group, [](const Op& op) {
-      const auto* f = std::get_if<FailFast>(&op);
-      return f != nullptr && !f->fn;
+    std::erase_if(group, [&st](Op& op) {  // the predicate runs once per element, in order
+      auto* f = std::get_if<FailFast>(&op);
+      if (f != nullptr && f->fn) f->fn(st);
+      return f != nullptr;
     });
     backlog = std::move(group);
     std::lock_guard lock(health_mu);

@@ -62,6 +62,7 @@ def test_disk_full_refuses_submissions_keeps_running_jobs_and_recovers(small_sta
     queue = c.corral("queue")
     assert "cannot write its state database" in queue.stderr, queue.stderr
     assert str(running) in queue.stdout
+    assert len(queue.stdout.strip().splitlines()) == 2, queue.stdout  # the header and the running job
     assert "cannot write its state database" in c.corral("nodes").stderr
     log = open(os.path.join(c.dir, "corrald.log")).read()
     assert "database or disk is full" in log

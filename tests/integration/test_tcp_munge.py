@@ -2,6 +2,7 @@
 from its credential (the same rules as on the Unix socket then apply); a request with no
 credential, a replayed one, one for another purpose or one from a munged with another key
 is refused, and corrald's log says why. Needs root (munged) and Debian's munge."""
+import contextlib
 import json
 import os
 import shutil
@@ -26,22 +27,31 @@ def free_port():
         return s.getsockname()[1]
 
 
-@pytest.fixture
-def tcp_cluster(tmp_path):
-    site = Munged().start()
-    port = free_port()
-    config = tmp_path / "corral.toml"
-    config.write_text(f'[controller]\nlisten = ["127.0.0.1:{port}"]\nmunge-socket = "{site.socket}"\n')
-    c = Cluster(size=2, cores=2, config=config)
+@contextlib.contextmanager
+def munge_cluster(site, **opts):
+    """A started cluster with the site's munged, both stopped at the end."""
+    c = Cluster(**opts)
     c.munged = site
-    c.tcp = f"127.0.0.1:{port}"
-    c.tcp_env = dict(c.env, CORRAL_URI=c.tcp, CORRAL_MUNGE_SOCKET=site.socket)
+    c.munge_env = dict(c.env, CORRAL_MUNGE_SOCKET=site.socket)
     try:
         c.start()
         yield c
     finally:
         c.stop()
         site.stop()
+
+
+@pytest.fixture
+def tcp_cluster(tmp_path):
+    """corrald listening on TCP with MUNGE; its agents on its Unix socket."""
+    site = Munged().start()
+    port = free_port()
+    config = tmp_path / "corral.toml"
+    config.write_text(f'[controller]\nlisten = ["127.0.0.1:{port}"]\nmunge-socket = "{site.socket}"\n')
+    with munge_cluster(site, size=2, cores=2, config=config) as c:
+        c.tcp = f"127.0.0.1:{port}"
+        c.tcp_env = dict(c.munge_env, CORRAL_URI=c.tcp)
+        yield c
 
 
 def corral_tcp(c, *args, env=None, user=None, check=True):
@@ -165,17 +175,10 @@ def tcp_steps_cluster(tmp_path):
     """One agent hosting two nodes whose StepService is on TCP (--listen HOST:PORT)."""
     site = Munged().start()
     step_port = free_port()
-    c = Cluster(size=2, agents=1, cores=2,
-                agent_args=["--listen", f"127.0.0.1:{step_port}", "--munge-socket", site.socket])
-    c.munged = site
-    c.step_addr = f"127.0.0.1:{step_port}"
-    c.munge_env = dict(c.env, CORRAL_MUNGE_SOCKET=site.socket)
-    try:
-        c.start()
+    with munge_cluster(site, size=2, agents=1, cores=2,
+                       agent_args=["--listen", f"127.0.0.1:{step_port}", "--munge-socket", site.socket]) as c:
+        c.step_addr = f"127.0.0.1:{step_port}"
         yield c
-    finally:
-        c.stop()
-        site.stop()
 
 
 def test_steps_over_tcp_need_a_munge_credential(tcp_steps_cluster):
