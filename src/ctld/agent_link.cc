@@ -9,8 +9,8 @@
 namespace corral::ctld {
 
 AgentLink::AgentLink(std::string agent_id, std::vector<std::string> nodes,
-                     grpc::ServerContext* ctx)
-    : agent_id_(std::move(agent_id)), nodes_(std::move(nodes)), ctx_(ctx) {}
+                     grpc::ServerContext* ctx, std::string incarnation)
+    : agent_id_(std::move(agent_id)), nodes_(std::move(nodes)), incarnation_(std::move(incarnation)), ctx_(ctx) {}
 
 void AgentLink::send(const v1::ControllerMessage& msg) {
   const size_t bytes = msg.ByteSizeLong();

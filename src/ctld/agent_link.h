@@ -19,9 +19,13 @@ namespace corral::ctld {
 
 class AgentLink {
  public:
-  AgentLink(std::string agent_id, std::vector<std::string> nodes, grpc::ServerContext* ctx);
+  AgentLink(std::string agent_id, std::vector<std::string> nodes, grpc::ServerContext* ctx,
+            std::string incarnation = {});
 
   const std::string& agent_id() const { return agent_id_; }
+  const std::string& incarnation() const { return incarnation_; }
+  // The output number last acknowledged to this agent (under the controller's lock).
+  uint64_t output_acked = 0;
   const std::vector<std::string>& nodes() const { return nodes_; }
 
   // Merges `msg` into the next batch (repeated fields append); a batch is cut at
@@ -39,6 +43,7 @@ class AgentLink {
  private:
   std::string agent_id_;
   std::vector<std::string> nodes_;
+  std::string incarnation_;
   grpc::ServerContext* ctx_;
   std::mutex mu_;
   std::condition_variable cv_;

@@ -200,6 +200,7 @@ Status apply_key(Config& c, const std::string& section, const std::string& key,
     if (key == "state-dir") return set_string(c.state_dir, n, where);
     if (key == "heartbeat-interval") return set_duration(c.heartbeat_interval, n, where);
     if (key == "node-timeout") return set_duration(c.node_timeout, n, where);
+    if (key == "isolation-timeout") return set_duration(c.isolation_timeout, n, where);
     if (key == "kill-grace") return set_duration(c.kill_grace, n, where);
     if (key == "sync-full") return set_bool(c.sync_full, n, where);
     if (key == "commit-interval") return set_duration(c.commit_interval, n, where);

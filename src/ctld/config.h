@@ -48,6 +48,9 @@ struct Config {
   std::string state_dir = "/var/lib/corral";
   double heartbeat_interval = 2.0;  // seconds between agent heartbeats
   double node_timeout = 30.0;       // silence after which a node is marked down
+  // When most agents fall silent at once, the likelier cause is this controller's own
+  // link; their nodes stay up this long (jobs go on) before they are marked down.
+  double isolation_timeout = 300.0;
   double kill_grace = 10.0;         // SIGTERM -> SIGKILL on cancel and timeout
   bool sync_full = true;            // fsync every group commit
   double commit_interval = 0.002;

@@ -135,8 +135,11 @@ class Controller final : public HookContext {
 
   // Node agent API.
   grpc::Status check_node_claim(const Caller& c, const v1::Register& reg) const;
+  // `spooled`: output the agent kept while it could not reach us, taken before the
+  // register's exits (a job's output must arrive before it ends).
   grpc::Status agent_register(const Caller& c, const v1::Register& reg,
-                              grpc::ServerContext* ctx, std::shared_ptr<AgentLink>* link);
+                              grpc::ServerContext* ctx, std::shared_ptr<AgentLink>* link,
+                              const google::protobuf::RepeatedPtrField<v1::TaskOutput>& spooled = {});
   void agent_message(AgentLink& link, const v1::AgentMessage& msg);
   void agent_disconnected(AgentLink& link);
 
@@ -266,6 +269,10 @@ class Controller final : public HookContext {
   std::string node_state(const NodeEntry& node) const;
   void check_heartbeats();
   void reconcile_agent(const v1::Register& reg);
+  // Task output from an agent (node_registry.cc): kept for watchers, each numbered entry
+  // once; the highest number seen is acknowledged with the agent's heartbeats.
+  void take_output(const AgentLink& link, const v1::TaskOutput& out);
+  void ack_output(AgentLink& link);
   void adopt_step_manager(uint64_t jobid, const std::string& node, const std::string& uri);
   void reconcile_housekeeping(const v1::Register& reg);
   void housekeeping_done(const v1::PerilogResult& result);
@@ -306,6 +313,8 @@ class Controller final : public HookContext {
   std::vector<NodeEntry> nodes_;  // by scheduler index
   std::unordered_map<std::string, uint32_t> node_index_;
   std::map<std::string, std::shared_ptr<AgentLink>> links_;
+  // Per agent id, the last output number taken from each of its latest two processes.
+  std::map<std::string, std::vector<std::pair<std::string, uint64_t>>> output_seen_;
   std::map<std::string, std::vector<uint32_t>> partitions_;
   std::string default_partition_;
   // Topologies (topology_setup.cc): placer index per topology name and per partition.
@@ -322,6 +331,8 @@ class Controller final : public HookContext {
   uint64_t timer_seq_ = 0;
   double next_heartbeat_check_ = 0;
   bool restart_grace_pending_ = false;
+  bool isolated_ = false;  // most agents silent at once (check_heartbeats)
+  double isolation_ended_ = 0;
   size_t retired_since_trim_ = 0;  // finished jobs whose memory glibc may still hold
 
   // Steps: the cluster key signing step credentials (through per-job derived keys), the

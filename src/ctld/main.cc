@@ -141,6 +141,12 @@ int run(const Options& o) {
   // Explicit limits (net/message_limits.h): the largest client request or agent message.
   builder.SetMaxReceiveMessageSize(static_cast<int>(std::max(net::kMaxClientRequest, net::kMaxAgentUpMessage)));
   builder.SetMaxSendMessageSize(static_cast<int>(net::kMaxClientReply));
+  // gRPC aborts a server connection whose sent data stays unacknowledged for the keepalive
+  // timeout (TCP_USER_TIMEOUT, 20s unless set). An agent cut off that long is not lost:
+  // its nodes wait for node-timeout, or isolation-timeout when most agents are silent
+  // (check_heartbeats), and the controller closes the link itself then.
+  builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIMEOUT_MS,
+                             static_cast<int>(1000 * std::max(cfg->node_timeout, cfg->isolation_timeout) + 10000));
   auto server = builder.BuildAndStart();
   if (!server) {
     std::cerr << "corrald: cannot start the gRPC server\n";

@@ -124,11 +124,14 @@ grpc::Status Controller::check_node_claim(const Caller& c, const v1::Register& r
 
 grpc::Status Controller::agent_register(const Caller& c, const v1::Register& reg,
                                         grpc::ServerContext* ctx,
-                                        std::shared_ptr<AgentLink>* out) {
-  if (!is_admin(c))
-    return {grpc::StatusCode::PERMISSION_DENIED,
-            fmt::format("uid {} may not register node agents (only root or uid {})", c.uid,
-                        owner_uid_)};
+                                        std::shared_ptr<AgentLink>* out,
+                                        const google::protobuf::RepeatedPtrField<v1::TaskOutput>& spooled) {
+  if (!is_admin(c)) {
+    std::string why = fmt::format("uid {} may not register node agents (only root or uid {})", c.uid, owner_uid_);
+    spdlog::warn("refused agent {}{}: {}", reg.agent_id().substr(0, 256),
+                 c.origin.empty() ? "" : " at " + c.origin, why);
+    return {grpc::StatusCode::PERMISSION_DENIED, why};
+  }
   if (reg.nodes_size() == 0) return {grpc::StatusCode::INVALID_ARGUMENT, "register: no nodes"};
   if (auto st = check_node_claim(c, reg); !st.ok()) {
     spdlog::warn("refused agent {}: {}", reg.agent_id().substr(0, 256), st.error_message());
@@ -149,7 +152,7 @@ grpc::Status Controller::agent_register(const Caller& c, const v1::Register& reg
   if (auto old = links_.find(reg.agent_id()); old != links_.end()) old->second->close();
   std::vector<std::string> names;
   for (const auto& r : reg.nodes()) names.push_back(r.name());
-  auto link = std::make_shared<AgentLink>(reg.agent_id(), names, ctx);
+  auto link = std::make_shared<AgentLink>(reg.agent_id(), names, ctx, reg.incarnation());
   link->touch(now());
   links_[reg.agent_id()] = link;
   v1::ControllerMessage ack;
@@ -172,6 +175,11 @@ grpc::Status Controller::agent_register(const Caller& c, const v1::Register& reg
     update_usable(n);
   }
   spdlog::info("agent {} registered {} node(s)", reg.agent_id(), reg.nodes_size());
+  if (!spooled.empty())
+    spdlog::info("agent {} delivers {} piece(s) of task output kept while it could not reach us",
+                 reg.agent_id(), spooled.size());
+  for (const auto& o : spooled) take_output(*link, o);
+  ack_output(*link);
   reconcile_agent(reg);
   store_steps(reg.agent_id(), reg.steps());
   drain_posts();
@@ -286,17 +294,8 @@ void Controller::housekeeping_done(const v1::PerilogResult& p) {
 void Controller::agent_message(AgentLink& link, const v1::AgentMessage& msg) {
   std::lock_guard lk(mu_);
   link.touch(now());
-  for (const auto& out : msg.output()) {
-    auto it = jobs_.find(out.jobid());
-    if (it == jobs_.end()) continue;
-    JobRecord& job = *it->second;
-    constexpr size_t kMaxKeptOutput = 16u << 20;
-    if (job.output_bytes + out.data().size() <= kMaxKeptOutput) {
-      job.output.push_back({out.rank(), out.stderr(), out.eof(), out.node(), out.data()});
-      job.output_bytes += out.data().size();
-    }
-    outbox_.push([this, out, owner = job.userid] { hub_.publish_output(out, owner); });
-  }
+  for (const auto& out : msg.output()) take_output(link, out);
+  if (msg.heartbeat()) ack_output(link);
   for (const auto& ex : msg.exited()) handle_exit(ex);
   store_steps(link.agent_id(), msg.steps());
   for (const auto& p : msg.perilog()) {
@@ -333,10 +332,71 @@ void Controller::agent_disconnected(AgentLink& link) {
   outbox_.seal();
 }
 
+void Controller::take_output(const AgentLink& link, const v1::TaskOutput& out) {
+  if (out.seq() > 0) {
+    const std::string& inc = out.incarnation().empty() ? link.incarnation() : out.incarnation();
+    auto& seen = output_seen_[link.agent_id()];
+    auto it = std::find_if(seen.begin(), seen.end(), [&](const auto& s) { return s.first == inc; });
+    if (it == seen.end()) {
+      if (seen.size() >= 2) seen.erase(seen.begin());
+      seen.emplace_back(inc, 0);
+      it = seen.end() - 1;
+    }
+    if (out.seq() <= it->second) return;  // a copy resent after a broken link
+    it->second = out.seq();
+  }
+  auto it = jobs_.find(out.jobid());
+  if (it == jobs_.end()) return;
+  JobRecord& job = *it->second;
+  constexpr size_t kMaxKeptOutput = 16u << 20;
+  if (job.output_bytes + out.data().size() <= kMaxKeptOutput) {
+    job.output.push_back({out.rank(), out.stderr(), out.eof(), out.node(), out.data()});
+    job.output_bytes += out.data().size();
+  }
+  v1::TaskOutput plain = out;
+  plain.clear_seq();
+  plain.clear_incarnation();
+  outbox_.push([this, plain = std::move(plain), owner = job.userid] { hub_.publish_output(plain, owner); });
+}
+
+void Controller::ack_output(AgentLink& link) {
+  auto seen = output_seen_.find(link.agent_id());
+  if (seen == output_seen_.end()) return;
+  for (const auto& [inc, seq] : seen->second) {
+    if (inc != link.incarnation() || seq <= link.output_acked) continue;
+    link.output_acked = seq;
+    v1::ControllerMessage ack;
+    ack.set_output_acked(seq);
+    link.send(ack);  // output is not stored: nothing to wait for
+  }
+}
+
+// One silent agent is a node that failed. Most of them silent at once is more likely a
+// cut between this controller and the cluster (a switch, a cable): marking every node
+// down would end every job, which runs on regardless. Those nodes wait for
+// isolation-timeout instead, and their agents deliver what happened when they return.
 void Controller::check_heartbeats() {
   double t = now();
+  // Silence that began while this controller looked cut off counts from when it stopped
+  // looking so: agents come back over a few seconds, and the last ones are not lost.
+  auto silence = [&](const AgentLink& l) { return t - std::max(l.last_seen(), isolation_ended_); };
+  size_t silent = 0;
+  for (auto& [id, link] : links_) silent += silence(*link) > cfg_.node_timeout;
+  const bool isolated = silent >= 2 && silent * 2 > links_.size();
+  if (isolated != isolated_) {
+    if (isolated) {
+      spdlog::warn("{} of {} agents silent for over {:.0f}s: this controller looks cut off from the cluster; "
+                   "their nodes stay up for controller.isolation-timeout ({:.0f}s)",
+                   silent, links_.size(), cfg_.node_timeout, cfg_.isolation_timeout);
+    } else {
+      spdlog::info("most agents are heard from again; the others have controller.node-timeout from now");
+      isolation_ended_ = t;
+    }
+    isolated_ = isolated;
+  }
+  const double limit = isolated ? std::max(cfg_.node_timeout, cfg_.isolation_timeout) : cfg_.node_timeout;
   for (auto& [id, link] : links_)
-    if (t - link->last_seen() > cfg_.node_timeout) {
+    if (silence(*link) > limit) {
       spdlog::warn("agent {} silent for {:.1f}s: closing its stream", id, t - link->last_seen());
       link->close();
     }

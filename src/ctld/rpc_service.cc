@@ -139,7 +139,7 @@ grpc::Status RpcService::AgentStream(
   if (!first.has_register_())
     return {grpc::StatusCode::INVALID_ARGUMENT, "the first agent message must be register"};
   std::shared_ptr<AgentLink> link;
-  if (auto st = ctl_.agent_register(*c, first.register_(), ctx, &link); !st.ok()) return st;
+  if (auto st = ctl_.agent_register(*c, first.register_(), ctx, &link, first.output()); !st.ok()) return st;
   std::thread writer([&] {
     v1::ControllerMessage out;
     while (link->next(out, 1000)) {

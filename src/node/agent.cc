@@ -78,8 +78,23 @@ Status Agent::start() {
   if (auto st = loop_.add_fd(signal_fd_.get(), EPOLLIN, [this](uint32_t) { on_signal(); }); !st) return st;
   loop_.set_end_of_iteration([this] { end_of_iteration(); });
   if (auto st = open_cgroups(); !st) return st;
+  open_spool();
   arm_sweep();
   return {};
+}
+
+void Agent::open_spool() {
+  if (config_.state_dir.empty() || config_.output_spool_max == 0) return;
+  auto spool = OutputSpool::open(config_.state_dir + "/output.spool", config_.output_spool_max);
+  if (!spool) {
+    spdlog::warn("{}: output produced while the controller is unreachable will be lost", spool.message());
+    return;
+  }
+  spool_.emplace(std::move(*spool));
+  if (spool_->bytes() > 0)
+    spdlog::info("{} bytes of task output an earlier run of this agent kept go with the next registration",
+                 spool_->bytes());
+  out_.set_spool(&*spool_, config_.incarnation);
 }
 
 Status Agent::open_cgroups() {
@@ -166,6 +181,7 @@ v1::AgentMessage Agent::begin_register(uint64_t session) {
   jobs_->fill_register(*reg);
   perilogs_->fill_register(*reg);
   steps_->fill_register(*reg);
+  out_.add_spooled(msg);  // corrald takes it before the register's exits; kept until acked
   return msg;
 }
 
@@ -197,6 +213,7 @@ void Agent::handle(const v1::ControllerMessage& msg) {
   for (const auto& p : msg.perilog()) perilogs_->run(p);
   for (const auto& c : msg.cancel_step()) steps_->cancel(c);
   for (const auto& r : msg.steps_stored()) steps_->stored(r);
+  if (msg.output_acked() > 0) out_.acked(msg.output_acked());
 }
 
 void Agent::shutdown() {

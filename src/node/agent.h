@@ -55,6 +55,7 @@ class Agent {
  private:
   void arm_sweep();
   Status open_cgroups();  // config_.cgroups; logs whether tasks are contained
+  void open_spool();      // STATE_DIR/output.spool, for output while the controller is away
   void end_of_iteration();  // flushes the outbox; step records that linger get a timer
   void on_signal();
   void reap();
@@ -63,6 +64,7 @@ class Agent {
 
   EventLoop& loop_;
   AgentConfig config_;
+  std::optional<OutputSpool> spool_;  // before the outbox that writes to it
   Outbox out_;
   std::unique_ptr<TaskCgroups> cgroups_;  // before the users below: destroyed after them
   std::unique_ptr<JobExecutor> jobs_;

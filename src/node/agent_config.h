@@ -1,6 +1,7 @@
 // Settings of one node agent process, fixed at startup.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -25,6 +26,9 @@ struct AgentConfig {
   // Task containment (TaskCgroups::open): "none", "auto" or a cgroup v2 directory.
   std::string cgroups = "none";
   uint64_t job_pids_max = 0;  // pids.max of each job's cgroup; 0: none
+  // Task output kept on disk (STATE_DIR/output.spool) while the controller is unreachable;
+  // 0: none (lost, as without a state directory).
+  uint64_t output_spool_max = 16u << 20;
   std::string munge_socket;   // munged's socket for a controller over TCP (empty: libmunge's default)
   // Tasks run only on the CPUs of their job's (or step's) cores on nodes with a CPU map
   // (NodeHardware::core_cpus: real nodes, not virtual ones).

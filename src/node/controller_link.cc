@@ -56,6 +56,7 @@ struct ControllerLink::Impl {
   enum class LinkState { starting, connected, down };
   LinkState state = LinkState::starting;
   std::string last_error;
+  std::string last_refusal;  // of a controller that did not prove itself
 
   Impl(std::string u, EventLoop& l, Agent& a) : uri(std::move(u)), loop(l), agent(a) {}
 
@@ -164,9 +165,15 @@ struct ControllerLink::Impl {
     std::unique_ptr<Stream> stream = stub->AgentStream(&ctx);
     auto reg = call_on_loop<v1::AgentMessage>([this, sid] { return agent.begin_register(sid); });
     bool acked = false;
+    bool answered = false;  // false: the controller ended the call, and Finish says why
     v1::ControllerMessage first;
-    if (reg && stream->Write(*reg) && stream->Read(&first)) {
-      if (auto proof = check_controller(ctx); !proof) note_down(proof.message());
+    if (reg && stream->Write(*reg) && (answered = stream->Read(&first))) {
+      if (auto proof = check_controller(ctx); !proof) {
+        // Whoever answers there is not obeyed; said once per reason, not once per retry.
+        if (proof.message() != last_refusal) spdlog::warn("{}", proof.message());
+        last_refusal = proof.message();
+        note_down(proof.message());
+      }
       else if (first.register_ack()) acked = true;
       else note_down("the controller did not acknowledge the registration");
     }
@@ -185,7 +192,7 @@ struct ControllerLink::Impl {
       context = nullptr;
       stream_dead = true;
     }
-    ctx.TryCancel();
+    if (answered || !reg) ctx.TryCancel();  // else cancelling would hide a refusal's reason
     if (reader.joinable()) reader.join();
     grpc::Status status = stream->Finish();
     loop.post([this, sid] { agent.on_disconnected(sid); });

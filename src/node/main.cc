@@ -51,6 +51,7 @@ struct Options {
   std::string state_dir;
   std::string cgroups = "auto";
   uint64_t job_pids_max = 0;
+  std::string output_spool = "16MiB";
   std::string cpu_bind = "cores";
   std::string agent_id;
   std::string log_level = "info";
@@ -261,6 +262,11 @@ int main(int argc, char** argv) {
                  "The most processes and threads one job may have at once on a node (pids.max of its "
                  "cgroup; 0: no limit). Stops a fork bomb from taking the node")
       ->capture_default_str();
+  app.add_option("--output-spool", o.output_spool,
+                 "Task output kept on disk (STATE_DIR/output.spool) while the controller is unreachable, "
+                 "delivered when the link returns; past it, output is dropped and the job told how much. "
+                 "At most 48MiB; 0: none")
+      ->capture_default_str();
   app.add_option("--cpu-bind", o.cpu_bind,
                  "cores: tasks run only on the CPUs of the cores their job or step holds on the node "
                  "(real nodes; virtual --nodes have no CPUs of their own and are never bound); none: "
@@ -309,6 +315,10 @@ int main(int argc, char** argv) {
   config.as_root = ::geteuid() == 0;
   config.cgroups = o.cgroups;
   config.job_pids_max = o.job_pids_max;
+  auto spool = parse_size(o.output_spool, 1024 * 1024);
+  if (!spool) return fail("--output-spool: " + spool.message());
+  if (*spool > (48u << 20)) return fail("--output-spool: at most 48MiB (it goes in one message to the controller)");
+  config.output_spool_max = *spool;
   config.munge_socket = o.munge_socket;
   config.cpu_bind = o.cpu_bind == "cores";
   std::error_code ec;

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <cctype>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <memory>
@@ -46,16 +47,27 @@ bool is_our_task(const std::string& pid, const std::string& uri_entry,
   return uri && nodes.count(node) != 0;
 }
 
+// The network namespace a process is in ("net:[4026531992]"); empty if unreadable.
+std::string net_namespace(const std::string& pid) {
+  std::error_code ec;
+  auto ns = std::filesystem::read_symlink("/proc/" + pid + "/ns/net", ec);
+  return ec ? std::string() : ns.string();
+}
+
 size_t kill_pass(const std::string& uri_entry, const std::set<std::string>& nodes,
                  std::set<pid_t>& killed_before) {
   std::unique_ptr<DIR, int (*)(DIR*)> dir(::opendir("/proc"), ::closedir);
   if (!dir) return 0;
   const pid_t self = ::getpid();
+  // Another network namespace is another host (a container, or a test's host) whose
+  // agent may use the same controller and node names: its tasks are not ours.
+  const std::string own_net = net_namespace("self");
   size_t killed = 0;
   while (const dirent* d = ::readdir(dir.get())) {
     if (!is_pid(d->d_name)) continue;
     const pid_t pid = static_cast<pid_t>(std::stol(d->d_name));
     if (pid == self || !is_our_task(d->d_name, uri_entry, nodes)) continue;
+    if (net_namespace(d->d_name) != own_net) continue;
     // A process killed in an earlier pass may not have exited yet: no second count.
     if (::kill(pid, SIGKILL) == 0 && killed_before.insert(pid).second) {
       spdlog::warn("killed pid {}, a task left behind by an earlier run of this agent", pid);

@@ -11,7 +11,8 @@ namespace corral::node {
 
 // SIGKILLs every process whose environment says it is a task of one of `nodes` under the
 // controller at `controller_uri` (CORRAL_NODENAME and CORRAL_URI, which every task starts
-// with). Returns how many were killed. Processes it may not read are left alone.
+// with) in this process's network namespace. Returns how many were killed. Processes it
+// may not read are left alone.
 size_t kill_orphaned_tasks(const std::string& controller_uri, const std::set<std::string>& nodes);
 
 }  // namespace corral::node

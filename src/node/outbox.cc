@@ -80,12 +80,52 @@ void Outbox::flush(bool lingering) {
   lingering_ = false;
   bytes_ = 0;
   open_output_.clear();
+  number_output(msg);
   switch (state_) {
-    case State::online: sink_(session_, std::move(msg)); break;
+    case State::online:
+      keep_unacked(msg);
+      sink_(session_, std::move(msg));
+      break;
     case State::registering: held_.push_back(std::move(msg)); break;
-    case State::offline: keep_perilogs(msg); break;
+    case State::offline:
+      keep_perilogs(msg);
+      spool_output(msg);
+      break;
     case State::closed: break;
   }
+}
+
+void Outbox::number_output(v1::AgentMessage& msg) {
+  for (auto& o : *msg.mutable_output()) o.set_seq(++seq_);
+}
+
+void Outbox::keep_unacked(const v1::AgentMessage& msg) {
+  if (spool_ == nullptr) return;
+  for (const auto& o : msg.output()) {
+    unacked_bytes_ += o.data().size();
+    unacked_.push_back(o);
+  }
+  while (unacked_bytes_ > kMaxUnackedBytes && !unacked_.empty()) {
+    unacked_bytes_ -= unacked_.front().data().size();
+    unacked_.pop_front();
+  }
+}
+
+void Outbox::spool_output(v1::AgentMessage& msg) {
+  if (spool_ == nullptr) return;
+  for (const auto& o : msg.output()) spool_->keep(o, incarnation_);
+}
+
+void Outbox::acked(uint64_t seq) {
+  while (!unacked_.empty() && unacked_.front().seq() <= seq) {
+    unacked_bytes_ -= unacked_.front().data().size();
+    unacked_.pop_front();
+  }
+}
+
+void Outbox::add_spooled(v1::AgentMessage& reg) {
+  if (spool_ == nullptr) return;
+  for (auto& o : spool_->read()) *reg.add_output() = std::move(o);
 }
 
 void Outbox::keep_perilogs(v1::AgentMessage& msg) {
@@ -94,9 +134,17 @@ void Outbox::keep_perilogs(v1::AgentMessage& msg) {
 
 // The session is over: whatever it did not send yet would be dropped by the link.
 void Outbox::go_offline() {
+  // What corrald may not have received goes first, in order, then what was not sent.
+  if (spool_ != nullptr)
+    for (const auto& o : unacked_) spool_->keep(o, incarnation_);
+  unacked_.clear();
+  unacked_bytes_ = 0;
   state_ = State::offline;
   flush(true);
-  for (auto& m : held_) keep_perilogs(m);
+  for (auto& m : held_) {
+    keep_perilogs(m);
+    spool_output(m);
+  }
   held_.clear();
 }
 
@@ -109,6 +157,9 @@ void Outbox::set_registering(uint64_t session) {
 
 void Outbox::set_online(uint64_t session) {
   if (state_ != State::registering || session != session_) return;
+  // corrald has the register, and with it what the spool held (nothing is spooled while
+  // registering).
+  if (spool_ != nullptr) spool_->clear();
   flush();
   state_ = State::online;
   // Perilogs that finished while disconnected go first, then what came after register.
@@ -116,7 +167,10 @@ void Outbox::set_online(uint64_t session) {
   unsent.swap(unsent_perilogs_);
   for (auto& r : unsent) perilog(std::move(r));
   flush();
-  for (auto& m : held_) sink_(session_, std::move(m));
+  for (auto& m : held_) {
+    keep_unacked(m);
+    sink_(session_, std::move(m));
+  }
   held_.clear();
 }
 

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <map>
 #include <string>
@@ -11,6 +12,7 @@
 #include <vector>
 
 #include "corral.pb.h"
+#include "node/output_spool.h"
 
 namespace corral::node {
 
@@ -24,6 +26,12 @@ class Outbox {
   static constexpr size_t kMaxBatchBytes = 1024 * 1024;  // well below gRPC's 4 MiB limit
 
   explicit Outbox(Sink sink) : sink_(std::move(sink)) {}
+  // Without a spool, output produced while offline is dropped. `incarnation` is the
+  // agent process's (the spool outlives it).
+  void set_spool(OutputSpool* spool, std::string incarnation) {
+    spool_ = spool;
+    incarnation_ = std::move(incarnation);
+  }
 
   void started(uint64_t jobid, const std::string& node);
   void exited(const v1::JobNodeExit& exit);
@@ -43,6 +51,13 @@ class Outbox {
   void flush(bool lingering = false);
   bool has_lingering() const { return lingering_; }
 
+  // Output is numbered (TaskOutput.seq) and kept until corrald acknowledges it: what a
+  // broken link lost in flight goes to the spool with what comes while offline, and all
+  // of it goes with the next register, before that register's exits.
+  void acked(uint64_t seq);
+  void add_spooled(v1::AgentMessage& reg);
+  static constexpr size_t kMaxUnackedBytes = 16u << 20;  // older unacknowledged output is not kept
+
   void set_registering(uint64_t session);
   void set_online(uint64_t session);
   void set_offline(uint64_t session);
@@ -54,6 +69,9 @@ class Outbox {
   void grew(size_t bytes);
   void go_offline();
   void keep_perilogs(v1::AgentMessage& msg);
+  void number_output(v1::AgentMessage& msg);
+  void spool_output(v1::AgentMessage& msg);
+  void keep_unacked(const v1::AgentMessage& msg);
 
   Sink sink_;
   State state_ = State::offline;
@@ -65,6 +83,11 @@ class Outbox {
   // Open TaskOutput entry of this batch per (job, rank, stderr), to append small reads.
   std::map<std::tuple<uint64_t, uint32_t, bool>, int> open_output_;
   std::vector<v1::AgentMessage> held_;
+  OutputSpool* spool_ = nullptr;
+  std::string incarnation_;
+  uint64_t seq_ = 0;
+  std::deque<v1::TaskOutput> unacked_;  // sent, not yet acknowledged, oldest first
+  size_t unacked_bytes_ = 0;
   // Finished perilogs no session took: a controller that restarted meanwhile would
   // otherwise never learn that housekeeping failed.
   std::vector<v1::PerilogResult> unsent_perilogs_;

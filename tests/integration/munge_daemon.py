@@ -10,19 +10,24 @@ MUNGED = "/usr/sbin/munged"
 
 
 class Munged:
-    def __init__(self, key=None):
-        self.dir = tempfile.mkdtemp(prefix="corral-munge-")
+    """`prefix` runs munged and `munge` through a command (another host's namespaces);
+    `origin` is the address its credentials carry (default: munged's own lookup)."""
+
+    def __init__(self, key=None, prefix=(), origin=None, dir=None, socket_name="munge.socket"):
+        self.prefix, self.origin = list(prefix), origin
+        self.dir = dir or tempfile.mkdtemp(prefix="corral-munge-")
         os.chmod(self.dir, 0o755)  # clients of other uids reach the socket
         self.key = os.path.join(self.dir, "munge.key")
         with open(self.key, "wb") as f:
             f.write(key if key is not None else os.urandom(1024))
         os.chmod(self.key, 0o600)
-        self.socket = os.path.join(self.dir, "munge.socket")
+        self.socket = os.path.join(self.dir, socket_name)
         self.proc = None
 
     def start(self):
+        origin = [f"--origin={self.origin}"] if self.origin else []
         self.proc = subprocess.Popen(
-            [MUNGED, "-F", "-f", f"--socket={self.socket}", f"--key-file={self.key}",
+            self.prefix + [MUNGED, "-F", *origin, "-f", f"--socket={self.socket}", f"--key-file={self.key}",
              f"--log-file={self.dir}/munged.log", f"--pid-file={self.dir}/munged.pid",
              f"--seed-file={self.dir}/munged.seed"],
             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -34,13 +39,17 @@ class Munged:
 
     def credential(self, payload=None):
         """A credential from this munged (the `munge` command), for a hand-written request."""
-        cmd = ["munge", "-S", self.socket] + (["-s", payload] if payload is not None else ["-n"])
+        cmd = self.prefix + ["munge", "-S", self.socket] + (["-s", payload] if payload is not None else ["-n"])
         return subprocess.run(cmd, capture_output=True, text=True, check=True).stdout.strip()
 
     def stop(self):
         if self.proc is not None and self.proc.poll() is None:
             self.proc.terminate()
-            self.proc.wait(timeout=10)
+            try:
+                self.proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:  # a SIGTERM while it was starting can be missed
+                self.proc.kill()
+                self.proc.wait()
         shutil.rmtree(self.dir, ignore_errors=True)
 
 

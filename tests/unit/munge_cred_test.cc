@@ -29,11 +29,17 @@ class Munged {
     fs::permissions(dir_.path() / "key", fs::perms::owner_read | fs::perms::owner_write);
     socket_ = (dir_.path() / "sock").string();
   }
+  // munged has been seen to miss a SIGTERM that came while it was still starting: the
+  // test must not hang on it.
   ~Munged() {
-    if (pid_ > 0) {
-      ::kill(pid_, SIGTERM);
-      ::waitpid(pid_, nullptr, 0);
+    if (pid_ <= 0) return;
+    ::kill(pid_, SIGTERM);
+    for (int i = 0; i < 500; ++i) {
+      if (::waitpid(pid_, nullptr, WNOHANG) == pid_) return;
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
     }
+    ::kill(pid_, SIGKILL);
+    ::waitpid(pid_, nullptr, 0);
   }
   bool start() {
     const std::string d = dir_.str();
