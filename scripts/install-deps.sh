@@ -15,7 +15,7 @@ PKGS=(
   munge libmunge-dev
   mpich libmpich-dev
   libgtest-dev libgmock-dev libbenchmark-dev
-  procps util-linux python3 python3-pytest
+  procps util-linux iproute2 python3 python3-pytest
 )
 if [ "${1:-}" = "--fuzz" ]; then PKGS+=(clang libclang-rt-14-dev); fi
 missing=()

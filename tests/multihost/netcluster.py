@@ -1,0 +1,225 @@
+"""A corral cluster across separate network stacks (netns_hosts): a controller host
+`ctl`, a login host `login` for clients, and compute hosts c1..cN, each with its own
+munged (its own socket, the site's shared key). corrald listens on TCP; every agent is a
+real node (no --nodes: hwloc discovery, named after its host) that reaches the controller
+by name over TCP with MUNGE and serves steps on TCP; clients run on the login host. No
+process is told a MUNGE socket: each host's is at libmunge's default path.
+
+Used as the `net_cluster` fixture (import it into a test module); `NetCluster(...)` for
+a cluster a test shapes itself. Everything is stopped and removed at the end.
+"""
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+import pytest
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "integration"))
+from conftest import (SOURCE_DIR, agent_cgroup_suffix, binary, cgroup2_mount, cgroup_v1_bases,  # noqa: E402
+                      log_tail, remove_cgroup_tree, wait_until, write_key_file)
+from munge_daemon import Munged, have_munged  # noqa: E402
+from netns_hosts import Network, can_make_hosts  # noqa: E402
+
+CONTROLLER_PORT = 6817
+STEP_PORT = 6818
+
+requires_hosts = pytest.mark.skipif(not (can_make_hosts() and have_munged()),
+                                    reason="needs root, unshare/nsenter/ip and munge")
+
+
+class NetCluster:
+    def __init__(self, computes=4, node_timeout="3s", sets=(), agent_args=()):
+        self.compute_names = [f"c{i}" for i in range(1, computes + 1)]
+        self.net = Network(["ctl", "login", *self.compute_names])
+        self.dir = tempfile.mkdtemp(prefix="corral-mh-")
+        os.chmod(self.dir, 0o755)
+        self.key = os.urandom(1024)  # the site's MUNGE key, on every host
+        self.munged = {}
+        self.sets = ["controller.heartbeat-interval=0.5s", f"controller.node-timeout={node_timeout}",
+                     "controller.kill-grace=1s", *sets]
+        self.agent_args = [str(a) for a in agent_args]
+        self.key_file = write_key_file(os.path.join(self.dir, "cluster.key"))
+        self.controller = None
+        self.agents = {}
+        self.cgroup = None
+        mount = cgroup2_mount()
+        if mount is not None:
+            path = os.path.join(mount, "corral-mh-" + os.path.basename(self.dir))
+            try:
+                os.mkdir(path)
+                self.cgroup = path
+            except OSError:
+                pass
+        self.uri = f"ctl:{CONTROLLER_PORT}"
+
+    # ------------------------------------------------------------ hosts and daemons
+
+    def host(self, name):
+        return self.net[name]
+
+    def start_munged(self, name, key=None):
+        h = self.host(name)
+        m = Munged(key=key if key is not None else self.key, prefix=h.prefix(), origin=h.addr,
+                   dir=h.munge_dir, socket_name="munge.socket.2").start()
+        self.munged[name] = m
+        return m
+
+    def start_controller(self):
+        config = os.path.join(self.dir, "corral.toml")
+        with open(config, "w") as f:
+            f.write(f'[controller]\nlisten = ["0.0.0.0:{CONTROLLER_PORT}"]\n')
+        args = [binary("corrald"), "--config", config, "--socket", os.path.join(self.dir, "corrald.sock"),
+                "--state-dir", os.path.join(self.dir, "state"),
+                "--log-file", os.path.join(self.dir, "corrald.log"),
+                "--set", f"controller.key-file={self.key_file}"]
+        for s in self.sets:
+            args += ["--set", s]
+        self.controller = self.host("ctl").spawn(args, os.path.join(self.dir, "corrald.out"))
+        return self.controller
+
+    def start_agent(self, name):
+        state = os.path.join(self.dir, name)
+        args = [binary("corral-node"), "--controller", self.uri, "--listen", f"0.0.0.0:{STEP_PORT}", "--key-file", self.key_file, "--state-dir", state,
+                "--log-file", os.path.join(self.dir, f"{name}.log"),
+                "--cgroups", self.cgroup if self.cgroup else "none", *self.agent_args]
+        self.agents[name] = self.host(name).spawn(args, os.path.join(self.dir, f"{name}.out"))
+        return self.agents[name]
+
+    def start(self, timeout=60):
+        for name in self.net.hosts:
+            self.start_munged(name)
+        self.start_controller()
+        for name in self.compute_names:
+            self.start_agent(name)
+        self.wait_nodes_up(len(self.compute_names), timeout=timeout)
+        return self
+
+    @staticmethod
+    def _kill(proc, sig):
+        if proc is None or proc.poll() is not None:
+            return
+        proc.send_signal(sig)
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+    def kill_controller(self, sig=signal.SIGKILL):
+        self._kill(self.controller, sig)
+
+    def restart_controller(self, timeout=30):
+        self.start_controller()
+        wait_until(lambda: self.corral("queue", "--all", "--json", check=False, timeout=15).returncode == 0,
+                   timeout=timeout, what="the restarted corrald to answer", cluster=self)
+
+    # ------------------------------------------------------------ clients (on the login host)
+
+    def client_env(self, **extra):
+        env = dict(os.environ, CORRAL_URI=self.uri, **extra)
+        env.pop("CORRAL_MUNGE_SOCKET", None)  # each host's own, at libmunge's default path
+        return env
+
+    def corral(self, *args, check=True, user=None, host="login", input=None, timeout=60, env=None):
+        cmd = [binary("corral"), *map(str, args)]
+        if user is not None:
+            cmd = ["setpriv", f"--reuid={user}", f"--regid={user}", "--clear-groups", *cmd]
+        proc = self.host(host).run(cmd, env=env or self.client_env(), input=input, timeout=timeout)
+        if check and proc.returncode != 0:
+            raise AssertionError(f"corral {' '.join(map(str, args))} on {host} exited {proc.returncode}\n"
+                                 f"stdout:\n{proc.stdout}\nstderr:\n{proc.stderr}\n{self.logs()}")
+        return proc
+
+    def corral_bg(self, *args, host="login", user=None):
+        """A client left running (corral run / alloc); its output in pipes."""
+        cmd = [binary("corral"), *map(str, args)]
+        if user is not None:
+            cmd = ["setpriv", f"--reuid={user}", f"--regid={user}", "--clear-groups", *cmd]
+        return subprocess.Popen(self.host(host).prefix() + cmd, env=self.client_env(),
+                                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                text=True, start_new_session=True)
+
+    def nodes(self):
+        proc = self.corral("nodes", "--json", check=False, timeout=15)
+        return json.loads(proc.stdout) if proc.returncode == 0 else []
+
+    def node(self, name):
+        return next((n for n in self.nodes() if n["name"] == name), None)
+
+    def wait_nodes_up(self, n, timeout=60):
+        def up():
+            if self.controller is not None and self.controller.poll() is not None:
+                pytest.fail(f"corrald exited with {self.controller.returncode}\n{self.logs()}", pytrace=False)
+            return sum(1 for x in self.nodes() if not x["state"].startswith("down")) >= n
+        wait_until(up, timeout=timeout, what=f"{n} nodes up", cluster=self)
+
+    def submit(self, *args, user=None):
+        return int(self.corral("submit", *args, user=user).stdout.split()[0])
+
+    def batch(self, script, *args, user=None):
+        return int(self.corral("batch", "--parsable", *args, "-", input=script, user=user).stdout)
+
+    def jobs_in(self, state):
+        """Jobs in `state`, from `corral queue --json`."""
+        return [j for j in json.loads(self.corral("queue", "--all", "--json").stdout) if j["state"] == state]
+
+    def job(self, jobid):
+        return json.loads(self.corral("show", "job", jobid, "--json").stdout)
+
+    def wait_job(self, jobid, states=("INACTIVE",), timeout=60):
+        states = (states,) if isinstance(states, str) else states
+
+        def reached():
+            j = self.job(jobid)
+            return j if j["state"] in states else None
+        return wait_until(reached, timeout=timeout, what=f"job {jobid} to reach {'/'.join(states)}",
+                          cluster=self)
+
+    def log(self, name):
+        with open(os.path.join(self.dir, name), errors="replace") as f:
+            return f.read()
+
+    def logs(self):
+        names = ["corrald.log", "corrald.out"]
+        for n in self.compute_names:
+            names += [f"{n}.log", f"{n}.out"]
+        return "".join(log_tail(os.path.join(self.dir, n)) for n in names)
+
+    def shared_dir(self, name="shared"):
+        path = os.path.join(self.dir, name)
+        os.makedirs(path, exist_ok=True)
+        os.chmod(path, 0o1777)
+        return path
+
+    # ------------------------------------------------------------ teardown
+
+    def stop(self):
+        for p in self.agents.values():
+            self._kill(p, signal.SIGTERM)
+        self._kill(self.controller, signal.SIGTERM)
+        for m in self.munged.values():
+            m.stop()
+        self.net.stop()
+        if self.cgroup:
+            remove_cgroup_tree(self.cgroup)
+        suffixes = [agent_cgroup_suffix(os.path.join(self.dir, n)) for n in self.compute_names]
+        for base in cgroup_v1_bases():
+            for name in os.listdir(base) if os.path.isdir(base) else []:
+                if name.startswith("corral-") and any(name.endswith(s) for s in suffixes):
+                    remove_cgroup_tree(os.path.join(base, name))
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+@pytest.fixture
+def net_cluster():
+    c = NetCluster()
+    try:
+        c.start()
+        yield c
+    finally:
+        c.stop()
