@@ -45,6 +45,7 @@ using namespace corral::node;
 struct Options {
   std::string controller;
   std::string nodes;
+  std::string node_name;
   unsigned cores = 4;
   unsigned gpus = 0;
   std::string memory = "16GiB";
@@ -97,8 +98,15 @@ Result<std::vector<NodeHardware>> configured_nodes(const Options& o) {
   if (o.nodes.empty()) {
     auto hw = discover_hardware();
     if (!hw) return hw.error();
+    if (!o.node_name.empty()) {
+      auto one = Hostlist::parse(o.node_name);
+      if (!one || one->count() != 1 || one->hosts().front() != o.node_name)
+        return invalid("--node-name: '" + o.node_name + "' is not one node name");
+      hw->name = o.node_name;
+    }
     return std::vector<NodeHardware>{*hw};
   }
+  if (!o.node_name.empty()) return invalid("--node-name names a real node: it does not go with --nodes");
   auto hosts = Hostlist::parse(o.nodes);
   if (!hosts) return invalid("--nodes: " + hosts.message());
   if (hosts->empty()) return invalid("--nodes: the hostlist names no node");
@@ -230,6 +238,10 @@ int main(int argc, char** argv) {
                  "Test mode: host all these virtual nodes (a hostlist such as node[1-16]) in this process, "
                  "each with --cores/--gpus/--memory. Without it the agent is one node named after the short "
                  "hostname, with the cores, memory and GPUs hwloc finds");
+  app.add_option("--node-name", o.node_name,
+                 "Name of this real node instead of the short hostname (as slurmd -N): for several agents "
+                 "on one machine, or a node whose name is not its hostname. Over TCP the controller still "
+                 "accepts it only if the name resolves to this host's address");
   app.add_option("--cores", o.cores, "Cores of each virtual node (with --nodes)")->capture_default_str();
   app.add_option("--gpus", o.gpus, "GPUs of each virtual node (with --nodes)")->capture_default_str();
   app.add_option("--memory", o.memory, "Memory of each virtual node (with --nodes), e.g. 16GiB; a bare number is MiB")

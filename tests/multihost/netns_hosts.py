@@ -67,7 +67,10 @@ class Host:
         net.switch_cmd("ip", "link", "add", self.port, "type", "veth", "peer", "name", "eth0",
                        "netns", str(self.holder.pid))
         net.switch_cmd("ip", "link", "set", self.port, "up")
-        net.switch_cmd("sysctl", "-qw", f"net.ipv4.conf.{self.port}.proxy_arp=1")
+        # Proxy ARP answers after proxy_delay (0.8 s by default): every first contact
+        # between two hosts would wait that long, which no switch does.
+        net.switch_cmd("sysctl", "-qw", f"net.ipv4.conf.{self.port}.proxy_arp=1",
+                       f"net.ipv4.neigh.{self.port}.proxy_delay=0")
         net.switch_cmd("ip", "route", "add", f"{addr}/32", "dev", self.port)
         self.run(["ip", "addr", "add", f"{addr}/24", "dev", "eth0"], check=True)
         self.run(["ip", "link", "set", "eth0", "up"], check=True)
