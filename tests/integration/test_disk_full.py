@@ -3,6 +3,7 @@ nothing of it runs, running jobs are not lost, corrald keeps answering and says 
 it recovers by itself when space returns, with memory and disk agreeing after a restart.
 Needs root (mount)."""
 import os
+import shutil
 import subprocess
 
 import pytest
@@ -38,8 +39,9 @@ def small_state_cluster():
         c.start()
         yield c
     finally:
-        c.stop()
+        c.stop()  # cannot remove the mount point: the directory goes after the umount
         subprocess.run(["umount", "-l", state])
+        shutil.rmtree(c.dir, ignore_errors=True)
 
 
 def test_disk_full_refuses_submissions_keeps_running_jobs_and_recovers(small_state_cluster):

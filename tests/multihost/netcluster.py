@@ -140,9 +140,11 @@ class NetCluster:
         cmd = [binary("corral"), *map(str, args)]
         if user is not None:
             cmd = ["setpriv", f"--reuid={user}", f"--regid={user}", "--clear-groups", *cmd]
-        return subprocess.Popen(self.host(host).prefix() + cmd, env=self.client_env(),
-                                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                text=True, start_new_session=True)
+        p = subprocess.Popen(self.host(host).prefix() + cmd, env=self.client_env(),
+                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             text=True, start_new_session=True)
+        self.host(host).procs.append(p)  # stopped with its host if the test did not wait for it
+        return p
 
     def nodes(self):
         proc = self.corral("nodes", "--json", check=False, timeout=15)
