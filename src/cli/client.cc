@@ -12,6 +12,7 @@
 #include "cli/commands.h"
 #include "corral.grpc.pb.h"
 #include "net/munge_grpc.h"
+#include "net/tls.h"
 
 namespace corral::cli {
 
@@ -81,6 +82,13 @@ Status authenticate(grpc::ClientContext& ctx, const std::string& uri) {
   return net::add_credential(ctx, uri, socket != nullptr ? socket : "");
 }
 
+std::shared_ptr<grpc::ChannelCredentials> channel_security(const std::string& target) {
+  const char* ca = std::getenv("CORRAL_TLS_CA");
+  auto creds = net::channel_credentials(ca != nullptr ? ca : "", target);
+  if (!creds) fail("corral", creds.message() + " (CORRAL_TLS_CA)");
+  return *creds;
+}
+
 std::string resolve_uri(std::string_view flag) {
   if (!flag.empty()) return std::string(flag);
   if (const char* env = std::getenv("CORRAL_URI"); env && *env) return env;
@@ -127,7 +135,7 @@ Client::Client(std::string uri) : uri_(std::move(uri)), stub_(std::make_unique<S
   args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
   args.SetMaxReceiveMessageSize(-1);
-  stub_->channel = grpc::CreateCustomChannel(uri_, grpc::InsecureChannelCredentials(), args);
+  stub_->channel = grpc::CreateCustomChannel(uri_, channel_security(uri_), args);
   stub_->stub = pb::Controller::NewStub(stub_->channel);
 }
 

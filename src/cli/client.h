@@ -22,6 +22,7 @@ std::string resolve_uri(std::string_view flag);
 
 }  // namespace corral::cli
 namespace grpc {
+class ChannelCredentials;
 class ClientContext;
 }
 namespace corral::cli {
@@ -29,6 +30,9 @@ namespace corral::cli {
 // A request to `uri` over TCP carries a MUNGE credential from munged at
 // $CORRAL_MUNGE_SOCKET (default libmunge's); on a Unix socket the kernel identifies us.
 Status authenticate(grpc::ClientContext& ctx, const std::string& uri);
+// The channel security for `target`: TLS trusting $CORRAL_TLS_CA when it is set and the
+// target is on the network (net/tls.h). Exits with a message when the CA cannot be read.
+std::shared_ptr<grpc::ChannelCredentials> channel_security(const std::string& target);
 
 // gRPC's "failed to connect to all addresses; last error: UNKNOWN: unix:/x: Connection
 // refused" says the useful part last: the reason alone ("connection refused"), or the

@@ -155,7 +155,7 @@ StepClient::StepClient(std::string address, uint64_t jobid)
   // Each StepClient gets its own connection: concurrent clients in one process (the
   // benchmark) are meant to measure independent callers.
   args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
-  stub_->channel = grpc::CreateCustomChannel(address_, grpc::InsecureChannelCredentials(), args);
+  stub_->channel = grpc::CreateCustomChannel(address_, channel_security(address_), args);
   stub_->stub = pb::StepService::NewStub(stub_->channel);
 }
 

@@ -197,6 +197,8 @@ Status apply_key(Config& c, const std::string& section, const std::string& key,
     if (key == "socket") return set_string(c.socket, n, where);
     if (key == "listen") return set_listen(c.listen, n, where);
     if (key == "munge-socket") return set_string(c.munge_socket, n, where);
+    if (key == "tls-cert") return set_string(c.tls_cert, n, where);
+    if (key == "tls-key") return set_string(c.tls_key, n, where);
     if (key == "state-dir") return set_string(c.state_dir, n, where);
     if (key == "heartbeat-interval") return set_duration(c.heartbeat_interval, n, where);
     if (key == "node-timeout") return set_duration(c.node_timeout, n, where);

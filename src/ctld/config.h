@@ -45,6 +45,7 @@ struct Config {
   // there must carry a MUNGE credential (net/munge_cred.h) from munged at munge_socket.
   std::vector<std::string> listen;
   std::string munge_socket;  // empty: libmunge's default
+  std::string tls_cert, tls_key;  // PEM files: TLS on the listen addresses (net/tls.h)
   std::string state_dir = "/var/lib/corral";
   double heartbeat_interval = 2.0;  // seconds between agent heartbeats
   double node_timeout = 30.0;       // silence after which a node is marked down

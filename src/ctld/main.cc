@@ -21,6 +21,7 @@
 #include "ctld/dependency_hook.h"
 #include "net/message_limits.h"
 #include "net/munge_cred.h"
+#include "net/tls.h"
 #include "net/peer_listener.h"
 #include "ctld/perilog_hook.h"
 #include "ctld/rpc_service.h"
@@ -136,8 +137,13 @@ int run(const Options& o) {
   grpc::ServerBuilder builder;
   builder.RegisterService(&service);
   std::vector<int> ports(cfg->listen.size(), 0);
-  for (size_t i = 0; i < cfg->listen.size(); ++i)
-    builder.AddListeningPort(cfg->listen[i], grpc::InsecureServerCredentials(), &ports[i]);
+  const net::TlsServerFiles tls{cfg->tls_cert, cfg->tls_key};
+  auto creds = net::server_credentials(tls, "controller.tls-cert/tls-key");
+  if (!creds) {
+    std::cerr << "corrald: " << creds.message() << "\n";
+    return 1;
+  }
+  for (size_t i = 0; i < cfg->listen.size(); ++i) builder.AddListeningPort(cfg->listen[i], *creds, &ports[i]);
   // Explicit limits (net/message_limits.h): the largest client request or agent message.
   builder.SetMaxReceiveMessageSize(static_cast<int>(std::max(net::kMaxClientRequest, net::kMaxAgentUpMessage)));
   builder.SetMaxSendMessageSize(static_cast<int>(net::kMaxClientReply));
@@ -157,7 +163,7 @@ int run(const Options& o) {
       std::cerr << "corrald: cannot listen on " << cfg->listen[i] << " (controller.listen)\n";
       return 1;
     }
-    spdlog::info("corrald listening on {} (TCP, MUNGE credentials)", cfg->listen[i]);
+    spdlog::info("corrald listening on {} (TCP{}, MUNGE credentials)", cfg->listen[i], tls.enabled() ? ", TLS" : "");
   }
   (*listener)->start(server.get());
   spdlog::info("corrald {} listening on {} (state in {})", CORRAL_VERSION, cfg->socket,

@@ -29,6 +29,7 @@ struct AgentConfig {
   // Task output kept on disk (STATE_DIR/output.spool) while the controller is unreachable;
   // 0: none (lost, as without a state directory).
   uint64_t output_spool_max = 16u << 20;
+  std::string tls_ca;  // PEM: TLS to the controller and other agents, trusting this CA (net/tls.h)
   std::string munge_socket;   // munged's socket for a controller over TCP (empty: libmunge's default)
   // Tasks run only on the CPUs of their job's (or step's) cores on nodes with a CPU map
   // (NodeHardware::core_cpus: real nodes, not virtual ones).

@@ -19,6 +19,7 @@
 #include "corral.grpc.pb.h"
 #include "net/message_limits.h"
 #include "net/munge_grpc.h"
+#include "net/tls.h"
 #include "net/resolve.h"
 #include "node/agent.h"
 #include "node/event_loop.h"
@@ -74,7 +75,8 @@ struct ControllerLink::Impl {
     args.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 5000);
     args.SetMaxReceiveMessageSize(static_cast<int>(net::kMaxAgentDownMessage));
     args.SetMaxSendMessageSize(static_cast<int>(net::kMaxAgentUpMessage));
-    channel = grpc::CreateCustomChannel(uri, grpc::InsecureChannelCredentials(), args);
+    auto creds = net::channel_credentials(agent.config().tls_ca, uri);  // checked at start-up
+    channel = grpc::CreateCustomChannel(uri, creds ? *creds : grpc::InsecureChannelCredentials(), args);
     stub = v1::Controller::NewStub(channel);
   }
 

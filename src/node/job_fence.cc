@@ -11,11 +11,19 @@
 
 #include "corral.grpc.pb.h"
 #include "net/munge_grpc.h"
+#include "net/tls.h"
 #include "node/event_loop.h"
 
 namespace corral::node {
 
 namespace {
+
+// The agent checked its --tls-ca at start-up; a file that went away since falls back to
+// plaintext, which a TLS step manager refuses with a message.
+std::shared_ptr<grpc::ChannelCredentials> security(const std::string& tls_ca, const std::string& target) {
+  auto creds = net::channel_credentials(tls_ca, target);
+  return creds ? *creds : grpc::InsecureChannelCredentials();
+}
 
 struct Barrier {
   uint32_t nodes = 0;
@@ -101,9 +109,10 @@ struct JobFenceExchange::Impl {
   };
   std::vector<Call> calls;
 
-  Impl(EventLoop& l, const std::string& target, uint64_t j, std::string n, uint32_t c, std::string munge)
+  Impl(EventLoop& l, const std::string& target, uint64_t j, std::string n, uint32_t c, std::string munge,
+       const std::string& tls_ca)
       : loop(l),
-        channel(grpc::CreateChannel(target, grpc::InsecureChannelCredentials())),
+        channel(grpc::CreateChannel(target, security(tls_ca, target))),
         stub(v1::StepService::NewStub(channel)),
         jobid(j),
         node(std::move(n)),
@@ -113,8 +122,9 @@ struct JobFenceExchange::Impl {
 };
 
 JobFenceExchange::JobFenceExchange(EventLoop& loop, std::string stepmgr_uri, uint64_t jobid, std::string node,
-                                   uint32_t nodes, std::string munge_socket)
-    : impl_(std::make_unique<Impl>(loop, stepmgr_uri, jobid, std::move(node), nodes, std::move(munge_socket))) {}
+                                   uint32_t nodes, std::string munge_socket, const std::string& tls_ca)
+    : impl_(std::make_unique<Impl>(loop, stepmgr_uri, jobid, std::move(node), nodes, std::move(munge_socket),
+                                   tls_ca)) {}
 
 JobFenceExchange::~JobFenceExchange() {
   for (auto& c : impl_->calls) c.ctx->TryCancel();

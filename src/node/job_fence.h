@@ -43,7 +43,7 @@ class JobFenceExchange final : public PmiExchange {
  public:
   // `munge_socket`: for a step manager over TCP, whose requests carry a MUNGE credential.
   JobFenceExchange(EventLoop& loop, std::string stepmgr_uri, uint64_t jobid, std::string node,
-                   uint32_t nodes, std::string munge_socket = {});
+                   uint32_t nodes, std::string munge_socket = {}, const std::string& tls_ca = {});
   ~JobFenceExchange() override;
   JobFenceExchange(const JobFenceExchange&) = delete;
   JobFenceExchange& operator=(const JobFenceExchange&) = delete;

@@ -26,6 +26,7 @@
 
 #include "job/hmac_key.h"
 #include "net/peer_listener.h"
+#include "net/tls.h"
 #include "node/agent.h"
 #include "node/controller_link.h"
 #include "node/event_loop.h"
@@ -60,6 +61,7 @@ struct Options {
   std::string cxi = "auto";
   std::string cxi_sim_config;
   std::string listen;
+  std::string tls_ca, tls_cert, tls_key;
   std::string key_file;
   std::string munge_socket;
 };
@@ -198,14 +200,17 @@ struct StepServer {
   std::unique_ptr<StepService> service;
   std::unique_ptr<grpc::Server> server;
 
-  Status start(const std::string& address, const std::string& listen, Agent& agent, EventLoop& loop) {
+  Status start(const std::string& address, const std::string& listen, const net::TlsServerFiles& tls, Agent& agent,
+               EventLoop& loop) {
     grpc::ServerBuilder builder;
     if (address.rfind("unix:", 0) == 0) {
       auto l = net::PeerListener::open(address.substr(5), raise_fd_limit());
       if (!l) return invalid("--listen: " + l.message());
       peers = std::move(*l);
     } else {
-      builder.AddListeningPort(listen, grpc::InsecureServerCredentials());
+      auto creds = net::server_credentials(tls, "--tls-cert/--tls-key");
+      if (!creds) return creds.error();
+      builder.AddListeningPort(listen, *creds);
     }
     service = std::make_unique<StepService>(loop, agent.steps(), agent.step_node(), agent.fences(), peers.get(),
                                             agent.config().munge_socket);
@@ -288,6 +293,11 @@ int main(int argc, char** argv) {
   app.add_option("--munge-socket", o.munge_socket,
                  "munged's socket, for the MUNGE credential that identifies this agent to a controller "
                  "reached over TCP (--controller HOST:PORT; default /run/munge/munge.socket.2)");
+  app.add_option("--tls-ca", o.tls_ca,
+                 "The site CA (PEM): connections to a controller or agent over TCP use TLS and accept only "
+                 "servers whose certificate it signed for the name they are reached by");
+  app.add_option("--tls-cert", o.tls_cert, "This agent's certificate (PEM): its --listen HOST:PORT serves TLS");
+  app.add_option("--tls-key", o.tls_key, "The private key of --tls-cert (PEM, readable by root only)");
   app.add_option("--key-file", o.key_file,
                  "The cluster key file (hex, mode 0600) shared with corrald; step credentials are checked "
                  "with it. Without it this agent refuses every step launch");
@@ -332,6 +342,8 @@ int main(int argc, char** argv) {
   if (*spool > (48u << 20)) return fail("--output-spool: at most 48MiB (it goes in one message to the controller)");
   config.output_spool_max = *spool;
   config.munge_socket = o.munge_socket;
+  if (auto ca = net::channel_credentials(o.tls_ca, "tcp-check"); !ca) return fail("--tls-ca: " + ca.message());
+  config.tls_ca = o.tls_ca;
   config.cpu_bind = o.cpu_bind == "cores";
   std::error_code ec;
   std::filesystem::create_directories(config.state_dir, ec);
@@ -374,7 +386,7 @@ int main(int argc, char** argv) {
       std::move(step_config));
   if (auto st = agent.start(); !st) return fail(st.message());
   StepServer steps;
-  if (auto st = steps.start(config.step_uri, o.listen, agent, **loop); !st) return fail(st.message());
+  if (auto st = steps.start(config.step_uri, o.listen, net::TlsServerFiles{o.tls_cert, o.tls_key}, agent, **loop); !st) return fail(st.message());
   link = std::make_unique<ControllerLink>(o.controller, **loop, agent);
   spdlog::info("agent {} hosting {} node(s), controller {}, steps on {}", config.agent_id, config.nodes.size(),
                o.controller, config.step_uri);

@@ -8,13 +8,14 @@
 #include <thread>
 
 #include "corral.grpc.pb.h"
+#include "net/tls.h"
 #include "node/event_loop.h"
 
 namespace corral::node {
 
 namespace {
 
-std::shared_ptr<grpc::Channel> make_channel(const std::string& uri) {
+std::shared_ptr<grpc::Channel> make_channel(const std::string& uri, const std::string& tls_ca) {
   grpc::ChannelArguments args;
   // A child agent that dies must not leave the step waiting, yet a step may stay silent
   // for hours: keepalive at the server's default minimum ping interval (5 min), so
@@ -22,7 +23,10 @@ std::shared_ptr<grpc::Channel> make_channel(const std::string& uri) {
   args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, 300000);
   args.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 20000);
   args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
-  return grpc::CreateCustomChannel(uri, grpc::InsecureChannelCredentials(), args);
+  // The agent checked its --tls-ca at start-up; a file gone since falls back to plaintext,
+  // which a TLS peer refuses.
+  auto creds = net::channel_credentials(tls_ca, uri);
+  return grpc::CreateCustomChannel(uri, creds ? *creds : grpc::InsecureChannelCredentials(), args);
 }
 
 std::string describe(const grpc::Status& st) {
@@ -118,10 +122,10 @@ struct StepChildLink::Impl {
   }
 };
 
-StepChildLink::StepChildLink(EventLoop& loop, std::string uri, v1::LaunchTasksRequest launch, OnUp up,
-                             OnClosed closed)
+StepChildLink::StepChildLink(EventLoop& loop, std::string uri, const std::string& tls_ca,
+                             v1::LaunchTasksRequest launch, OnUp up, OnClosed closed)
     : impl_(std::make_unique<Impl>(loop, std::move(uri), std::move(up), std::move(closed))) {
-  impl_->channel = make_channel(impl_->uri);
+  impl_->channel = make_channel(impl_->uri, tls_ca);
   impl_->stub = v1::StepService::NewStub(impl_->channel);
   v1::LaunchDown first;
   *first.mutable_launch() = std::move(launch);

@@ -23,8 +23,10 @@ class StepChildLink {
   using OnUp = std::function<void(v1::LaunchUp&&)>;
   using OnClosed = std::function<void(const std::string& error)>;
 
-  // Starts at once: connects to `uri` (unix:/path or host:port) and sends `launch`.
-  StepChildLink(EventLoop& loop, std::string uri, v1::LaunchTasksRequest launch, OnUp up, OnClosed closed);
+  // Starts at once: connects to `uri` (unix:/path or host:port; TLS trusting `tls_ca`
+  // when set) and sends `launch`.
+  StepChildLink(EventLoop& loop, std::string uri, const std::string& tls_ca, v1::LaunchTasksRequest launch, OnUp up,
+                OnClosed closed);
   // Cancels the stream if it is still open and waits for both threads.
   ~StepChildLink();
   StepChildLink(const StepChildLink&) = delete;

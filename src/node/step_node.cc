@@ -356,7 +356,7 @@ void StepNode::Impl::start_child(Launch& l, const std::vector<int>& node_indices
   const size_t ci = l.children.size();
   const LaunchId id = l.id;
   child->link = std::make_unique<StepChildLink>(
-      loop, uri, std::move(req),
+      loop, uri, config.tls_ca, std::move(req),
       [this, id, ci](v1::LaunchUp&& up) {
         if (Launch* x = find(id)) child_up(*x, ci, std::move(up));
       },
