@@ -11,32 +11,10 @@ import pytest
 from conftest import binary
 from munge_daemon import Munged, have_munged
 from test_tcp_munge import free_port, munge_cluster
+from tls_certs import make_ca, make_cert
 
 pytestmark = pytest.mark.skipif(not (have_munged() and shutil.which("openssl")),
                                 reason="needs root, munge and openssl")
-
-
-def make_ca(d, name):
-    key, pem = os.path.join(d, f"{name}.key"), os.path.join(d, f"{name}.pem")
-    subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1",
-                    "-nodes", "-keyout", key, "-out", pem, "-days", "1", "-subj", f"/CN={name}"],
-                   check=True, capture_output=True)
-    return key, pem
-
-
-def make_cert(d, ca, name):
-    """A certificate for 127.0.0.1 and localhost, signed by `ca` (as docs/install.md says)."""
-    key, csr, pem = (os.path.join(d, f"{name}.{ext}") for ext in ("key", "csr", "pem"))
-    ext = os.path.join(d, f"{name}.ext")
-    with open(ext, "w") as f:
-        f.write("subjectAltName=DNS:localhost,IP:127.0.0.1\n")
-    subprocess.run(["openssl", "req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
-                    "-keyout", key, "-out", csr, "-subj", f"/CN={name}"], check=True, capture_output=True)
-    subprocess.run(["openssl", "x509", "-req", "-in", csr, "-CA", ca[1], "-CAkey", ca[0], "-CAcreateserial",
-                    "-out", pem, "-days", "1", "-extfile", ext], check=True, capture_output=True)
-    os.chmod(d, 0o755)
-    os.chmod(ca[1], 0o644)  # clients of any user read the CA certificate
-    return key, pem
 
 
 @pytest.fixture
@@ -44,6 +22,7 @@ def tls_cluster(tmp_path):
     d = str(tmp_path)
     ca = make_ca(d, "site-ca")
     server = make_cert(d, ca, "server")
+    os.chmod(d, 0o755)  # clients of any user read the CA certificate
     site = Munged().start()
     port, step_port = free_port(), free_port()
     config = tmp_path / "corral.toml"

@@ -24,6 +24,7 @@ from conftest import (SOURCE_DIR, agent_cgroup_suffix, binary, cgroup2_mount, cg
                       log_tail, remove_cgroup_tree, wait_until, write_key_file)
 from munge_daemon import Munged, have_munged  # noqa: E402
 from netns_hosts import Network, can_make_hosts  # noqa: E402
+from tls_certs import make_ca, make_cert  # noqa: E402
 
 CONTROLLER_PORT = 6817
 STEP_PORT = 6818
@@ -33,7 +34,7 @@ requires_hosts = pytest.mark.skipif(not (can_make_hosts() and have_munged()),
 
 
 class NetCluster:
-    def __init__(self, computes=4, node_timeout="3s", sets=(), agent_args=()):
+    def __init__(self, computes=4, node_timeout="3s", sets=(), agent_args=(), tls=False):
         self.compute_names = [f"c{i}" for i in range(1, computes + 1)]
         self.net = Network(["ctl", "login", *self.compute_names])
         self.dir = tempfile.mkdtemp(prefix="corral-mh-")
@@ -56,6 +57,12 @@ class NetCluster:
             except OSError:
                 pass
         self.uri = f"ctl:{CONTROLLER_PORT}"
+        self.tls = None
+        if tls:  # a site CA, and a certificate per host for its name (docs/install.md)
+            ca = make_ca(self.dir, "site-ca")
+            self.tls = {"ca": ca[1]}
+            for name in ["ctl", *self.compute_names]:
+                self.tls[name] = make_cert(self.dir, ca, name, names=(name,))
 
     # ------------------------------------------------------------ hosts and daemons
 
@@ -73,6 +80,8 @@ class NetCluster:
         config = os.path.join(self.dir, "corral.toml")
         with open(config, "w") as f:
             f.write(f'[controller]\nlisten = ["0.0.0.0:{CONTROLLER_PORT}"]\n')
+            if self.tls:
+                f.write(f'tls-key = "{self.tls["ctl"][0]}"\ntls-cert = "{self.tls["ctl"][1]}"\n')
         args = [binary("corrald"), "--config", config, "--socket", os.path.join(self.dir, "corrald.sock"),
                 "--state-dir", os.path.join(self.dir, "state"),
                 "--log-file", os.path.join(self.dir, "corrald.log"),
@@ -87,6 +96,8 @@ class NetCluster:
         args = [binary("corral-node"), "--controller", self.uri, "--listen", f"0.0.0.0:{STEP_PORT}", "--key-file", self.key_file, "--state-dir", state,
                 "--log-file", os.path.join(self.dir, f"{name}.log"),
                 "--cgroups", self.cgroup if self.cgroup else "none", *self.agent_args]
+        if self.tls:
+            args += ["--tls-ca", self.tls["ca"], "--tls-key", self.tls[name][0], "--tls-cert", self.tls[name][1]]
         self.agents[name] = self.host(name).spawn(args, os.path.join(self.dir, f"{name}.out"))
         return self.agents[name]
 
@@ -122,6 +133,8 @@ class NetCluster:
 
     def client_env(self, **extra):
         env = dict(os.environ, CORRAL_URI=self.uri, **extra)
+        if self.tls:
+            env.setdefault("CORRAL_TLS_CA", self.tls["ca"])
         env.pop("CORRAL_MUNGE_SOCKET", None)  # each host's own, at libmunge's default path
         return env
 
