@@ -26,6 +26,7 @@
 #include "cli/step_spec.h"
 #include "cli/step_target.h"
 #include "cli/values.h"
+#include "util/write_all.h"
 
 namespace corral::cli {
 

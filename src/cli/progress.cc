@@ -1,4 +1,5 @@
 #include "cli/progress.h"
+#include "util/write_all.h"
 
 #include <unistd.h>
 
@@ -6,17 +7,6 @@
 #include <string>
 
 namespace corral::cli {
-
-void write_all(int fd, std::string_view data) {
-  while (!data.empty()) {
-    ssize_t n = ::write(fd, data.data(), data.size());
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return;  // a closed pipe: nothing sensible left to do with the output
-    }
-    data.remove_prefix(static_cast<size_t>(n));
-  }
-}
 
 ProgressLine::ProgressLine(int fd) : fd_(fd), enabled_(::isatty(fd) == 1) {}
 

@@ -27,7 +27,4 @@ class ProgressLine {
   std::mutex mu_;
 };
 
-// Writes all of data to fd, retrying short writes and EINTR.
-void write_all(int fd, std::string_view data);
-
 }  // namespace corral::cli

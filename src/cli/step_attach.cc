@@ -16,6 +16,7 @@
 
 #include "cli/progress.h"
 #include "cli/step_io.h"
+#include "util/write_all.h"
 
 namespace corral::cli {
 

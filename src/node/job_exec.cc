@@ -26,6 +26,7 @@
 #include "node/task_env.h"
 #include "node/task_launcher.h"
 #include "node/wait_status.h"
+#include "util/write_all.h"
 
 namespace corral::node {
 
@@ -50,13 +51,7 @@ Status write_file(const std::string& path, const std::string& text, mode_t mode,
   if (!fd.valid()) return io_error("cannot write '" + path + "': " + std::strerror(errno));
   if (owner && ::fchown(fd.get(), owner->first, owner->second) != 0)
     return io_error("cannot give '" + path + "' to uid " + std::to_string(owner->first) + ": " + std::strerror(errno));
-  size_t off = 0;
-  while (off < text.size()) {
-    ssize_t n = ::write(fd.get(), text.data() + off, text.size() - off);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return io_error("cannot write '" + path + "': " + std::strerror(errno));
-    off += static_cast<size_t>(n);
-  }
+  if (!write_all(fd.get(), text)) return io_error("cannot write '" + path + "': " + std::strerror(errno));
   ::fchmod(fd.get(), mode);
   return {};
 }

@@ -9,22 +9,13 @@
 
 #include <fmt/format.h>
 
+#include "util/write_all.h"
+
 namespace corral::node {
 
 namespace {
 
 constexpr size_t kHeader = 4;  // little-endian length of the serialized TaskOutput
-
-bool write_all(int fd, const std::string& data) {
-  size_t done = 0;
-  while (done < data.size()) {
-    ssize_t n = ::write(fd, data.data() + done, data.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return false;
-    done += static_cast<size_t>(n);
-  }
-  return true;
-}
 
 }  // namespace
 

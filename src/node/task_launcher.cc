@@ -14,6 +14,7 @@
 #include "node/cpu_binding.h"
 #include "node/output_pattern.h"
 #include "node/spawn_actions.h"
+#include "util/write_all.h"
 
 namespace corral::node {
 
@@ -185,15 +186,8 @@ Result<Outputs> open_outputs(const LaunchRequest& req) {
   return o;
 }
 
-void write_text(int fd, const std::string& text) {
-  size_t off = 0;
-  while (off < text.size()) {
-    ssize_t n = ::write(fd, text.data() + off, text.size() - off);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return;  // what was lost is reported in the job's exit or eventlog too
-    off += static_cast<size_t>(n);
-  }
-}
+// What could not be written is reported in the job's exit or eventlog too.
+void write_text(int fd, const std::string& text) { (void)write_all(fd, text); }
 
 void write_message(int fd, const std::string& msg) { write_text(fd, msg + "\n"); }
 
@@ -278,13 +272,7 @@ Result<LaunchedProcess> launch_on_terminal(const LaunchRequest& req) {
 Result<UniqueFd> text_memfd(const char* name, const std::string& data, const char* what) {
   UniqueFd fd(::memfd_create(name, MFD_CLOEXEC));
   if (!fd.valid()) return launch_error(errno, std::string("cannot create ") + what);
-  size_t off = 0;
-  while (off < data.size()) {
-    ssize_t n = ::write(fd.get(), data.data() + off, data.size() - off);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return launch_error(errno, std::string("cannot write ") + what);
-    off += static_cast<size_t>(n);
-  }
+  if (!write_all(fd.get(), data)) return launch_error(errno, std::string("cannot write ") + what);
   return fd;
 }
 

@@ -205,7 +205,107 @@ def remove_cgroup_tree(path):
         time.sleep(0.05)
 
 
-class Cluster:
+def stop_process(proc, sig):
+    """Sends `sig` and waits up to 10 s, then SIGKILL; nothing for a process already gone."""
+    if proc is None or proc.poll() is not None:
+        return
+    proc.send_signal(sig)
+    try:
+        proc.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
+class ClusterQueries:
+    """What a test asks of a running cluster through `corral`, whatever runs it: needs
+    self.corral(*args, check=, input=, user=, timeout=), self.controller (its Popen),
+    self.start_controller(), self.logs() and self.dir."""
+
+    def kill_controller(self, sig=signal.SIGKILL):
+        stop_process(self.controller, sig)
+
+    def restart_controller(self, timeout=30):
+        """Starts a new corrald on the same state directory and waits until it answers."""
+        self.start_controller()
+        wait_until(lambda: self.corral("queue", "--all", "--json", check=False,
+                                       timeout=15).returncode == 0,
+                   timeout=timeout, what="the restarted corrald to answer", cluster=self)
+
+    def nodes(self):
+        """`corral nodes --json` as a list of dicts ([] while the controller is down)."""
+        proc = self.corral("nodes", "--json", check=False, timeout=15)
+        if proc.returncode != 0:
+            return []
+        return json.loads(proc.stdout)
+
+    def node(self, name):
+        for n in self.nodes():
+            if n["name"] == name:
+                return n
+        return None
+
+    def wait_nodes_up(self, n, timeout=30):
+        deadline = time.monotonic() + timeout
+        up = 0
+        while time.monotonic() < deadline:
+            if self.controller is not None and self.controller.poll() is not None:
+                pytest.fail(f"corrald exited with {self.controller.returncode}\n{self.logs()}",
+                            pytrace=False)
+            up = sum(1 for node in self.nodes() if not node["state"].startswith("down"))
+            if up >= n:
+                return
+            time.sleep(0.2)
+        pytest.fail(f"only {up} of {n} nodes came up within {timeout}s\n{self.logs()}",
+                    pytrace=False)
+
+    def shared_dir(self, name="shared"):
+        """A world-writable directory inside the cluster's directory, for jobs and clients
+        that run as other users."""
+        path = Path(self.dir) / name
+        path.mkdir(exist_ok=True)
+        os.chmod(path, 0o1777)
+        return path
+
+    def submit(self, *args, user=None):
+        """`corral submit ARGS`; returns the job id."""
+        proc = self.corral("submit", *args, user=user)
+        return int(proc.stdout.split()[0])
+
+    def job(self, jobid):
+        """`corral show job ID --json` as a dict."""
+        return json.loads(self.corral("show", "job", jobid, "--json").stdout)
+
+    def jobs(self):
+        """Every job the controller knows, active and inactive (`queue --all --json`)."""
+        return json.loads(self.corral("queue", "--all", "--json").stdout)
+
+    def eventlog(self, jobid):
+        """The job's eventlog as a list of {timestamp, name, context} dicts."""
+        out = self.corral("eventlog", jobid).stdout
+        return [json.loads(line) for line in out.splitlines() if line.strip()]
+
+    def wait_job(self, jobid, states=("INACTIVE",), timeout=30):
+        """Waits until the job is in one of `states`; returns its `show job` dict."""
+        if isinstance(states, str):
+            states = (states,)
+
+        def reached():
+            j = self.job(jobid)
+            return j if j["state"] in states else None
+        return wait_until(reached, timeout=timeout,
+                          what=f"job {jobid} to reach {'/'.join(states)}", cluster=self)
+
+    def wait_node(self, name, predicate, timeout=30, what=None):
+        """Waits until predicate(node dict) holds; returns the node dict."""
+        def check():
+            n = self.node(name)
+            return n if n is not None and predicate(n) else None
+        return wait_until(check, timeout=timeout, what=what or f"node {name} to change",
+                          cluster=self)
+
+
+class Cluster(ClusterQueries):
     """A controller and K agents hosting node0..node{size-1} in a temporary directory.
     Where cgroup v2 is writable, the agents contain their tasks in cgroups under a parent
     made for this cluster (self.cgroup), removed with everything in it at the end."""
@@ -274,22 +374,8 @@ class Cluster:
         self.wait_nodes_up(self.size, timeout=timeout)
         return self
 
-    @staticmethod
-    def _kill(proc, sig):
-        if proc is None or proc.poll() is not None:
-            return
-        proc.send_signal(sig)
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-
-    def kill_controller(self, sig=signal.SIGKILL):
-        self._kill(self.controller, sig)
-
     def kill_agent(self, i, sig=signal.SIGKILL):
-        self._kill(self.agents[i], sig)
+        stop_process(self.agents[i], sig)
 
     # ------------------------------------------------------------ queries
 
@@ -298,98 +384,16 @@ class Cluster:
         return run_corral(*args, env=env if env is not None else self.env, input=input,
                           timeout=timeout, check=check, user=user, cwd=cwd)
 
-    def nodes(self):
-        """`corral nodes --json` as a list of dicts ([] while the controller is down)."""
-        proc = self.corral("nodes", "--json", check=False, timeout=15)
-        if proc.returncode != 0:
-            return []
-        return json.loads(proc.stdout)
-
-    def wait_nodes_up(self, n, timeout=30):
-        deadline = time.monotonic() + timeout
-        up = 0
-        while time.monotonic() < deadline:
-            if self.controller is not None and self.controller.poll() is not None:
-                pytest.fail(f"corrald exited with {self.controller.returncode}\n{self.logs()}",
-                            pytrace=False)
-            up = sum(1 for node in self.nodes() if not node["state"].startswith("down"))
-            if up >= n:
-                return
-            time.sleep(0.2)
-        pytest.fail(f"only {up} of {n} nodes came up within {timeout}s\n{self.logs()}",
-                    pytrace=False)
-
     def logs(self):
         names = ["corrald.log", "corrald.out"]
         for i in range(len(self.node_sets)):
             names += [f"agent-{i}.log", f"agent-{i}.out"]
         return "".join(log_tail(os.path.join(self.dir, n)) for n in names)
 
-
-    # ------------------------------------------------------------ helpers for tests
-
-    def restart_controller(self, timeout=30):
-        """Starts a new corrald on the same state directory and waits until it answers."""
-        self.start_controller()
-        wait_until(lambda: self.corral("queue", "--all", "--json", check=False,
-                                       timeout=15).returncode == 0,
-                   timeout=timeout, what="the restarted corrald to answer", cluster=self)
-
-    def shared_dir(self, name="shared"):
-        """A world-writable directory inside the cluster's directory, for jobs and clients
-        that run as other users."""
-        path = Path(self.dir) / name
-        path.mkdir(exist_ok=True)
-        os.chmod(path, 0o1777)
-        return path
-
-    def submit(self, *args, user=None):
-        """`corral submit ARGS`; returns the job id."""
-        proc = self.corral("submit", *args, user=user)
-        return int(proc.stdout.split()[0])
-
-    def job(self, jobid):
-        """`corral show job ID --json` as a dict."""
-        return json.loads(self.corral("show", "job", jobid, "--json").stdout)
-
-    def jobs(self):
-        """Every job the controller knows, active and inactive (`queue --all --json`)."""
-        return json.loads(self.corral("queue", "--all", "--json").stdout)
-
-    def eventlog(self, jobid):
-        """The job's eventlog as a list of {timestamp, name, context} dicts."""
-        out = self.corral("eventlog", jobid).stdout
-        return [json.loads(line) for line in out.splitlines() if line.strip()]
-
-    def node(self, name):
-        for n in self.nodes():
-            if n["name"] == name:
-                return n
-        return None
-
-    def wait_job(self, jobid, states=("INACTIVE",), timeout=30):
-        """Waits until the job is in one of `states`; returns its `show job` dict."""
-        if isinstance(states, str):
-            states = (states,)
-
-        def reached():
-            j = self.job(jobid)
-            return j if j["state"] in states else None
-        return wait_until(reached, timeout=timeout,
-                          what=f"job {jobid} to reach {'/'.join(states)}", cluster=self)
-
-    def wait_node(self, name, predicate, timeout=30, what=None):
-        """Waits until predicate(node dict) holds; returns the node dict."""
-        def check():
-            n = self.node(name)
-            return n if n is not None and predicate(n) else None
-        return wait_until(check, timeout=timeout, what=what or f"node {name} to change",
-                          cluster=self)
-
     def stop(self):
         for i in range(len(self.agents)):
-            self._kill(self.agents[i], signal.SIGTERM)
-        self._kill(self.controller, signal.SIGTERM)
+            stop_process(self.agents[i], signal.SIGTERM)
+        stop_process(self.controller, signal.SIGTERM)
         if self.cgroup:
             remove_cgroup_tree(self.cgroup)
             # What agents killed without a chance to clean up left in cgroup v1.

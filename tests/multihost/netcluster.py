@@ -8,20 +8,18 @@ process is told a MUNGE socket: each host's is at libmunge's default path.
 Used as the `net_cluster` fixture (import it into a test module); `NetCluster(...)` for
 a cluster a test shapes itself. Everything is stopped and removed at the end.
 """
-import json
 import os
 import shutil
 import signal
 import subprocess
 import sys
 import tempfile
-import time
 
 import pytest
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "integration"))
-from conftest import (SOURCE_DIR, agent_cgroup_suffix, binary, cgroup2_mount, cgroup_v1_bases,  # noqa: E402
-                      log_tail, remove_cgroup_tree, wait_until, write_key_file)
+from conftest import (SOURCE_DIR, ClusterQueries, agent_cgroup_suffix, binary, cgroup2_mount,  # noqa: E402,F401
+                      cgroup_v1_bases, log_tail, remove_cgroup_tree, stop_process, wait_until, write_key_file)
 from munge_daemon import Munged, have_munged  # noqa: E402
 from netns_hosts import Network, can_make_hosts  # noqa: E402
 from tls_certs import make_ca, make_cert  # noqa: E402
@@ -33,7 +31,7 @@ requires_hosts = pytest.mark.skipif(not (can_make_hosts() and have_munged()),
                                     reason="needs root, unshare/nsenter/ip and munge")
 
 
-class NetCluster:
+class NetCluster(ClusterQueries):
     def __init__(self, computes=4, node_timeout="3s", sets=(), agent_args=(), tls=False):
         self.compute_names = [f"c{i}" for i in range(1, computes + 1)]
         self.net = Network(["ctl", "login", *self.compute_names])
@@ -110,25 +108,6 @@ class NetCluster:
         self.wait_nodes_up(len(self.compute_names), timeout=timeout)
         return self
 
-    @staticmethod
-    def _kill(proc, sig):
-        if proc is None or proc.poll() is not None:
-            return
-        proc.send_signal(sig)
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-
-    def kill_controller(self, sig=signal.SIGKILL):
-        self._kill(self.controller, sig)
-
-    def restart_controller(self, timeout=30):
-        self.start_controller()
-        wait_until(lambda: self.corral("queue", "--all", "--json", check=False, timeout=15).returncode == 0,
-                   timeout=timeout, what="the restarted corrald to answer", cluster=self)
-
     # ------------------------------------------------------------ clients (on the login host)
 
     def client_env(self, **extra):
@@ -159,41 +138,12 @@ class NetCluster:
         self.host(host).procs.append(p)  # stopped with its host if the test did not wait for it
         return p
 
-    def nodes(self):
-        proc = self.corral("nodes", "--json", check=False, timeout=15)
-        return json.loads(proc.stdout) if proc.returncode == 0 else []
-
-    def node(self, name):
-        return next((n for n in self.nodes() if n["name"] == name), None)
-
-    def wait_nodes_up(self, n, timeout=60):
-        def up():
-            if self.controller is not None and self.controller.poll() is not None:
-                pytest.fail(f"corrald exited with {self.controller.returncode}\n{self.logs()}", pytrace=False)
-            return sum(1 for x in self.nodes() if not x["state"].startswith("down")) >= n
-        wait_until(up, timeout=timeout, what=f"{n} nodes up", cluster=self)
-
-    def submit(self, *args, user=None):
-        return int(self.corral("submit", *args, user=user).stdout.split()[0])
-
     def batch(self, script, *args, user=None):
         return int(self.corral("batch", "--parsable", *args, "-", input=script, user=user).stdout)
 
     def jobs_in(self, state):
         """Jobs in `state`, from `corral queue --json`."""
-        return [j for j in json.loads(self.corral("queue", "--all", "--json").stdout) if j["state"] == state]
-
-    def job(self, jobid):
-        return json.loads(self.corral("show", "job", jobid, "--json").stdout)
-
-    def wait_job(self, jobid, states=("INACTIVE",), timeout=60):
-        states = (states,) if isinstance(states, str) else states
-
-        def reached():
-            j = self.job(jobid)
-            return j if j["state"] in states else None
-        return wait_until(reached, timeout=timeout, what=f"job {jobid} to reach {'/'.join(states)}",
-                          cluster=self)
+        return [j for j in self.jobs() if j["state"] == state]
 
     def log(self, name):
         with open(os.path.join(self.dir, name), errors="replace") as f:
@@ -205,18 +155,12 @@ class NetCluster:
             names += [f"{n}.log", f"{n}.out"]
         return "".join(log_tail(os.path.join(self.dir, n)) for n in names)
 
-    def shared_dir(self, name="shared"):
-        path = os.path.join(self.dir, name)
-        os.makedirs(path, exist_ok=True)
-        os.chmod(path, 0o1777)
-        return path
-
     # ------------------------------------------------------------ teardown
 
     def stop(self):
         for p in self.agents.values():
-            self._kill(p, signal.SIGTERM)
-        self._kill(self.controller, signal.SIGTERM)
+            stop_process(p, signal.SIGTERM)
+        stop_process(self.controller, signal.SIGTERM)
         for m in self.munged.values():
             m.stop()
         self.net.stop()

@@ -4,7 +4,7 @@ import os
 import signal
 import time
 
-from netcluster import NetCluster, binary, net_cluster, requires_hosts, wait_until  # noqa: F401
+from netcluster import net_cluster, requires_hosts, wait_until  # noqa: F401
 
 pytestmark = requires_hosts
 

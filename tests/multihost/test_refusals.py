@@ -3,7 +3,6 @@ a client whose munged has another key, a fake agent (another host's node; a user
 process), a fake controller that took over the controller's address, a replayed
 credential, and a plain request with no credential at all."""
 import os
-import subprocess
 import time
 
 from netcluster import CONTROLLER_PORT, Munged, binary, net_cluster, requires_hosts, wait_until  # noqa: F401

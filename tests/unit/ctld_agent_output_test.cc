@@ -6,6 +6,7 @@
 
 #include "ctld/agent_link.h"
 #include "ctld/controller.h"
+#include "ctld_test_controller.h"
 #include "ctld/watch_hub.h"
 #include "job/jobspec.h"
 #include "temp_dir.h"
@@ -17,14 +18,8 @@ class CtldAgentOutput : public ::testing::Test {
  protected:
   CtldAgentOutput() { spdlog::set_level(spdlog::level::warn); }
   void SetUp() override {
-    Config c;
-    c.state_dir = dir_.str();
-    c.key_file = dir_.str() + "/cluster.key";
-    c.sync_full = false;
-    auto store = store::Store::open(dir_.str() + "/corral.db", {.synchronous_full = false, .commit_interval = 0.002});
-    ASSERT_TRUE(store.ok()) << store.message();
-    ctl_ = std::make_unique<Controller>(c, std::move(*store));
-    ASSERT_TRUE(ctl_->start().ok());
+    ctl_ = test::start_test_controller(dir_, test::test_config(dir_));
+    ASSERT_TRUE(ctl_);
     link_ = connect({});
     job::JobRequest r;
     r.command = {"true"};

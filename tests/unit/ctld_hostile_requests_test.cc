@@ -8,6 +8,7 @@
 #include <spdlog/spdlog.h>
 
 #include "ctld/controller.h"
+#include "ctld_test_controller.h"
 #include "job/jobspec.h"
 #include "temp_dir.h"
 
@@ -22,15 +23,10 @@ class CtldHostile : public ::testing::Test {
  protected:
   CtldHostile() { spdlog::set_level(spdlog::level::warn); }
   void SetUp() override {
-    Config c;
-    c.state_dir = dir_.str();
-    c.key_file = dir_.str() + "/cluster.key";
-    c.sync_full = false;
+    Config c = test::test_config(dir_);
     c.limits.max_batch_script = 1024;
-    auto store = store::Store::open(dir_.str() + "/corral.db", {.synchronous_full = false, .commit_interval = 0.002});
-    ASSERT_TRUE(store.ok()) << store.message();
-    ctl_ = std::make_unique<Controller>(c, std::move(*store));
-    ASSERT_TRUE(ctl_->start().ok());
+    ctl_ = test::start_test_controller(dir_, c);
+    ASSERT_TRUE(ctl_);
     v1::Register reg;  // a fake agent, so that jobs fit somewhere
     reg.set_agent_id("a");
     reg.set_incarnation("1");

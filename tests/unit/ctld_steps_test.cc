@@ -12,6 +12,7 @@
 #include <spdlog/spdlog.h>
 
 #include "ctld/controller.h"
+#include "ctld_test_controller.h"
 #include "job/hmac_key.h"
 #include "job/step_cred.h"
 #include "temp_dir.h"
@@ -28,10 +29,7 @@ class CtldSteps : public ::testing::Test {
   CtldSteps() { spdlog::set_level(spdlog::level::warn); }
 
   Config config() const {
-    Config c;
-    c.state_dir = dir_.str();
-    c.key_file = dir_.str() + "/cluster.key";
-    c.sync_full = false;
+    Config c = test::test_config(dir_);
     c.steps.mpi_ports = "12000-12009";
     c.steps.mpi_ports_per_job = 5;
     c.steps.mpi_ports_per_step = 2;
@@ -40,11 +38,8 @@ class CtldSteps : public ::testing::Test {
   }
 
   void start() {
-    auto store = store::Store::open(dir_.str() + "/corral.db", {.synchronous_full = false, .commit_interval = 0.002});
-    ASSERT_TRUE(store.ok()) << store.message();
-    ctl_ = std::make_unique<Controller>(config(), std::move(*store));
-    auto st = ctl_->start();
-    ASSERT_TRUE(st.ok()) << st.message();
+    ctl_ = test::start_test_controller(dir_, config());
+    ASSERT_TRUE(ctl_);
   }
 
   void restart() {
