@@ -90,7 +90,8 @@ std::string show_job_text(const pb::JobInfo& j, double now) {
                      j.ncores(), j.ngpus());
   out += fmt::format("   NodeList={}\n", or_none(j.nodelist()));
   if (!j.stepmgr().empty()) out += fmt::format("   StepManager={}\n", j.stepmgr());
-  out += fmt::format("   ExitCode={} Exception={}\n", exit_code_pair(j.waitstatus()), exception);
+  out += fmt::format("   ExitCode={} Exception={} Restarts={}\n", exit_code_pair(j.waitstatus()), exception,
+                     j.requeues());
   out += fmt::format("   WorkDir={}\n", or_none(j.cwd()));
   return out;
 }
@@ -102,6 +103,7 @@ nlohmann::json job_to_json(const pb::JobInfo& j) {
   nlohmann::json o = nlohmann::json::parse(text);
   if (!j.stepmgr().empty()) o["stepmgr"] = j.stepmgr();
   if (j.cpu_seconds() > 0) o["cpu_seconds"] = j.cpu_seconds();
+  if (j.requeues() > 0) o["requeues"] = j.requeues();
   if (!j.jobspec().empty()) o["jobspec"] = embedded(j.jobspec());
   if (!j.r().empty()) o["R"] = embedded(j.r());
   if (j.eventlog_size() > 0) {

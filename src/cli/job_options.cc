@@ -61,6 +61,11 @@ void add_job_options(CLI::App& app, JobOptions& o) {
   app.add_option("-p,--partition", o.partition, "Partition (queue) to run in")
       ->type_name("NAME")->group(g);
   app.add_flag("--exclusive", o.exclusive, "Allocate whole nodes")->group(g);
+  app.add_flag("--requeue", o.requeue,
+               "When a node of the job fails, run it again (same job id, output appended) instead of "
+               "ending it with a node failure; not for corral run/alloc (default: the site's [job] requeue)")
+      ->group(g);
+  app.add_flag("--no-requeue", o.no_requeue, "Never run this job again after a node failure")->group(g);
   app.add_option("-d,--dependency", o.dependency,
                  "Start after other jobs: afterok:12[:13],afterany:14 or RFC 26 URIs")
       ->type_name("DEPS")->group(g);
@@ -118,6 +123,10 @@ JobOptions merge_job_options(const JobOptions& base, const JobOptions& over) {
   pick(out.cc, over.cc);
   pick(out.test_run_duration, over.test_run_duration);
   out.exclusive = base.exclusive || over.exclusive;
+  if (over.requeue || over.no_requeue) {
+    out.requeue = over.requeue;
+    out.no_requeue = over.no_requeue;
+  }
   out.setopt.insert(out.setopt.end(), over.setopt.begin(), over.setopt.end());
   return out;
 }
@@ -272,6 +281,8 @@ Status parse_placement(const JobOptions& o, job::JobRequest& req) {
   }
   req.partition = o.partition;
   req.exclusive = o.exclusive;
+  if (o.requeue && o.no_requeue) return invalid("--requeue and --no-requeue contradict each other: give one");
+  if (o.requeue || o.no_requeue) req.requeue = o.requeue;
   return {};
 }
 

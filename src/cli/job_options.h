@@ -25,6 +25,7 @@ struct JobOptions {
   std::string nodelist, exclude, partition, switches;
   std::string dependency, begin, export_env, chdir, urgency, cc, test_run_duration;
   bool exclusive = false;
+  bool requeue = false, no_requeue = false;  // --requeue / --no-requeue; neither: the site's default
   std::vector<std::string> setopt;
   std::string propagate = "ALL";  // --propagate: resource limits passed to the tasks
 };
@@ -32,7 +33,7 @@ struct JobOptions {
 void add_job_options(CLI::App& app, JobOptions& opts);
 
 // Options given in `over` replace those in `base`; --setopt lists are concatenated
-// (a later key wins) and --exclusive is or-ed.
+// (a later key wins), --exclusive is or-ed and --requeue/--no-requeue in `over` win.
 JobOptions merge_job_options(const JobOptions& base, const JobOptions& over);
 
 // Parses words as the job options alone (a `#CORRAL` line). Errors are CLI11's message

@@ -79,6 +79,7 @@ grpc::Status Controller::cancel(const Caller& c, const v1::CancelRequest& req,
           auto* s = msg.add_signal();
           s->set_jobid(id);
           s->set_signal(req.signal());
+          s->set_attempt(job.status.requeues);
           send_to_node(node, msg);
         }
         r->set_ok(true);

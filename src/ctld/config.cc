@@ -226,6 +226,8 @@ Status apply_key(Config& c, const std::string& section, const std::string& key,
     if (key == "housekeeping-timeout") return set_duration(c.housekeeping_timeout, n, where);
     if (key == "default-time-limit") return set_duration(c.default_time_limit, n, where);
     if (key == "max-time-limit") return set_duration(c.max_time_limit, n, where);
+    if (key == "requeue") return set_bool(c.requeue, n, where);
+    if (key == "max-requeue") return set_uint(c.max_requeue, n, where, 1000);
   }
   return invalid(fmt::format("{}: unknown key", where));
 }

@@ -61,6 +61,8 @@ struct Config {
   double prolog_timeout = 300, epilog_timeout = 300, housekeeping_timeout = 300;
   double default_time_limit = 0;  // applied to jobs without -t; 0 = unlimited
   double max_time_limit = 0;      // jobs asking for more are refused; 0 = no maximum
+  bool requeue = false;           // jobs without --requeue/--no-requeue run again after a node failure
+  unsigned max_requeue = 5;       // ...at most this many times (Slurm's MaxBatchRequeue)
   // [topology]
   std::string topology_file;      // topology.conf or topology.yaml; empty = flat placement
   double max_switch_wait = 300;   // cap on --switches=COUNT@TIME waits, seconds

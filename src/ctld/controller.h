@@ -202,6 +202,9 @@ class Controller final : public HookContext {
   std::map<std::string, unsigned> plan_exec(const JobRecord& job) const;
   void kill_job(JobRecord& job, int signal, double kill_after);
   void free_resources(JobRecord& job);
+  bool wants_requeue(const JobRecord& job) const;
+  void requeue(JobRecord& job);
+  void forget_run(JobRecord& job);
   void retire(JobRecord& job);
   void wake_held_by_limit(uint32_t uid);
   void handle_exit(const v1::JobNodeExit& ex);

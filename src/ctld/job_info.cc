@@ -65,6 +65,7 @@ void Controller::fill_info(const JobRecord& job, v1::JobInfo* info) const {
   info->set_waitstatus(st.finished ? st.waitstatus : -1);
   info->set_exception_type(st.exception_type);
   info->set_exception_note(st.exception_note);
+  info->set_requeues(st.requeues);
   info->set_cwd(job.spec->cwd);
   for (const auto& d : job.spec->dependencies) info->add_dependencies(d);
   if (auto it = job_steps_.find(job.id); it != job_steps_.end()) {

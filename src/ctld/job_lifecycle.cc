@@ -101,6 +101,10 @@ void Controller::absorb(JobRecord& job, const job::Event& ev) {
     release_mpi_share(job.id);
     return;
   }
+  if (ev.name == "requeue") {
+    forget_run(job);
+    return;
+  }
   if (ev.name == "jobspec-update") {
     auto ctx = json::parse(ev.context, nullptr, false);
     if (!ctx.is_object() || !ctx.contains("jobspec")) return;
@@ -133,6 +137,20 @@ void Controller::absorb(JobRecord& job, const job::Event& ev) {
     job.alloc.shares.push_back(std::move(sh));
   }
   job.R = std::move(*R);
+}
+
+// The record of a requeued job's last run goes; the next run fills it again from scratch.
+void Controller::forget_run(JobRecord& job) {
+  job.R.reset();
+  job.alloc = {};
+  job.exec_tasks.clear();
+  job.exited.clear();
+  job.start_incarnations.clear();
+  job.max_waitstatus = 0;
+  job.extra_env.clear();
+  job.notes.clear();
+  job.kill_sent = false;
+  job_steps_.erase(job.id);
 }
 
 void Controller::advance(JobRecord& job) {
@@ -212,7 +230,34 @@ void Controller::advance_cleanup(JobRecord& job) {
     free_resources(job);
     return;
   }
+  if (wants_requeue(job)) {
+    requeue(job);
+    return;
+  }
   post(job.id, job::make_event("clean"));
+}
+
+// Only a run lost to a node failure, of a job that can run unattended (its output in files),
+// that asked for it (or the site's default), within [job] max-requeue, and not canceled.
+bool Controller::wants_requeue(const JobRecord& job) const {
+  const job::JobStatus& s = job.status;
+  if (!s.fatal_exception || s.exception_type != "node-fail" || s.canceled) return false;
+  if (job.spec->alloc || job.interactive) return false;
+  return job.spec->requeue.value_or(cfg_.requeue) && s.requeues < cfg_.max_requeue;
+}
+
+// The agents that reported the run's exits drop what they keep of it before any new run
+// reaches them; a lost node's agent reports its old run when it returns and is told then
+// (handle_exit: a run that is not the current one).
+void Controller::requeue(JobRecord& job) {
+  for (const auto& [node, n] : job.exec_tasks) {
+    v1::ControllerMessage msg;
+    msg.add_forget(job.id);
+    send_to_node(node, msg);
+  }
+  spdlog::info("job {}: requeued after a node failure ({})", job.id, job.status.exception_note);
+  post(job.id, job::make_event("requeue", json{{"attempt", job.status.requeues + 1},
+                                                 {"note", job.status.exception_note}}.dump()));
 }
 
 std::string Controller::finish_context(const JobRecord& job) const {
@@ -315,6 +360,7 @@ std::vector<std::pair<std::string, v1::ControllerMessage>> Controller::build_sta
       for (const auto& note : job.notes) sj.add_notes(note);
       sj.set_stepmgr(stepmgr);
       sj.set_alloc(job.spec->alloc);
+      sj.set_attempt(job.status.requeues);
       sj.set_exec_nodes(static_cast<uint32_t>(job.exec_tasks.size()));
       if (key == manager) add_step_manager_fields(job, sj);
     }
@@ -366,6 +412,7 @@ void Controller::kill_job(JobRecord& job, int signal, double kill_after) {
     s->set_jobid(job.id);
     s->set_signal(signal);
     s->set_kill_after(kill_after);
+    s->set_attempt(job.status.requeues);
     send_to_node(node, msg);
   }
 }
@@ -448,6 +495,16 @@ void Controller::handle_exit(const v1::JobNodeExit& ex) {
     return;
   }
   JobRecord& job = *it->second;
+  if (ex.attempt() != job.status.requeues) {
+    // A run before a requeue, reported by a node that was cut off: the agent may drop it,
+    // unless a new run of the job is already on its way there (which replaces it).
+    if (!job.exec_tasks.count(ex.node())) {
+      v1::ControllerMessage msg;
+      msg.add_forget(ex.jobid());
+      send_to_node(ex.node(), msg);
+    }
+    return;
+  }
   if (!job.exec_tasks.count(ex.node()) || !job.exited.insert(ex.node()).second) return;
   job.max_waitstatus = std::max(job.max_waitstatus, ex.waitstatus());
   if (ex.cpu_seconds() > 0) job_steps_[job.id].cpu_seconds += ex.cpu_seconds();

@@ -159,6 +159,9 @@ Status Controller::admit(const Caller& c, const job::Jobspec& spec) {
   if (cfg_.max_time_limit > 0 && limit > cfg_.max_time_limit)
     return invalid(fmt::format("time limit {} exceeds the maximum of {}", format_duration(limit),
                                format_duration(cfg_.max_time_limit)));
+  if (spec.requeue.value_or(false) && (spec.alloc || spec.output.path.empty()))
+    return invalid("--requeue: an allocation (corral alloc) or a job whose output goes to its client (corral run) "
+                   "cannot run again; use corral batch, or corral submit with -o FILE");
   auto req = make_request(spec, 0);
   if (!req) return req.error();
   if (auto why = sched_.unsatisfiable(*req)) return invalid("unsatisfiable request: " + *why);

@@ -31,6 +31,7 @@ std::string summary_to_json(const v1::JobInfo& i) {
          {"exception_note", i.exception_note()},
          {"cwd", i.cwd()},
          {"cpu_seconds", i.cpu_seconds()},
+         {"requeues", i.requeues()},
          {"dependencies", std::vector<std::string>(i.dependencies().begin(),
                                                    i.dependencies().end())}};
   return j.dump();
@@ -64,6 +65,7 @@ bool summary_from_json(const std::string& text, v1::JobInfo* i) {
     i->set_exception_note(j.value("exception_note", ""));
     i->set_cwd(j.value("cwd", ""));
     i->set_cpu_seconds(j.value("cpu_seconds", 0.0));
+    i->set_requeues(j.value("requeues", 0u));
     for (const auto& d : j.value("dependencies", std::vector<std::string>{}))
       i->add_dependencies(d);
   } catch (const json::exception&) {

@@ -194,19 +194,25 @@ void Controller::reconcile_agent(const v1::Register& reg) {
   std::set<std::pair<uint64_t, std::string>> known;
   for (const auto& rj : reg.running())
     for (const auto& node : rj.nodes()) {
-      known.insert({rj.jobid(), node});
-      adopt_step_manager(rj.jobid(), node, reg.step_uri());
       auto it = jobs_.find(rj.jobid());
-      if (it == jobs_.end() || !it->second->exec_tasks.count(node)) {
+      // A run of a requeued job before the current one ends here.
+      const bool current = it != jobs_.end() && it->second->status.requeues == rj.attempt();
+      if (current) {
+        known.insert({rj.jobid(), node});
+        adopt_step_manager(rj.jobid(), node, reg.step_uri());
+      }
+      if (!current || !it->second->exec_tasks.count(node)) {
         v1::ControllerMessage msg;
         auto* s = msg.add_signal();
         s->set_jobid(rj.jobid());
         s->set_signal(SIGKILL);
+        s->set_attempt(rj.attempt());
         send_to_node(node, msg);
       }
     }
   for (const auto& ex : reg.exited()) {
-    known.insert({ex.jobid(), ex.node()});
+    if (auto it = jobs_.find(ex.jobid()); it != jobs_.end() && it->second->status.requeues == ex.attempt())
+      known.insert({ex.jobid(), ex.node()});
     handle_exit(ex);
   }
   std::map<uint64_t, std::set<std::string>> resend;

@@ -271,6 +271,26 @@ Status on_clean(JobStatus& s, const Event& ev, const json&) {
   return {};
 }
 
+// A job whose run was lost to a node failure goes back to SCHED, once its resources are
+// free, keeping its id, priority and eventlog; the next run starts from a clean slate.
+Status on_requeue(JobStatus& s, const Event& ev, const json& ctx) {
+  if (auto st = require_state(s, ev, bit(JobState::CLEANUP)); !st) return st;
+  if (!s.epilog_actions.empty()) {
+    return event_error(ev, "epilog actions still running: " + join(s.epilog_actions));
+  }
+  if (s.allocated && !s.freed) return event_error(ev, "resources were not freed yet");
+  if (auto note = ctx_string(ctx, ev, "note"); !note) return note.error();
+  JobStatus next;
+  next.state = JobState::SCHED;
+  next.submitted = s.submitted;
+  next.priority = s.priority;
+  next.urgency = s.urgency;
+  next.requeues = s.requeues + 1;
+  next.t_submit = s.t_submit;
+  s = std::move(next);
+  return {};
+}
+
 Status on_exception(JobStatus& s, const Event& ev, const json& ctx) {
   if (auto st = require_state(s, ev, kActive); !st) return st;
   auto type = required_string(ctx, ev, "type");
@@ -283,6 +303,7 @@ Status on_exception(JobStatus& s, const Event& ev, const json& ctx) {
   auto note = ctx_string(ctx, ev, "note");
   if (!note) return note.error();
   if (*type == "oom") s.out_of_memory = true;
+  if (*type == "cancel") s.canceled = true;
   if (*severity != 0) return {};
   if (!s.fatal_exception) {
     s.fatal_exception = true;
@@ -298,7 +319,7 @@ struct EventHandler {
   std::string_view name;
   Handler fn;
 };
-constexpr std::array<EventHandler, 20> kHandlers = {{
+constexpr std::array<EventHandler, 21> kHandlers = {{
     {"submit", on_submit},
     {"validate", on_validate},
     {"invalidate", on_invalidate},
@@ -317,6 +338,7 @@ constexpr std::array<EventHandler, 20> kHandlers = {{
     {"epilog-finish", on_epilog_finish},
     {"free", on_free},
     {"clean", on_clean},
+    {"requeue", on_requeue},
     {"exception", on_exception},
     {"memo", nullptr},  // annotations only: no state change
 }};

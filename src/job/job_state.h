@@ -3,6 +3,7 @@
 //  NEW --validate--> DEPEND --depend--> PRIORITY --priority--> SCHED --alloc--> RUN
 //  RUN --finish | fatal exception--> CLEANUP --clean--> INACTIVE
 //  a fatal exception before RUN goes straight to CLEANUP.
+//  CLEANUP --requeue--> SCHED (a run lost to a node failure, resources freed: run again).
 #pragma once
 
 #include <cstdint>
@@ -52,6 +53,8 @@ struct JobStatus {
   std::string exception_type;              // the first fatal exception's type
   std::string exception_note;
   bool out_of_memory = false;              // an "oom" exception (any severity) was raised
+  bool canceled = false;                   // a "cancel" exception was raised (never requeued)
+  unsigned requeues = 0;                   // requeue events: the run now is attempt `requeues`
   double t_submit = 0, t_run = 0, t_cleanup = 0, t_inactive = 0;
 };
 

@@ -401,6 +401,10 @@ Status Reader::read_system_strings(const json& sys) {
     if (spec_.alloc && !spec_.batch_script.empty())
       return at(p + "alloc", "an allocation has no batch script (drop batch.script)");
   }
+  if (const json* v = child(sys, "requeue")) {
+    if (!v->is_boolean()) return wrong_type(p + "requeue", "true or false", *v);
+    spec_.requeue = v->get<bool>();
+  }
   return {};
 }
 

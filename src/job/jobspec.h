@@ -5,6 +5,7 @@
 
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -37,6 +38,9 @@ struct Jobspec {
   // attributes.system.alloc: `corral alloc`. Runs no task of its own: the job lasts until
   // its interactive step ends. Planned like a batch job (first node, one task).
   bool alloc = false;
+  // attributes.system.requeue: run again when a node failure ends the run (Slurm's
+  // --requeue / --no-requeue); absent: the site's [job] requeue.
+  std::optional<bool> requeue;
   std::string cwd;                   // attributes.system.cwd
   std::map<std::string, std::string> environment;  // attributes.system.environment
   double duration = 0;               // attributes.system.duration, seconds; 0 = no limit
@@ -80,6 +84,7 @@ struct JobRequest {
   std::vector<std::string> command;
   std::string batch_script;
   bool alloc = false;              // an allocation; without a command, ["true"] stands in
+  std::optional<bool> requeue;
   std::string cwd;
   std::map<std::string, std::string> environment;
   double duration = 0;

@@ -116,6 +116,7 @@ Result<json> system_attributes(const JobRequest& req) {
   if (req.mock_duration >= 0) sys["exec"]["test"]["run_duration"] = req.mock_duration;
   if (!req.batch_script.empty()) sys["batch"]["script"] = req.batch_script;
   if (req.alloc) sys["alloc"] = true;
+  if (req.requeue) sys["requeue"] = *req.requeue;
   if (req.mem_per_node_mb > 0) sys["memory-per-node"] = req.mem_per_node_mb;
   if (!req.dependencies.empty()) {
     auto deps = dependency_objects(req.dependencies);

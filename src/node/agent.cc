@@ -197,23 +197,31 @@ void Agent::handle(const v1::ControllerMessage& msg) {
   if (shutting_down_) return;
   for (uint64_t id : msg.forget()) {
     jobs_->forget(id);
-    steps_->forget_job(id);
-    step_node_->signal_job(id, SIGKILL);  // step tasks here whose tree is gone
-    fences_.drop_job(id);
+    drop_steps_of(id);
   }
   for (const auto& s : msg.start()) {
+    // A requeued job's next run: the steps of the earlier one end here.
+    if (auto held = jobs_->attempt_of(s.jobid()); held && *held < s.attempt()) drop_steps_of(s.jobid());
     steps_->add_job(s);  // first: a job that ends at once must find its step manager
     jobs_->start(s);
   }
   for (const auto& s : msg.signal()) {
-    steps_->signal_job(s.jobid(), s.signal(), s.kill_after());
-    if (s.signal() != 0) step_node_->signal_job(s.jobid(), s.signal());
+    if (!jobs_->for_earlier_run(s)) {  // an earlier run's steps were dropped when the next one came
+      steps_->signal_job(s.jobid(), s.signal(), s.kill_after());
+      if (s.signal() != 0) step_node_->signal_job(s.jobid(), s.signal());
+    }
     jobs_->signal(s);
   }
   for (const auto& p : msg.perilog()) perilogs_->run(p);
   for (const auto& c : msg.cancel_step()) steps_->cancel(c);
   for (const auto& r : msg.steps_stored()) steps_->stored(r);
   if (msg.output_acked() > 0) out_.acked(msg.output_acked());
+}
+
+void Agent::drop_steps_of(uint64_t jobid) {
+  steps_->forget_job(jobid);
+  step_node_->signal_job(jobid, SIGKILL);  // step tasks here whose tree is gone
+  fences_.drop_job(jobid);
 }
 
 void Agent::shutdown() {

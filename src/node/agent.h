@@ -61,6 +61,7 @@ class Agent {
   void reap();
   void check_shutdown_done();
   size_t live_processes() const;
+  void drop_steps_of(uint64_t jobid);  // the job's steps here end: it was forgotten or requeued
 
   EventLoop& loop_;
   AgentConfig config_;

@@ -38,6 +38,7 @@ constexpr double kLaunchPatience = 60.0;  // seconds a launch may wait for resou
 double now_seconds() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
+constexpr double kCgroupWait = 0.05;  // seconds between looks at an earlier run's draining cgroup
 constexpr int kMaxDrainReads = 16;  // bounded so an escaped writer cannot stall the loop
 
 EnvMap to_env_map(const google::protobuf::Map<std::string, std::string>& m) {
@@ -97,12 +98,34 @@ JobExecutor::Node& JobExecutor::add_node(Job& job, const v1::NodeTasks& t) {
 // ------------------------------------------------------------------ start
 
 void JobExecutor::start(const v1::StartJob& msg) {
-  if (jobs_.count(msg.jobid()) != 0) {
-    spdlog::debug("job {}: duplicate start ignored", msg.jobid());
+  if (auto w = waiting_runs_.find(msg.jobid()); w != waiting_runs_.end() && w->second.start.attempt() >= msg.attempt())
+    return;  // sent again (a reconnect): it already waits
+  if (Job* held = find(msg.jobid())) {
+    if (held->attempt >= msg.attempt()) {
+      spdlog::debug("job {}: duplicate start ignored", msg.jobid());
+      return;
+    }
+    if (held->unreported != 0) {
+      spdlog::info("job {}: run {} starts once run {} has ended here", msg.jobid(), msg.attempt(), held->attempt);
+      waiting_runs_[msg.jobid()] = WaitingRun{msg, {}};
+      v1::SignalJob kill;
+      kill.set_jobid(msg.jobid());
+      kill.set_signal(SIGKILL);
+      kill.set_attempt(held->attempt);
+      signal(kill);
+      return;
+    }
+    forget(msg.jobid());  // the earlier run ended: what it left goes
+  }
+  if (cgroups_ != nullptr && cgroups_->draining(msg.jobid())) {
+    // The earlier run's cgroup is still being emptied (and killed): start once it is gone.
+    waiting_runs_[msg.jobid()] = WaitingRun{msg, {}};
+    loop_.add_timer(kCgroupWait, [this, id = msg.jobid()] { start_waiting_run(id); });
     return;
   }
   Job& job = jobs_[msg.jobid()];
   job.id = msg.jobid();
+  job.attempt = msg.attempt();
   job.nodes.reserve(static_cast<size_t>(msg.tasks_size()));
 
   auto parsed = parse_cached(msg.jobspec());
@@ -269,6 +292,7 @@ void JobExecutor::start_node(Job& job, uint32_t ni, const v1::NodeTasks& nt, con
   je.nodelist = msg.nodelist();
   je.total_nodes = msg.total_nodes();
   je.total_tasks = msg.total_tasks();
+  je.restarts = msg.attempt();
   je.cores = nt.cores();
   je.gpus = nt.gpus();
   je.cwd = cwd;
@@ -595,6 +619,7 @@ void JobExecutor::report_node(Job& job, Node& node) {
   v1::JobNodeExit exit;
   exit.set_jobid(job.id);
   exit.set_node(node.name);
+  exit.set_attempt(job.attempt);
   int worst = 0;
   double cpu = 0;
   for (const auto& t : node.tasks) {
@@ -636,14 +661,49 @@ void JobExecutor::report_node(Job& job, Node& node) {
   // What the tasks left running (daemons, double forks) ends with them.
   // (The job's directory, made for its limits, goes too once its steps' units are gone.)
   if (cgroups_ != nullptr && (job.contained || job.cgroup)) cgroups_->release(job.id, TaskCgroups::kJobUnit);
+  if (waiting_runs_.count(job.id)) {
+    // The step manager already belongs to the next run; posted: callers still hold `job`.
+    loop_.post([this, id = job.id] { start_waiting_run(id); });
+    return;
+  }
   if (job_ended_) job_ended_(job.id, job.worst, job.cpu_seconds);
 }
 
 // ------------------------------------------------------------------ signals
 
+std::optional<uint32_t> JobExecutor::attempt_of(uint64_t jobid) const {
+  auto it = jobs_.find(jobid);
+  if (it == jobs_.end()) return std::nullopt;
+  return it->second.attempt;
+}
+
+bool JobExecutor::for_earlier_run(const v1::SignalJob& msg) const {
+  if (auto w = waiting_runs_.find(msg.jobid()); w != waiting_runs_.end()) return w->second.start.attempt() != msg.attempt();
+  auto held = attempt_of(msg.jobid());
+  return held && *held != msg.attempt();
+}
+
+void JobExecutor::start_waiting_run(uint64_t jobid) {
+  auto it = waiting_runs_.find(jobid);
+  if (it == waiting_runs_.end()) return;
+  if (cgroups_ != nullptr && cgroups_->draining(jobid)) {
+    loop_.add_timer(kCgroupWait, [this, jobid] { start_waiting_run(jobid); });
+    return;
+  }
+  WaitingRun run = std::move(it->second);
+  waiting_runs_.erase(it);
+  forget(jobid);
+  start(run.start);
+  for (const auto& sig : run.signals) signal(sig);
+}
+
 void JobExecutor::signal(const v1::SignalJob& msg) {
+  if (auto w = waiting_runs_.find(msg.jobid()); w != waiting_runs_.end() && w->second.start.attempt() == msg.attempt()) {
+    w->second.signals.push_back(msg);  // for the next run; the earlier one is being killed
+    return;
+  }
   Job* job = find(msg.jobid());
-  if (job == nullptr || job->unreported == 0) return;
+  if (job == nullptr || job->unreported == 0 || job->attempt != msg.attempt()) return;
   if (job->mock_timer) {
     loop_.cancel_timer(*job->mock_timer);
     finish_mock(job->id, signalled_status(msg.signal()));
@@ -727,6 +787,7 @@ void JobExecutor::fill_register(v1::Register& reg) const {
     if (job.unreported == 0) continue;
     auto* r = reg.add_running();
     r->set_jobid(id);
+    r->set_attempt(job.attempt);
     for (const auto& node : job.nodes)
       if (!node.reported) r->add_nodes(node.name);
   }

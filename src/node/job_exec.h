@@ -44,7 +44,13 @@ class JobExecutor {
   // Tasks go into a cgroup per job (null: process groups only). Must outlive this.
   void set_cgroups(TaskCgroups* cgroups) { cgroups_ = cgroups; }
 
+  // A StartJob of a later attempt (a requeued job) replaces the run held here: it starts
+  // once every task of the earlier run has ended (they are killed now).
   void start(const v1::StartJob& msg);
+  // The attempt of the run of `jobid` held here, if there is one.
+  std::optional<uint32_t> attempt_of(uint64_t jobid) const;
+  // A signal for another run than the newest one here (held or waiting to start).
+  bool for_earlier_run(const v1::SignalJob& msg) const;
   void signal(const v1::SignalJob& msg);
   void forget(uint64_t jobid);
   // An alloc job (StartJob.alloc) runs no process: it ends when its interactive step
@@ -104,6 +110,7 @@ class JobExecutor {
     uint64_t oom_kills = 0;  // reported so far
     size_t unreported = 0;
     bool alloc = false;
+    uint32_t attempt = 0;  // StartJob.attempt
     int worst = 0;  // over the nodes reported so far
     double cpu_seconds = 0;
   };
@@ -142,6 +149,8 @@ class JobExecutor {
   void close_stream(Job& job, Node& node, Task& task, bool is_err);
   void task_exited(Job& job, Node& node, Task& task, int waitstatus, double cpu_seconds);
   void report_node(Job& job, Node& node);
+  // The next run waits for this one (start): runs it once the earlier run has ended.
+  void start_waiting_run(uint64_t jobid);
   std::string error_prefix(const Job& job, const Node& node) const;
   Job* find(uint64_t jobid);
   const std::vector<std::string>& cgroup_of(Job& job);
@@ -158,6 +167,12 @@ class JobExecutor {
   std::unordered_map<uint64_t, Job> jobs_;
   std::unordered_map<pid_t, TaskRef> pids_;
   std::unordered_map<uint64_t, std::vector<v1::JobNodeExit>> exits_;  // not yet forgotten
+  // A requeued job's next run, and the signals sent to it, while its earlier run ends.
+  struct WaitingRun {
+    v1::StartJob start;
+    std::vector<v1::SignalJob> signals;
+  };
+  std::unordered_map<uint64_t, WaitingRun> waiting_runs_;
   double last_wait_warning_ = -1e9;
   std::string last_spec_text_;
   std::shared_ptr<const job::Jobspec> last_spec_;

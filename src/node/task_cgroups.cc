@@ -284,6 +284,15 @@ void TaskCgroups::release(uint64_t jobid, const std::string& unit) {
   if (unit == kJobUnit) oom_released_.erase(jobid);
 }
 
+bool TaskCgroups::draining(uint64_t jobid) const {
+  for (const auto& tree : trees_) {
+    const std::string dir = job_path(tree, jobid);
+    auto it = draining_.lower_bound(dir);
+    if (it != draining_.end() && (it->first == dir || it->first.rfind(dir + "/", 0) == 0)) return true;
+  }
+  return false;
+}
+
 void TaskCgroups::drain() {
   timer_.reset();
   for (auto it = draining_.begin(); it != draining_.end();) {

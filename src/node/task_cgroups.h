@@ -72,6 +72,9 @@ class TaskCgroups {
 
   // Units whose removal waits for their processes to die.
   size_t draining() const { return draining_.size(); }
+  // Whether a unit of the job is among them: a new run of the job (a requeue) waits, or
+  // its tasks would join a cgroup that is being killed.
+  bool draining(uint64_t jobid) const;
 
  private:
   TaskCgroups(EventLoop& loop, std::vector<CgroupTree> trees, std::string missing);

@@ -45,6 +45,7 @@ EnvMap build_node_env(const EnvMap& submit_env, const JobNodeEnv& job, const Env
   env["CORRAL_NODELIST"] = job.nodelist;
   env["CORRAL_NNODES"] = std::to_string(job.total_nodes);
   env["CORRAL_NTASKS"] = std::to_string(job.total_tasks);
+  env["CORRAL_RESTART_COUNT"] = std::to_string(job.restarts);
   env["CORRAL_CPUS_ON_NODE"] = std::to_string(idset_count(job.cores));
   env["CORRAL_JOB_CPUS"] = job.cores;
   if (!job.gpus.empty()) {

@@ -42,6 +42,14 @@ def test_a_host_cut_off_goes_down_alone_and_returns(net_cluster):
     lost, lost_pids = sleeper(c, ["c1"], out, "lost")
     kept, kept_pids = sleeper(c, ["c2", "c3", "c4"], out, "kept")
     started = task_pids(lost_pids)
+    # A job that asked to be requeued runs again on c1 once it is back (it may run only there).
+    marker = os.path.join(out, "go")
+    again_pids = os.path.join(out, "again.pids")
+    requeued = c.submit("--requeue", "-w", "c1", "-o", f"{out}/requeued", "sh", "-c",
+                        f'echo "$CORRAL_NODENAME $$" >> {again_pids}; echo run $CORRAL_RESTART_COUNT; '
+                        f'while [ ! -e {marker} ]; do sleep 0.1; done')
+    wait_until(lambda: len(open(again_pids).read().splitlines()) == 1 if os.path.exists(again_pids) else False,
+               what="the requeue job's first run", cluster=c)
     c.host("c1").cut()
     t0 = time.monotonic()
     wait_until(lambda: is_down(c.node("c1")), timeout=20, what="c1 to be declared down", cluster=c)
@@ -50,16 +58,25 @@ def test_a_host_cut_off_goes_down_alone_and_returns(net_cluster):
     assert info["exception_type"] == "node-fail" and "c1" in info["exception_note"], info
     assert info["result"] == "FAILED", info
     assert c.job(kept)["state"] == "RUN", c.job(kept)
+    info = c.wait_job(requeued, ("SCHED",), timeout=20)
+    assert info.get("requeues", 0) == 1, info
     assert all(alive(p) for p in task_pids(kept_pids).values())
     # Cut off, the task on c1 knows nothing yet; it is still running.
     assert alive(started["c1"])
 
     c.host("c1").reconnect()
-    wait_until(lambda: c.node("c1") is not None and c.node("c1")["state"] == "idle", timeout=60,
+    wait_until(lambda: c.node("c1") is not None and not is_down(c.node("c1")), timeout=60,
                what="c1 to come back", cluster=c)
     wait_until(lambda: not alive(started["c1"]), timeout=15,
                what="c1's agent to end the task of the failed job", cluster=c)
     assert c.job(kept)["state"] == "RUN"  # untouched throughout
+    # The requeued job's second run is on c1, after the first one there ended.
+    wait_until(lambda: len(open(again_pids).read().splitlines()) == 2, timeout=30,
+               what="the requeued job's second run on c1", cluster=c)
+    open(marker, "w").close()
+    info = c.wait_job(requeued, timeout=30)
+    assert info["result"] == "COMPLETED" and info.get("requeues", 0) == 1, info
+    assert open(f"{out}/requeued").read() == "run 0\nrun 1\n"
     again = c.submit("-w", "c1", "-o", f"{out}/again", "hostname")
     assert c.wait_job(again)["result"] == "COMPLETED"
     assert open(f"{out}/again").read() == "c1\n"

@@ -50,6 +50,24 @@ TEST(CliJobOptions, ParsesEveryOption) {
   EXPECT_DOUBLE_EQ(r.mock_duration, 2);
 }
 
+TEST(CliJobOptions, RequeueIsThreeWayAndALaterLineWins) {
+  auto none = to_job_request(JobOptions{}, test_context());
+  ASSERT_TRUE(none.ok());
+  EXPECT_FALSE(none->request.requeue.has_value());  // the site decides
+  auto script = parse_job_option_words({"--requeue"});
+  auto line = parse_job_option_words({"--no-requeue"});
+  ASSERT_TRUE(script.ok() && line.ok());
+  auto merged = to_job_request(merge_job_options(*script, *line), test_context());
+  ASSERT_TRUE(merged.ok()) << merged.message();
+  EXPECT_EQ(merged->request.requeue, std::optional<bool>(false));
+  auto yes = to_job_request(*script, test_context());
+  ASSERT_TRUE(yes.ok());
+  EXPECT_EQ(yes->request.requeue, std::optional<bool>(true));
+  auto both = parse_job_option_words({"--requeue", "--no-requeue"});
+  ASSERT_TRUE(both.ok());
+  EXPECT_NE(to_job_request(*both, test_context()).message().find("contradict"), std::string::npos);
+}
+
 TEST(CliJobOptions, DefaultsComeFromTheContext) {
   auto job = to_job_request(JobOptions{}, test_context());
   ASSERT_TRUE(job.ok()) << job.message();

@@ -74,6 +74,49 @@ TEST_F(JobStateTest, HappyPath) {
   EXPECT_EQ(job_result(status_), "COMPLETED");
 }
 
+TEST_F(JobStateTest, RequeueAfterANodeFailureStartsTheRunAgainFromSched) {
+  to_run();
+  must("start");
+  must("exception", R"({"type":"node-fail","severity":0,"note":"node c1 is down"})");
+  EXPECT_EQ(status_.state, JobState::CLEANUP);
+  must("finish", R"({"status":9})");
+  must("release", R"({"ranks":"0","final":true})");
+  EXPECT_THAT(post("requeue").message(), HasSubstr("not freed"));
+  must("epilog-start", R"({"description":"epilog"})");
+  must("free");
+  EXPECT_THAT(post("requeue").message(), HasSubstr("epilog actions still running"));
+  must("epilog-finish", R"({"description":"epilog","status":0})");
+  must("requeue", R"({"attempt":1,"note":"node c1 is down"})");
+  EXPECT_EQ(status_.state, JobState::SCHED);
+  EXPECT_EQ(status_.requeues, 1u);
+  EXPECT_EQ(status_.priority, 100);
+  EXPECT_EQ(status_.urgency, 20u);
+  EXPECT_EQ(status_.t_submit, 1);
+  // The next run starts clean: no exception, no finish, resources to allocate again.
+  EXPECT_FALSE(status_.fatal_exception);
+  EXPECT_TRUE(status_.exception_type.empty());
+  EXPECT_FALSE(status_.finished || status_.started || status_.allocated || status_.freed);
+  must("alloc");
+  must("start");
+  must("finish", R"({"status":0})");
+  must("release", R"({"ranks":"0","final":true})");
+  must("free");
+  must("clean");
+  EXPECT_EQ(job_result(status_), "COMPLETED");
+  EXPECT_EQ(status_.requeues, 1u);
+}
+
+TEST_F(JobStateTest, RequeueOnlyFromCleanupAndCancelIsRemembered) {
+  to_run();
+  EXPECT_THAT(post("requeue").message(), HasSubstr("not valid in state RUN"));
+  must("exception", R"({"type":"node-fail","severity":0})");
+  must("exception", R"({"type":"cancel","severity":0})");
+  EXPECT_EQ(status_.exception_type, "node-fail");  // the first fatal one names the end
+  EXPECT_TRUE(status_.canceled);
+  must("free");
+  EXPECT_THAT(post("requeue", R"({"note":7})").message(), HasSubstr("note must be a string"));
+}
+
 TEST_F(JobStateTest, DependenciesHoldDepend) {
   must("submit");
   must("dependency-add", R"({"description":"afterok:12"})");

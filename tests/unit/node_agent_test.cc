@@ -76,10 +76,11 @@ class NodeAgent : public ::testing::Test {
   }
 
   void start(uint64_t id, const std::string& jobspec, std::vector<std::tuple<std::string, uint32_t, uint32_t>> nodes,
-             uint32_t total_tasks = 1, uint32_t uid = ::getuid(), uint32_t gid = ::getgid()) {
+             uint32_t total_tasks = 1, uint32_t uid = ::getuid(), uint32_t gid = ::getgid(), uint32_t attempt = 0) {
     v1::ControllerMessage m;
     auto* s = m.add_start();
     s->set_jobid(id);
+    s->set_attempt(attempt);
     s->set_userid(uid);
     s->set_groupid(gid);
     s->set_jobspec(jobspec);
@@ -98,10 +99,11 @@ class NodeAgent : public ::testing::Test {
     (*s->mutable_extra_env())["EXTRA"] = "yes";
     agent_->handle(m);
   }
-  void signal(uint64_t id, int sig, double kill_after = 0) {
+  void signal(uint64_t id, int sig, double kill_after = 0, uint32_t attempt = 0) {
     v1::ControllerMessage m;
     auto* s = m.add_signal();
     s->set_jobid(id);
+    s->set_attempt(attempt);
     s->set_signal(sig);
     s->set_kill_after(kill_after);
     agent_->handle(m);
@@ -251,6 +253,42 @@ TEST_F(NodeAgent, KillAfterEscalatesToSigkill) {
   signal(10, SIGTERM, 0.2);
   ASSERT_TRUE(run_until(exited(10), 5));
   EXPECT_EQ(exits(10).at(0).waitstatus(), SIGKILL);
+}
+
+// A requeued job's next run replaces the one still held here (a node that was cut off):
+// the earlier run is killed and reported under its own attempt, the next one starts only
+// then, and a signal for the earlier attempt does not reach the next.
+TEST_F(NodeAgent, ALaterAttemptReplacesTheRunHeldHere) {
+  const std::string marker = (dir_ / "second").string();
+  auto req = command({"/bin/sh", "-c", "echo run $CORRAL_RESTART_COUNT; [ $CORRAL_RESTART_COUNT = 1 ] && touch " + marker +
+                                           "; exec sleep 100"});
+  const std::string js = spec(req);
+  start(30, js, {{"n1", 0, 1}});
+  ASSERT_TRUE(run_until([&] { return output(30, 0, false).first == "run 0\n"; }));
+  start(30, js, {{"n1", 0, 1}}, 1, ::getuid(), ::getgid(), 1);
+  start(30, js, {{"n1", 0, 1}}, 1, ::getuid(), ::getgid(), 1);  // sent again: still one next run
+  ASSERT_TRUE(run_until([&] { return fs::exists(marker); }));
+  ASSERT_EQ(exits(30).size(), 1u);
+  EXPECT_EQ(exits(30).at(0).attempt(), 0u);
+  EXPECT_EQ(exits(30).at(0).waitstatus(), SIGKILL);
+  auto reg = agent_->begin_register(2);
+  ASSERT_EQ(reg.register_().running_size(), 1);
+  EXPECT_EQ(reg.register_().running(0).attempt(), 1u);
+  v1::ControllerMessage ack;
+  ack.set_register_ack(true);
+  agent_->on_registered(2, ack);
+
+  signal(30, SIGKILL, 0, 0);  // the controller's kill of the earlier run, arriving late
+  run_until([] { return false; }, 0.2);
+  EXPECT_EQ(exits(30).size(), 1u);
+  signal(30, SIGTERM, 0, 1);
+  ASSERT_TRUE(run_until(exited(30, 2)));
+  EXPECT_EQ(exits(30).at(1).attempt(), 1u);
+  EXPECT_EQ(exits(30).at(1).waitstatus(), SIGTERM);
+  EXPECT_EQ(output(30, 0, false).first, "run 0\nrun 1\n");
+  start(30, js, {{"n1", 0, 1}}, 1, ::getuid(), ::getgid(), 0);  // an old StartJob: ignored
+  run_until([] { return false; }, 0.1);
+  EXPECT_EQ(output(30, 0, false).first, "run 0\nrun 1\n");
 }
 
 TEST_F(NodeAgent, ExitsAreKeptUntilForgotten) {

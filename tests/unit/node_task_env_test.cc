@@ -26,13 +26,14 @@ JobNodeEnv job() {
   j.controller_uri = "unix:/run/corral.sock";
   j.user_name = "u";
   j.home = "/home/u";
+  j.restarts = 2;
   return j;
 }
 
 TEST(NodeTaskEnv, HasEveryCorralVariable) {
   auto env = build_task_env(build_node_env({{"FOO", "bar"}, {"PATH", "/x"}}, job(), {}), 5, 1);
   for (const char* kv : {"FOO=bar", "PATH=/x", "CORRAL_JOBID=42", "CORRAL_JOB_NAME=sim", "CORRAL_NODENAME=n3",
-                         "CORRAL_NODEID=2", "CORRAL_NODELIST=n[1-4]", "CORRAL_NNODES=4", "CORRAL_NTASKS=8",
+                         "CORRAL_NODEID=2", "CORRAL_NODELIST=n[1-4]", "CORRAL_NNODES=4", "CORRAL_NTASKS=8", "CORRAL_RESTART_COUNT=2",
                          "CORRAL_TASK_RANK=5", "CORRAL_LOCAL_RANK=1", "CORRAL_CPUS_ON_NODE=4",
                          "CORRAL_JOB_CPUS=0-2,5", "CUDA_VISIBLE_DEVICES=0,1,3", "ROCR_VISIBLE_DEVICES=0,1,3", "CORRAL_GPUS=0-1,3",
                          "CORRAL_SUBMIT_DIR=/home/u/run", "CORRAL_URI=unix:/run/corral.sock", "HOME=/home/u",
