@@ -351,20 +351,25 @@ struct Store::Impl {
 
   // A commit failed for a reason that may pass: its writes wait for the next attempt.
   // Fail-fast callbacks learn of it now (once); the others wait with the writes.
+  // The health says so before any callback runs: whoever is told asks and sees it.
   void hold(std::vector<Op> group, const Status& st) {
-    std::erase_if(group, [&st](Op& op) {  // the predicate runs once per element, in order
+    std::vector<Store::Done> told;
+    std::erase_if(group, [&told](Op& op) {  // the predicate runs once per element, in order
       auto* f = std::get_if<FailFast>(&op);
-      if (f != nullptr && f->fn) f->fn(st);
+      if (f != nullptr && f->fn) told.push_back(std::move(f->fn));
       return f != nullptr;
     });
     backlog = std::move(group);
-    std::lock_guard lock(health_mu);
-    if (held.ok()) {
-      held_since = Clock::now();
-      spdlog::error("{}; {} writes are kept in memory and retried every {} s", st.message(), backlog.size(),
-                    opts.retry_interval);
+    {
+      std::lock_guard lock(health_mu);
+      if (held.ok()) {
+        held_since = Clock::now();
+        spdlog::error("{}; {} writes are kept in memory and retried every {} s", st.message(), backlog.size(),
+                      opts.retry_interval);
+      }
+      held = st;
     }
-    held = st;
+    for (auto& fn : told) fn(st);
   }
 
   void resume(size_t writes) {
