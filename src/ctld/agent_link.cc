@@ -9,8 +9,12 @@
 namespace corral::ctld {
 
 AgentLink::AgentLink(std::string agent_id, std::vector<std::string> nodes,
-                     grpc::ServerContext* ctx, std::string incarnation)
-    : agent_id_(std::move(agent_id)), nodes_(std::move(nodes)), incarnation_(std::move(incarnation)), ctx_(ctx) {}
+                     grpc::ServerContext* ctx, std::string incarnation, std::string session_key)
+    : agent_id_(std::move(agent_id)),
+      nodes_(std::move(nodes)),
+      incarnation_(std::move(incarnation)),
+      session_key_(std::move(session_key)),
+      ctx_(ctx) {}
 
 void AgentLink::send(const v1::ControllerMessage& msg) {
   const size_t bytes = msg.ByteSizeLong();

@@ -20,10 +20,12 @@ namespace corral::ctld {
 class AgentLink {
  public:
   AgentLink(std::string agent_id, std::vector<std::string> nodes, grpc::ServerContext* ctx,
-            std::string incarnation = {});
+            std::string incarnation = {}, std::string session_key = {});
 
   const std::string& agent_id() const { return agent_id_; }
   const std::string& incarnation() const { return incarnation_; }
+  // Wraps the keys sent to this agent (job/key_wrap.h); fixed for the connection.
+  const std::string& session_key() const { return session_key_; }
   // The output number last acknowledged to this agent (under the controller's lock).
   uint64_t output_acked = 0;
   const std::vector<std::string>& nodes() const { return nodes_; }
@@ -44,6 +46,7 @@ class AgentLink {
   std::string agent_id_;
   std::vector<std::string> nodes_;
   std::string incarnation_;
+  std::string session_key_;
   grpc::ServerContext* ctx_;
   std::mutex mu_;
   std::condition_variable cv_;

@@ -137,9 +137,12 @@ class Controller final : public HookContext {
   grpc::Status check_node_claim(const Caller& c, const v1::Register& reg) const;
   // `spooled`: output the agent kept while it could not reach us, taken before the
   // register's exits (a job's output must arrive before it ends).
+  // `session_key` wraps the keys this agent is sent (a fresh one when empty); over TCP the
+  // caller has already put it in the controller's MUNGE credential.
   grpc::Status agent_register(const Caller& c, const v1::Register& reg,
                               grpc::ServerContext* ctx, std::shared_ptr<AgentLink>* link,
-                              const google::protobuf::RepeatedPtrField<v1::TaskOutput>& spooled = {});
+                              const google::protobuf::RepeatedPtrField<v1::TaskOutput>& spooled = {},
+                              std::string session_key = {});
   void agent_message(AgentLink& link, const v1::AgentMessage& msg);
   void agent_disconnected(AgentLink& link);
 
@@ -205,6 +208,12 @@ class Controller final : public HookContext {
   bool wants_requeue(const JobRecord& job) const;
   void requeue(JobRecord& job);
   void forget_run(JobRecord& job);
+  void resend_job_keys(const v1::Register& reg);
+  // The job's step-credential key, wrapped for `link` (empty without a cluster key or link).
+  std::string wrapped_job_key(uint64_t jobid, const AgentLink* link) const;
+  // A JobKey for the job to every agent of its nodes that gets no StartJob in `starts`.
+  void send_job_keys(const JobRecord& job,
+                     std::vector<std::pair<std::string, v1::ControllerMessage>>& starts);
   void retire(JobRecord& job);
   void wake_held_by_limit(uint32_t uid);
   void handle_exit(const v1::JobNodeExit& ex);

@@ -12,6 +12,7 @@
 #include "ctld/controller.h"
 #include "ctld/job_summary.h"
 #include "net/message_limits.h"
+#include "job/key_wrap.h"
 #include "job/step_cred.h"
 #include "util/hostlist.h"
 #include "util/natural_sort.h"
@@ -312,8 +313,43 @@ void Controller::start_exec(JobRecord& job) {
       return;
     }
   }
+  send_job_keys(job, starts);
   for (const auto& [node, msg] : starts) send_to_node(node, msg);
   post(job.id, job::make_event("start", ctx.dump()));
+}
+
+std::string Controller::wrapped_job_key(uint64_t jobid, const AgentLink* link) const {
+  if (cluster_key_.empty() || link == nullptr || link->session_key().empty()) return {};
+  auto wrapped = job::wrap_key(link->session_key(), job::derive_job_key(cluster_key_, jobid));
+  if (!wrapped) spdlog::error("job {}: cannot wrap its key for agent {}: {}", jobid, link->agent_id(), wrapped.message());
+  return wrapped ? *wrapped : std::string();
+}
+
+// Every agent of the job's nodes checks the step credentials of its steps with the job's
+// key: the agents that run tasks get it with their StartJob, the others on its own.
+void Controller::send_job_keys(const JobRecord& job,
+                               std::vector<std::pair<std::string, v1::ControllerMessage>>& starts) {
+  std::map<const AgentLink*, v1::ControllerMessage*> to;
+  for (auto& [node, msg] : starts)
+    if (const auto& link = nodes_[node_index_.at(node)].link) to[link.get()] = &msg;
+  for (const auto& n : job.R->nodes) {
+    const AgentLink* link = nodes_[node_index_.at(n.name)].link.get();
+    if (link == nullptr || to.count(link)) continue;
+    starts.emplace_back(n.name, v1::ControllerMessage());
+    to[link] = &starts.back().second;
+  }
+  // (Pointers into `starts` are taken only after it stops growing.)
+  to.clear();
+  for (auto& [node, msg] : starts) {
+    const AgentLink* link = nodes_[node_index_.at(node)].link.get();
+    if (link == nullptr || to.count(link)) continue;
+    to[link] = &msg;
+    std::string key = wrapped_job_key(job.id, link);
+    if (key.empty()) continue;
+    auto* k = msg.add_job_keys();
+    k->set_jobid(job.id);
+    k->set_wrapped_key(std::move(key));
+  }
 }
 
 void Controller::send_start(const JobRecord& job, const std::set<std::string>& only) {
@@ -386,7 +422,8 @@ std::vector<std::pair<std::string, v1::ControllerMessage>> Controller::build_sta
 // Everything the step manager needs to launch steps anywhere in the job; resends after a
 // restart build the same fields from the replayed start event and the agents' addresses.
 void Controller::add_step_manager_fields(const JobRecord& job, v1::StartJob& sj) const {
-  if (!cluster_key_.empty()) sj.set_step_key(job::derive_job_key(cluster_key_, job.id));
+  // Wrapped for the manager's agent: without a link now (held) it goes again on register.
+  sj.set_step_key(wrapped_job_key(job.id, nodes_[node_index_.at(job.R->nodes.front().name)].link.get()));
   const topology::Topology* topo = topology_of(job.partition);
   for (const auto& n : job.R->nodes) {
     auto* jn = sj.add_job_nodes();
@@ -464,8 +501,13 @@ void Controller::retire(JobRecord& job) {
     recent_output_[job.id] = std::move(job.output);
     while (recent_output_.size() > 64) recent_output_.erase(recent_output_.begin());
   }
-  // Tell the agents they may forget the exits, now that `finish` is stored.
-  for (const auto& [node, n] : job.exec_tasks) {
+  // Tell the agents they may forget the exits, now that `finish` is stored, and every
+  // agent of the job its key.
+  std::set<std::string> told;
+  for (const auto& [node, n] : job.exec_tasks) told.insert(node);
+  if (job.R)
+    for (const auto& n : job.R->nodes) told.insert(n.name);
+  for (const auto& node : told) {
     v1::ControllerMessage msg;
     msg.add_forget(job.id);
     send_to_node(node, msg);

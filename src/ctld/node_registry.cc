@@ -10,6 +10,7 @@
 #include <spdlog/spdlog.h>
 
 #include "ctld/controller.h"
+#include "job/hmac_key.h"
 #include "net/resolve.h"
 #include "util/hostlist.h"
 
@@ -125,7 +126,8 @@ grpc::Status Controller::check_node_claim(const Caller& c, const v1::Register& r
 grpc::Status Controller::agent_register(const Caller& c, const v1::Register& reg,
                                         grpc::ServerContext* ctx,
                                         std::shared_ptr<AgentLink>* out,
-                                        const google::protobuf::RepeatedPtrField<v1::TaskOutput>& spooled) {
+                                        const google::protobuf::RepeatedPtrField<v1::TaskOutput>& spooled,
+                                        std::string session_key) {
   if (!is_admin(c)) {
     std::string why = fmt::format("uid {} may not register node agents (only root or uid {})", c.uid, owner_uid_);
     spdlog::warn("refused agent {}{}: {}", reg.agent_id().substr(0, 256),
@@ -152,12 +154,18 @@ grpc::Status Controller::agent_register(const Caller& c, const v1::Register& reg
   if (auto old = links_.find(reg.agent_id()); old != links_.end()) old->second->close();
   std::vector<std::string> names;
   for (const auto& r : reg.nodes()) names.push_back(r.name());
-  auto link = std::make_shared<AgentLink>(reg.agent_id(), names, ctx, reg.incarnation());
+  if (session_key.empty()) {
+    auto fresh = job::generate_key();
+    if (!fresh) return {grpc::StatusCode::INTERNAL, fresh.message()};
+    session_key = std::move(*fresh);
+  }
+  auto link = std::make_shared<AgentLink>(reg.agent_id(), names, ctx, reg.incarnation(), session_key);
   link->touch(now());
   links_[reg.agent_id()] = link;
   v1::ControllerMessage ack;
   ack.set_register_ack(true);
   ack.set_heartbeat_interval(cfg_.heartbeat_interval);
+  if (c.origin.empty()) ack.set_session_key(session_key);  // a local socket: nobody else reads it
   link->send(ack);
   for (const auto& r : reg.nodes()) {
     NodeEntry& n = ensure_node(r);
@@ -247,7 +255,31 @@ void Controller::reconcile_agent(const v1::Register& reg) {
   // One StartJob per job for all of this agent's nodes, as the first one was.
   for (const auto& [id, names] : resend)
     if (auto it = jobs_.find(id); it != jobs_.end()) send_start(*it->second, names);
+  resend_job_keys(reg);
   reconcile_housekeeping(reg);
+}
+
+// A new connection has a new session key: the keys of the jobs running on the agent's
+// nodes go again, wrapped with it.
+void Controller::resend_job_keys(const v1::Register& reg) {
+  std::set<uint64_t> ids;
+  std::shared_ptr<AgentLink> link;
+  for (const auto& r : reg.nodes()) {
+    const NodeEntry& n = nodes_[node_index_[r.name()]];
+    link = n.link;
+    for (uint64_t id : n.jobs)
+      if (auto it = jobs_.find(id); it != jobs_.end() && it->second->status.started) ids.insert(id);
+  }
+  if (!link || ids.empty()) return;
+  v1::ControllerMessage msg;
+  for (uint64_t id : ids) {
+    std::string key = wrapped_job_key(id, link.get());
+    if (key.empty()) continue;
+    auto* k = msg.add_job_keys();
+    k->set_jobid(id);
+    k->set_wrapped_key(std::move(key));
+  }
+  if (msg.job_keys_size() > 0) outbox_.push([link, msg] { link->send(msg); });
 }
 
 // A job that started while its first node's agent was away has no step manager address

@@ -4,6 +4,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include "job/hmac_key.h"
+#include "net/munge_cred.h"
 #include "net/munge_grpc.h"
 
 namespace corral::ctld {
@@ -128,9 +130,13 @@ grpc::Status RpcService::AgentStream(
     grpc::ServerReaderWriter<v1::ControllerMessage, v1::AgentMessage>* stream) {
   auto c = caller(ctx);
   if (!c) return refused(c);
+  auto session_key = job::generate_key();
+  if (!session_key) return {grpc::StatusCode::INTERNAL, session_key.message()};
   if (!c->origin.empty()) {
     // Over TCP the agent cannot know who answers; it checks this before it obeys anything.
-    auto proof = net::munge_encode(munge_socket_, net::kMungeControllerPayload);
+    // The credential also carries the connection's session key, which only the agent's
+    // uid can decode (munged refuses everyone else).
+    auto proof = net::munge_encode_for(munge_socket_, std::string(net::kMungeControllerPayload) + *session_key, c->uid);
     if (!proof) return {grpc::StatusCode::UNAVAILABLE, "corrald cannot prove itself: " + proof.message()};
     ctx->AddInitialMetadata(std::string(net::kMungeMetadataKey), *proof);
   }
@@ -139,7 +145,8 @@ grpc::Status RpcService::AgentStream(
   if (!first.has_register_())
     return {grpc::StatusCode::INVALID_ARGUMENT, "the first agent message must be register"};
   std::shared_ptr<AgentLink> link;
-  if (auto st = ctl_.agent_register(*c, first.register_(), ctx, &link, first.output()); !st.ok()) return st;
+  if (auto st = ctl_.agent_register(*c, first.register_(), ctx, &link, first.output(), std::move(*session_key)); !st.ok())
+    return st;
   std::thread writer([&] {
     v1::ControllerMessage out;
     while (link->next(out, 1000)) {

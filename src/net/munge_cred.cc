@@ -33,24 +33,22 @@ std::string where(const std::string& socket) {
   return socket.empty() ? std::string(kDefaultMungeSocket) : socket;
 }
 
-}  // namespace
-
-Result<std::string> munge_encode(const std::string& socket, std::string_view payload) {
-  auto ctx = context(socket);
-  if (!ctx) return ctx.error();
+Result<std::string> encode(Ctx ctx, const std::string& socket, std::string_view payload) {
   char* cred = nullptr;
   const munge_err_t err =
-      ::munge_encode(&cred, ctx->get(), payload.data(), static_cast<int>(payload.size()));
+      ::munge_encode(&cred, ctx.get(), payload.data(), static_cast<int>(payload.size()));
   std::unique_ptr<char, MemFree> owned(cred);
   if (err != EMUNGE_SUCCESS) {
     const Errc code = err == EMUNGE_SOCKET ? Errc::unavailable : Errc::internal;
     return Error{code, fmt::format("MUNGE credential from munged at {}: {}", where(socket),
-                                   munge_ctx_strerror(ctx->get()))};
+                                   munge_ctx_strerror(ctx.get()))};
   }
   return std::string(cred);
 }
 
-Result<MungeIdentity> munge_decode(const std::string& socket, std::string_view cred, std::string_view payload) {
+// Decodes `cred`; its payload must start with `prefix` (and be only that unless `rest`).
+Result<MungeIdentity> decode(const std::string& socket, std::string_view cred, std::string_view prefix,
+                             std::string* rest) {
   if (cred.empty()) return denied("no MUNGE credential");
   if (cred.size() > kMaxMungeCredential) return denied("the MUNGE credential is too long");
   auto ctx = context(socket);
@@ -68,7 +66,9 @@ Result<MungeIdentity> munge_decode(const std::string& socket, std::string_view c
   if (err != EMUNGE_SUCCESS)
     return denied(fmt::format("MUNGE credential refused: {}", munge_ctx_strerror(ctx->get())));
   const std::string_view got(static_cast<const char*>(buf), buf == nullptr ? 0 : static_cast<size_t>(len));
-  if (got != payload) return denied("the MUNGE credential was not made for a corral request");
+  if (got.substr(0, prefix.size()) != prefix || (rest == nullptr && got.size() != prefix.size()))
+    return denied("the MUNGE credential was not made for a corral request");
+  if (rest != nullptr) rest->assign(got.substr(prefix.size()));
   MungeIdentity id{static_cast<uint32_t>(uid), static_cast<uint32_t>(gid), {}};
   struct in_addr addr{};
   char dotted[INET_ADDRSTRLEN] = {};
@@ -76,6 +76,32 @@ Result<MungeIdentity> munge_decode(const std::string& socket, std::string_view c
       ::inet_ntop(AF_INET, &addr, dotted, sizeof dotted) != nullptr)
     id.origin = dotted;
   return id;
+}
+
+}  // namespace
+
+Result<std::string> munge_encode(const std::string& socket, std::string_view payload) {
+  auto ctx = context(socket);
+  if (!ctx) return ctx.error();
+  return encode(std::move(*ctx), socket, payload);
+}
+
+Result<std::string> munge_encode_for(const std::string& socket, std::string_view payload, uint32_t uid) {
+  auto ctx = context(socket);
+  if (!ctx) return ctx.error();
+  if (munge_ctx_set(ctx->get(), MUNGE_OPT_UID_RESTRICTION, static_cast<uid_t>(uid)) != EMUNGE_SUCCESS)
+    return Error{Errc::internal, fmt::format("MUNGE: cannot restrict a credential to uid {}: {}", uid,
+                                             munge_ctx_strerror(ctx->get()))};
+  return encode(std::move(*ctx), socket, payload);
+}
+
+Result<MungeIdentity> munge_decode(const std::string& socket, std::string_view cred, std::string_view payload) {
+  return decode(socket, cred, payload, nullptr);
+}
+
+Result<MungeIdentity> munge_decode_prefixed(const std::string& socket, std::string_view cred, std::string_view prefix,
+                                            std::string* rest) {
+  return decode(socket, cred, prefix, rest);
 }
 
 }  // namespace corral::net

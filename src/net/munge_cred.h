@@ -36,9 +36,15 @@ struct MungeIdentity {
 // A credential for the calling process through munged at `socket` (empty: the default).
 // Errc::unavailable when munged cannot be reached.
 Result<std::string> munge_encode(const std::string& socket, std::string_view payload);
+// The same, decodable only by processes running as `uid` (munged refuses everyone else):
+// its payload can carry a secret for that uid alone.
+Result<std::string> munge_encode_for(const std::string& socket, std::string_view payload, uint32_t uid);
 
 // Decodes `cred` through munged at `socket`; the payload must be `payload`. An invalid,
 // expired, replayed or foreign credential is Errc::permission_denied with munged's reason.
 Result<MungeIdentity> munge_decode(const std::string& socket, std::string_view cred, std::string_view payload);
+// The same for a payload that starts with `prefix`; what follows it is put in `rest`.
+Result<MungeIdentity> munge_decode_prefixed(const std::string& socket, std::string_view cred, std::string_view prefix,
+                                            std::string* rest);
 
 }  // namespace corral::net

@@ -46,6 +46,7 @@ Agent::Agent(EventLoop& loop, AgentConfig config, Outbox::Sink sink, StepNodeCon
   jobs_ = std::make_unique<JobExecutor>(loop_, out_, config_);
   perilogs_ = std::make_unique<PerilogRunner>(loop_, out_, config_);
   if (steps.self_uri.empty()) steps.self_uri = config_.step_uri;
+  steps.job_keys = &keys_;
   step_node_ = std::make_unique<StepNode>(loop_, config_, std::move(steps));
   launcher_ = std::make_unique<NodeLauncher>(*step_node_);
   StepManagerConfig sc;
@@ -187,6 +188,7 @@ v1::AgentMessage Agent::begin_register(uint64_t session) {
 
 void Agent::on_registered(uint64_t session, const v1::ControllerMessage& first) {
   if (session != session_) return;
+  keys_.set_session_key(first.session_key());
   out_.set_online(session);
   handle(first);
 }
@@ -195,14 +197,25 @@ void Agent::on_disconnected(uint64_t session) { out_.set_offline(session); }
 
 void Agent::handle(const v1::ControllerMessage& msg) {
   if (shutting_down_) return;
+  // Forgets first: a batch may also carry the keys and start of a requeued job's next run.
   for (uint64_t id : msg.forget()) {
     jobs_->forget(id);
     drop_steps_of(id);
+    keys_.drop(id);
   }
+  take_job_keys(msg);
   for (const auto& s : msg.start()) {
     // A requeued job's next run: the steps of the earlier one end here.
     if (auto held = jobs_->attempt_of(s.jobid()); held && *held < s.attempt()) drop_steps_of(s.jobid());
-    steps_->add_job(s);  // first: a job that ends at once must find its step manager
+    if (s.step_key().empty()) {
+      steps_->add_job(s);  // first: a job that ends at once must find its step manager
+    } else {
+      v1::StartJob mine = s;
+      auto key = keys_.unwrap(s.step_key());
+      if (!key) spdlog::error("job {}: its step key does not unwrap: {}", s.jobid(), key.message());
+      mine.set_step_key(key ? *key : std::string());
+      steps_->add_job(mine);
+    }
     jobs_->start(s);
   }
   for (const auto& s : msg.signal()) {
@@ -216,6 +229,11 @@ void Agent::handle(const v1::ControllerMessage& msg) {
   for (const auto& c : msg.cancel_step()) steps_->cancel(c);
   for (const auto& r : msg.steps_stored()) steps_->stored(r);
   if (msg.output_acked() > 0) out_.acked(msg.output_acked());
+}
+
+void Agent::take_job_keys(const v1::ControllerMessage& msg) {
+  for (const auto& k : msg.job_keys())
+    if (auto st = keys_.add(k); !st) spdlog::error("{}: steps of that job cannot start here", st.message());
 }
 
 void Agent::drop_steps_of(uint64_t jobid) {

@@ -11,6 +11,7 @@
 #include "node/event_loop.h"
 #include "node/job_exec.h"
 #include "node/job_fence.h"
+#include "node/job_keys.h"
 #include "node/outbox.h"
 #include "node/perilog_runner.h"
 #include "node/step_manager.h"
@@ -61,13 +62,15 @@ class Agent {
   void reap();
   void check_shutdown_done();
   size_t live_processes() const;
-  void drop_steps_of(uint64_t jobid);  // the job's steps here end: it was forgotten or requeued
+  void drop_steps_of(uint64_t jobid);
+  void take_job_keys(const v1::ControllerMessage& msg);  // the job's steps here end: it was forgotten or requeued
 
   EventLoop& loop_;
   AgentConfig config_;
   std::optional<OutputSpool> spool_;  // before the outbox that writes to it
   Outbox out_;
   std::unique_ptr<TaskCgroups> cgroups_;  // before the users below: destroyed after them
+  JobKeys keys_;                          // read by the StepNode
   std::unique_ptr<JobExecutor> jobs_;
   std::unique_ptr<PerilogRunner> perilogs_;
   // Destroyed in reverse: the tree first, so nothing it still reports finds a dead manager.

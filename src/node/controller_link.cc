@@ -17,7 +17,9 @@
 #include <spdlog/spdlog.h>
 
 #include "corral.grpc.pb.h"
+#include "job/hmac_key.h"
 #include "net/message_limits.h"
+#include "net/munge_cred.h"
 #include "net/munge_grpc.h"
 #include "net/tls.h"
 #include "net/resolve.h"
@@ -95,13 +97,17 @@ struct ControllerLink::Impl {
   // Over TCP the answer must prove it comes from the real controller before the agent
   // acts on it: a MUNGE credential (controller payload) from root, made by munged on a
   // host the controller's address names. (On the Unix socket only root could have made it.)
-  Status check_controller(const grpc::ClientContext& ctx) const {
-    if (!net::over_network(uri)) return {};
+  // Over TCP: the session key the controller's credential carries (over a Unix socket it
+  // comes in the register ack instead: empty here).
+  Result<std::string> check_controller(const grpc::ClientContext& ctx) const {
+    if (!net::over_network(uri)) return std::string();
     const auto& md = ctx.GetServerInitialMetadata();
     auto it = md.find(grpc::string_ref(net::kMungeMetadataKey.data(), net::kMungeMetadataKey.size()));
     if (it == md.end()) return denied("the controller at " + uri + " did not prove itself (no MUNGE credential)");
-    auto id = net::munge_decode(agent.config().munge_socket, std::string_view(it->second.data(), it->second.size()),
-                                net::kMungeControllerPayload);
+    std::string session_key;
+    auto id = net::munge_decode_prefixed(agent.config().munge_socket,
+                                         std::string_view(it->second.data(), it->second.size()),
+                                         net::kMungeControllerPayload, &session_key);
     if (!id) return denied("the controller at " + uri + " did not prove itself: " + id.message());
     if (id->uid != 0 && id->uid != ::getuid())
       return denied(fmt::format("the controller at {} runs as uid {}, not root: refused", uri, id->uid));
@@ -110,7 +116,9 @@ struct ControllerLink::Impl {
     if (std::find(addrs.begin(), addrs.end(), id->origin) == addrs.end())
       return denied(fmt::format("the controller's credential comes from {}, not from {}: refused",
                                 id->origin.empty() ? "an unknown host" : id->origin, host));
-    return {};
+    if (session_key.size() != job::kKeyBytes)
+      return denied("the controller at " + uri + " sent no session key (a corrald older than this agent?)");
+    return session_key;
   }
 
   // "host:port", "ipv4:host:port", "dns:///host:port" -> host.
@@ -175,8 +183,10 @@ struct ControllerLink::Impl {
         if (proof.message() != last_refusal) spdlog::warn("{}", proof.message());
         last_refusal = proof.message();
         note_down(proof.message());
+      } else if (first.register_ack()) {
+        acked = true;
+        if (!proof->empty()) first.set_session_key(*proof);
       }
-      else if (first.register_ack()) acked = true;
       else note_down("the controller did not acknowledge the registration");
     }
     std::thread reader;

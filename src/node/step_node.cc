@@ -27,6 +27,7 @@
 #include "node/cpu_binding.h"
 #include "node/event_loop.h"
 #include "node/fanout.h"
+#include "node/job_keys.h"
 #include "node/output_pattern.h"
 #include "node/pmi_server.h"
 #include "node/step_child_link.h"
@@ -170,6 +171,10 @@ struct StepNode::Impl {
 
   // The whole request's credential, checked before any of it is forwarded or expanded.
   Status admit(const v1::LaunchTasksRequest& req);
+  StepCredCheck cred_check(uint64_t jobid, double now) const {
+    return StepCredCheck{sc.cluster_key, sc.job_keys ? sc.job_keys->find(jobid) : nullptr, now, sc.clock_skew,
+                         config.as_root};
+  }
   const StepUser& user_of(uint32_t uid, uint32_t gid);
   std::unordered_map<LaunchId, std::unique_ptr<Launch>> launches;
   std::unordered_map<pid_t, TaskRef> pids;
@@ -284,7 +289,7 @@ StepNode::LaunchId StepNode::Impl::launch(v1::LaunchTasksRequest req, Up up, Don
 
 Status StepNode::Impl::admit(const v1::LaunchTasksRequest& req) {
   const double now = job::now();
-  auto cred = check_request_cred(req, StepCredCheck{sc.cluster_key, now, sc.clock_skew, config.as_root});
+  auto cred = check_request_cred(req, cred_check(req.jobid(), now));
   if (!cred) return cred.error();
   while (!used_expiry.empty() && used_expiry.front().first + sc.clock_skew < now) {
     used_creds.erase(used_expiry.front().second);
@@ -389,8 +394,7 @@ const StepUser& StepNode::Impl::user_of(uint32_t uid, uint32_t gid) {
 }
 
 void StepNode::Impl::start_local(Launch& l, const v1::LaunchNode& info) {
-  StepCredCheck check{sc.cluster_key, job::now(), sc.clock_skew, config.as_root};
-  auto cred = check_node_cred(l.req, info, check);
+  auto cred = check_node_cred(l.req, info, cred_check(l.req.jobid(), job::now()));
   if (!cred) return refuse_node(l, info, cred.message());
   const StepUser& user = user_of(cred->uid, cred->gid);
   std::string cwd = step_cwd(l.req, user);

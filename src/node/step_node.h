@@ -23,10 +23,13 @@ class EventLoop;
 class TaskCgroups;
 struct AgentConfig;
 
+class JobKeys;
+
 struct StepNodeConfig {
-  std::string cluster_key;  // raw key bytes; empty: every launch is refused with a message
+  std::string cluster_key;  // raw key bytes; empty: the job keys the controller sends
   std::string self_uri;     // this agent's StepService address (unix:/... or host:port)
   double clock_skew = 5.0;  // tolerated disagreement with the step manager's clock
+  const JobKeys* job_keys = nullptr;  // those keys (the agent's); null with neither: all refused
 };
 
 class StepNode {

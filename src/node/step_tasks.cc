@@ -96,19 +96,28 @@ job::VerifyPolicy request_policy(const v1::LaunchTasksRequest& req, const StepCr
 }
 }  // namespace
 
+// With the cluster key the job's key is derived here; without it, it is the one the
+// controller sent for the job (policy.jobid is the request's job either way).
+Result<job::StepCred> verify(const v1::LaunchTasksRequest& req, const StepCredCheck& check,
+                             const job::VerifyPolicy& policy) {
+  if (!check.cluster_key.empty()) return job::verify_step_cred_with_cluster_key(req.cred(), check.cluster_key, policy);
+  if (check.job_key == nullptr)
+    return denied("this agent has no key for job " + std::to_string(req.jobid()) +
+                  " (the controller sends it to the job's nodes when the job starts; is the job running here?)");
+  return job::verify_step_cred(req.cred(), *check.job_key, policy);
+}
+
 Result<job::StepCred> check_request_cred(const v1::LaunchTasksRequest& req, const StepCredCheck& check) {
-  if (check.cluster_key.empty()) return denied("this agent has no cluster key (--key-file)");
   job::VerifyPolicy policy = request_policy(req, check);
   policy.launch_digest = launch_digest(req);
-  return job::verify_step_cred_with_cluster_key(req.cred(), check.cluster_key, policy);
+  return verify(req, check, policy);
 }
 
 Result<job::StepCred> check_node_cred(const v1::LaunchTasksRequest& req, const v1::LaunchNode& node,
                                       const StepCredCheck& check) {
-  if (check.cluster_key.empty()) return denied("this agent has no cluster key (--key-file)");
   job::VerifyPolicy policy = request_policy(req, check);
   policy.node = node.name();
-  auto cred = job::verify_step_cred_with_cluster_key(req.cred(), check.cluster_key, policy);
+  auto cred = verify(req, check, policy);
   if (!cred) return cred.error();
   if (auto st = check_cores(node, *cred); !st) return st.error();
   if (!check.can_switch_user && cred->uid != ::getuid())

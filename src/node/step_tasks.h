@@ -22,7 +22,8 @@ struct StepUser {
 };
 
 struct StepCredCheck {
-  std::string_view cluster_key;  // empty: refused, naming --key-file
+  std::string_view cluster_key;  // empty: the job's key from the controller, below
+  const std::string* job_key = nullptr;  // the request's job's key (JobKeys), if it came
   double now = 0;
   double clock_skew = 5.0;
   // The agent can start tasks as other users (root with corral-imp); otherwise only as

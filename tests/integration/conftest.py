@@ -311,13 +311,16 @@ class Cluster(ClusterQueries):
     made for this cluster (self.cgroup), removed with everything in it at the end."""
 
     def __init__(self, size=4, agents=None, cores=4, gpus=0, memory="16GiB", sets=(),
-                 config=None, agent_args=()):
+                 config=None, agent_args=(), agent_key_file=False):
         self.size = size
         self.agent_count = min(agents or min(size, 4), size)
         self.cores, self.gpus, self.memory = cores, gpus, memory
         self.sets = list(FAST_SETTINGS) + list(sets)
         self.config = config
         self.agent_args = [str(a) for a in agent_args]  # extra corral-node flags, every agent
+        # Agents check step credentials with the keys the controller sends (configless),
+        # or with the cluster key file when asked.
+        self.agent_key_file = agent_key_file
         self.dir = tempfile.mkdtemp(prefix="corral-test-")
         os.chmod(self.dir, 0o755)  # tests may run clients as other users
         self.socket = os.path.join(self.dir, "corrald.sock")
@@ -360,8 +363,9 @@ class Cluster(ClusterQueries):
         log = os.path.join(self.dir, f"agent-{i}.log")
         args = [binary("corral-node"), "--controller", self.uri, "--nodes", self.node_sets[i],
                 "--cores", str(self.cores), "--gpus", str(self.gpus), "--memory", self.memory,
-                "--state-dir", os.path.join(self.dir, f"agent-{i}"), "--log-file", log,
-                "--key-file", self.key_file, *self.agent_args]
+                "--state-dir", os.path.join(self.dir, f"agent-{i}"), "--log-file", log, *self.agent_args]
+        if self.agent_key_file:
+            args += ["--key-file", self.key_file]
         if "--cgroups" not in self.agent_args:
             args += ["--cgroups", self.cgroup if self.cgroup else "none"]
         self.agents[i] = self._spawn(args, os.path.join(self.dir, f"agent-{i}.out"))

@@ -91,7 +91,7 @@ class NetCluster(ClusterQueries):
 
     def start_agent(self, name):
         state = os.path.join(self.dir, name)
-        args = [binary("corral-node"), "--controller", self.uri, "--listen", f"0.0.0.0:{STEP_PORT}", "--key-file", self.key_file, "--state-dir", state,
+        args = [binary("corral-node"), "--controller", self.uri, "--listen", f"0.0.0.0:{STEP_PORT}", "--state-dir", state,
                 "--log-file", os.path.join(self.dir, f"{name}.log"),
                 "--cgroups", self.cgroup if self.cgroup else "none", *self.agent_args]
         if self.tls:

@@ -14,6 +14,7 @@
 #include "ctld/controller.h"
 #include "ctld_test_controller.h"
 #include "job/hmac_key.h"
+#include "job/key_wrap.h"
 #include "job/step_cred.h"
 #include "temp_dir.h"
 
@@ -155,7 +156,11 @@ TEST_F(CtldSteps, StartJobCarriesTheStepManagerFields) {
   auto sj = await_start(id);
   auto key = job::load_key_file(dir_.str() + "/cluster.key");  // created by start()
   ASSERT_TRUE(key.ok()) << key.message();
-  EXPECT_EQ(sj.step_key(), job::derive_job_key(*key, id));
+  // Wrapped for the agent's connection: only it can use the key.
+  EXPECT_NE(sj.step_key(), job::derive_job_key(*key, id));
+  auto unwrapped = job::unwrap_key(link_->session_key(), sj.step_key());
+  ASSERT_TRUE(unwrapped.ok()) << unwrapped.message();
+  EXPECT_EQ(*unwrapped, job::derive_job_key(*key, id));
   EXPECT_EQ(sj.stepmgr(), kStepUri);
   EXPECT_FALSE(sj.alloc());
   EXPECT_EQ(sj.exec_nodes(), 2u);

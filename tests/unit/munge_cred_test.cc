@@ -54,6 +54,7 @@ class Munged {
     return fs::exists(socket_);
   }
   const std::string& socket() const { return socket_; }
+  const fs::path& dir() const { return dir_.path(); }
 
  private:
   test::TempDir dir_;
@@ -103,6 +104,45 @@ TEST_F(MungeCredTest, ForeignForgedAndMisdirectedCredentialsAreRefused) {
     ASSERT_FALSE(c) << bad;
     EXPECT_EQ(c.error().code, Errc::permission_denied) << bad;
   }
+}
+
+// The controller's answer to an agent carries the connection's session key: only the
+// agent's uid may decode it, so another user on the host who copies it learns nothing.
+TEST_F(MungeCredTest, ARestrictedCredentialIsReadByItsUidAlone) {
+  fs::permissions(site_.dir(), fs::perms::owner_all | fs::perms::others_exec | fs::perms::group_exec);
+  const std::string secret(32, 's');
+  auto cred = munge_encode_for(site_.socket(), std::string(kMungeControllerPayload) + secret, 0);
+  ASSERT_TRUE(cred) << cred.message();
+  int fds[2];
+  ASSERT_EQ(::pipe(fds), 0);
+  const pid_t child = ::fork();
+  if (child == 0) {
+    ::close(fds[0]);
+    std::string out = "not refused";
+    if (::setresgid(65534, 65534, 65534) == 0 && ::setresuid(65534, 65534, 65534) == 0) {
+      std::string rest;
+      auto other = munge_decode_prefixed(site_.socket(), *cred, kMungeControllerPayload, &rest);
+      if (!other) out = other.message() + (rest.empty() ? "" : " (but the payload came back)");
+    }
+    (void)!::write(fds[1], out.data(), out.size());
+    ::_exit(0);
+  }
+  ::close(fds[1]);
+  char buf[512] = {};
+  const ssize_t n = ::read(fds[0], buf, sizeof buf - 1);
+  ::close(fds[0]);
+  ::waitpid(child, nullptr, 0);
+  const std::string other(buf, n > 0 ? static_cast<size_t>(n) : 0);
+  EXPECT_NE(other.find("Unauthorized"), std::string::npos) << other;
+  EXPECT_EQ(other.find("payload came back"), std::string::npos) << other;
+  std::string rest;
+  auto mine = munge_decode_prefixed(site_.socket(), *cred, kMungeControllerPayload, &rest);
+  ASSERT_TRUE(mine) << mine.message();
+  EXPECT_EQ(rest, secret);
+  // The exact-payload decode refuses a payload with more after the prefix.
+  auto more = munge_encode(site_.socket(), std::string(kMungeRequestPayload) + "x");
+  ASSERT_TRUE(more);
+  EXPECT_FALSE(munge_decode(site_.socket(), *more, kMungeRequestPayload));
 }
 
 TEST_F(MungeCredTest, NoMungedIsUnavailableNotDenied) {

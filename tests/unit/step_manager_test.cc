@@ -19,6 +19,7 @@
 #include "corral.grpc.pb.h"
 
 #include "job/jobspec.h"
+#include "job/key_wrap.h"
 #include "job/step_cred.h"
 #include "job/step_id.h"
 #include "net/peer_listener.h"
@@ -30,6 +31,11 @@ namespace corral::node {
 namespace {
 
 const std::string kClusterKey = "0123456789abcdef0123456789abcdef";
+// The agent's connection key in the register ack: StartJob.step_key comes wrapped in it.
+const std::string kSessionKey(32, 's');
+std::string wrapped_step_key(uint64_t jobid) {
+  return *job::wrap_key(kSessionKey, job::derive_job_key(kClusterKey, jobid));
+}
 constexpr uint32_t kOwner = 1000;
 
 struct FakeLauncher final : StepLauncher {
@@ -719,6 +725,7 @@ class StepAgent : public ::testing::Test {
     EXPECT_EQ(reg.register_().step_uri(), c.step_uri);
     v1::ControllerMessage ack;
     ack.set_register_ack(true);
+    ack.set_session_key(kSessionKey);
     agent_->on_registered(1, ack);
   }
   void TearDown() override {
@@ -747,7 +754,7 @@ class StepAgent : public ::testing::Test {
     s->set_total_tasks(1);
     s->set_alloc(alloc);
     s->set_stepmgr(agent_->config().step_uri);
-    s->set_step_key(job::derive_job_key(kClusterKey, id));
+    s->set_step_key(wrapped_step_key(id));
     auto* t = s->add_tasks();
     t->set_node("n1");
     t->set_ntasks(1);
@@ -1061,7 +1068,7 @@ TEST_F(StepServiceTest, JobTasksExchangePmiPutsAcrossNodes) {
   s->set_total_tasks(2);
   s->set_exec_nodes(2);
   s->set_stepmgr(agent_->config().step_uri);
-  s->set_step_key(job::derive_job_key(kClusterKey, 9));
+  s->set_step_key(wrapped_step_key(9));
   for (uint32_t i = 0; i < 2; ++i) {
     auto* t = s->add_tasks();
     t->set_node("n" + std::to_string(i + 1));

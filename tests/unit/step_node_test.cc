@@ -28,9 +28,11 @@
 
 #include "corral.grpc.pb.h"
 #include "job/hmac_key.h"
+#include "job/key_wrap.h"
 #include "job/step_cred.h"
 #include "node/agent_config.h"
 #include "node/event_loop.h"
+#include "node/job_keys.h"
 #include "node/pmi_server.h"
 #include "node/step_launch_rpc.h"
 #include "node/step_tasks.h"
@@ -72,7 +74,9 @@ class LaunchService final : public v1::StepService::Service {
 class TestAgent {
  public:
   // `imp`: run other users' tasks through this corral-imp, as an agent started as root.
-  TestAgent(std::vector<std::string> nodes, std::string uri, std::string key, std::string imp = "")
+  // `keys`: the job keys a controller sent (for an agent without a cluster key).
+  TestAgent(std::vector<std::string> nodes, std::string uri, std::string key, std::string imp = "",
+            const JobKeys* keys = nullptr)
       : uri_(std::move(uri)) {
     config_.agent_id = "agent-" + nodes.front();
     config_.as_root = !imp.empty();
@@ -82,7 +86,7 @@ class TestAgent {
     auto l = EventLoop::create();
     EXPECT_TRUE(l.ok()) << l.message();
     loop_ = std::move(*l);
-    node_ = std::make_unique<StepNode>(*loop_, config_, StepNodeConfig{std::move(key), uri_, 5.0});
+    node_ = std::make_unique<StepNode>(*loop_, config_, StepNodeConfig{std::move(key), uri_, 5.0, keys});
     thread_ = std::thread([this] { loop_->run(); });
   }
   template <class F>
@@ -384,6 +388,7 @@ class StepNodeRefusalTest : public StepNodeTest {
     EXPECT_FALSE(fs::exists(tmp_.path() / "ran")) << "a refused step started a task";
     StepNodeTest::TearDown();
   }
+  JobKeys keys_;
 };
 
 TEST_F(StepNodeRefusalTest, ForgedWithAnotherKey) {
@@ -475,7 +480,33 @@ TEST_F(StepNodeRefusalTest, ACredentialForAnotherCommand) {
 TEST_F(StepNodeRefusalTest, AgentWithoutKey) {
   a_.reset();
   a_ = std::make_unique<TestAgent>(std::vector<std::string>{"n1"}, "unix:" + tmp_.str() + "/a2.sock", "");
-  expect_refused(marker_request(), "this agent has no cluster key (--key-file)");
+  expect_refused(marker_request(), "this agent has no key for job");
+}
+
+// Without a cluster key, the key the controller sent for the job checks its steps: one for
+// another job does not.
+TEST_F(StepNodeRefusalTest, AgentWithTheJobsKeysOnly) {
+  const std::string session(32, 's');
+  auto keyed = [&](uint64_t jobid) {
+    v1::JobKey k;
+    k.set_jobid(jobid);
+    k.set_wrapped_key(*job::wrap_key(session, job::derive_job_key(kClusterKey, jobid)));
+    return k;
+  };
+  keys_.set_session_key(session);
+  ASSERT_TRUE(keys_.add(keyed(cred().jobid + 1)));
+  a_.reset();
+  a_ = std::make_unique<TestAgent>(std::vector<std::string>{"n1"}, "unix:" + tmp_.str() + "/a2.sock", "", "", &keys_);
+  auto req = marker_request();
+  req.set_cred(sign(cred()));
+  expect_refused(std::move(req), "this agent has no key for job");
+  ASSERT_TRUE(a_->on_loop([&] { return keys_.add(keyed(cred().jobid)).ok(); }));
+  report_.reset();
+  launch(request({"/bin/sh", "-c", "echo $CORRAL_TASK_RANK"}, {{"n1", a_.get(), 2}}));
+  ASSERT_TRUE(report_.wait_done());
+  std::lock_guard lock(report_.mu);
+  EXPECT_TRUE(report_.errors.empty()) << report_.errors[0].message();
+  EXPECT_EQ(report_.out[0], "0\n");
 }
 
 TEST_F(StepNodeTest, AReplayedRequestIsRefused) {
