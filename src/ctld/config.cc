@@ -45,8 +45,8 @@ Status set_string(std::string& out, const toml::node& n, const std::string& wher
 }
 
 Status set_bool(bool& out, const toml::node& n, const std::string& where) {
-  auto b = n.value<bool>();
-  if (!b) return invalid(fmt::format("{}: expected true or false", where));
+  auto b = n.value<bool>();  // (which would also take 3 for true)
+  if (!n.is_boolean() || !b) return invalid(fmt::format("{}: expected true or false", where));
   out = *b;
   return {};
 }
@@ -191,6 +191,24 @@ Status check_steps(const StepsConfig& s) {
   return {};
 }
 
+Status apply_node_key(Config& c, const std::string& key, const toml::node& n, const std::string& where) {
+  if (key == "job-pids-max") {
+    auto v = integer_of(n);
+    if (!v || *v < 0 || *v > (int64_t{1} << 22))
+      return invalid(where + ": expected a number of processes from 0 (no limit) to 4194304");
+    c.node_job_pids_max = static_cast<uint64_t>(*v);
+    return {};
+  }
+  if (key == "cpu-bind") {
+    std::string v;
+    if (auto st = set_string(v, n, where); !st) return st;
+    if (v != "cores" && v != "none") return invalid(where + ": expected \"cores\" or \"none\", got \"" + v + "\"");
+    c.node_cpu_bind = v == "cores";
+    return {};
+  }
+  return invalid(fmt::format("{}: unknown key", where));
+}
+
 Status apply_key(Config& c, const std::string& section, const std::string& key,
                  const toml::node& n, const std::string& where) {
   if (section == "controller") {
@@ -215,6 +233,8 @@ Status apply_key(Config& c, const std::string& section, const std::string& key,
   } else if (section == "topology") {
     if (key == "file") return set_string(c.topology_file, n, where);
     if (key == "max-switch-wait") return set_duration(c.max_switch_wait, n, where);
+  } else if (section == "node") {
+    return apply_node_key(c, key, n, where);
   } else if (section == "slingshot") {
     return apply_slingshot_key(c.slingshot, key, n, where);
   } else if (section == "job") {

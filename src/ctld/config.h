@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -70,6 +71,9 @@ struct Config {
   std::vector<PartitionConfig> partitions;
   LimitsConfig limits;
   bool private_jobs = false;  // [controller] private-data = ["jobs"]: other users' jobs are hidden
+  // [node]: settings every agent takes unless its command line sets them (configless)
+  std::optional<uint64_t> node_job_pids_max;
+  std::optional<bool> node_cpu_bind;
   // [slingshot]
   fabric::slingshot::SlingshotConfig slingshot;
   // [steps]

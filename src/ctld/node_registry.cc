@@ -166,6 +166,8 @@ grpc::Status Controller::agent_register(const Caller& c, const v1::Register& reg
   ack.set_register_ack(true);
   ack.set_heartbeat_interval(cfg_.heartbeat_interval);
   if (c.origin.empty()) ack.set_session_key(session_key);  // a local socket: nobody else reads it
+  if (cfg_.node_job_pids_max) ack.mutable_node_settings()->set_job_pids_max(*cfg_.node_job_pids_max);
+  if (cfg_.node_cpu_bind) ack.mutable_node_settings()->set_cpu_bind(*cfg_.node_cpu_bind);
   link->send(ack);
   for (const auto& r : reg.nodes()) {
     NodeEntry& n = ensure_node(r);

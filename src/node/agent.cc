@@ -9,6 +9,8 @@
 #include <cerrno>
 #include <cstring>
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <spdlog/spdlog.h>
 
 namespace corral::node {
@@ -189,6 +191,7 @@ v1::AgentMessage Agent::begin_register(uint64_t session) {
 void Agent::on_registered(uint64_t session, const v1::ControllerMessage& first) {
   if (session != session_) return;
   keys_.set_session_key(first.session_key());
+  take_settings(first.node_settings());
   out_.set_online(session);
   handle(first);
 }
@@ -229,6 +232,20 @@ void Agent::handle(const v1::ControllerMessage& msg) {
   for (const auto& c : msg.cancel_step()) steps_->cancel(c);
   for (const auto& r : msg.steps_stored()) steps_->stored(r);
   if (msg.output_acked() > 0) out_.acked(msg.output_acked());
+}
+
+// The site's settings, for jobs started from now on; what the command line set stays.
+void Agent::take_settings(const v1::NodeSettings& s) {
+  std::vector<std::string> taken;
+  if (s.has_job_pids_max() && !config_.local_job_pids_max && s.job_pids_max() != config_.job_pids_max) {
+    config_.job_pids_max = s.job_pids_max();
+    taken.push_back("job-pids-max=" + std::to_string(s.job_pids_max()));
+  }
+  if (s.has_cpu_bind() && !config_.local_cpu_bind && s.cpu_bind() != config_.cpu_bind) {
+    config_.cpu_bind = s.cpu_bind();
+    taken.push_back(std::string("cpu-bind=") + (s.cpu_bind() ? "cores" : "none"));
+  }
+  if (!taken.empty()) spdlog::info("settings from the controller: {}", fmt::join(taken, ", "));
 }
 
 void Agent::take_job_keys(const v1::ControllerMessage& msg) {

@@ -1,4 +1,5 @@
-// Settings of one node agent process, fixed at startup.
+// Settings of one node agent process, fixed at startup but for those the controller may
+// give (NodeSettings in the register ack) where the command line left them unset.
 #pragma once
 
 #include <cstdint>
@@ -34,6 +35,8 @@ struct AgentConfig {
   // Tasks run only on the CPUs of their job's (or step's) cores on nodes with a CPU map
   // (NodeHardware::core_cpus: real nodes, not virtual ones).
   bool cpu_bind = true;
+  // Set on the command line: the controller's value for it is not taken.
+  bool local_job_pids_max = false, local_cpu_bind = false;
 
   const NodeHardware* node(const std::string& name) const {
     for (const auto& n : nodes)

@@ -346,6 +346,8 @@ int main(int argc, char** argv) {
   if (auto ca = net::channel_credentials(o.tls_ca, "tcp-check"); !ca) return fail("--tls-ca: " + ca.message());
   config.tls_ca = o.tls_ca;
   config.cpu_bind = o.cpu_bind == "cores";
+  config.local_job_pids_max = app.get_option("--job-pids-max")->count() > 0;
+  config.local_cpu_bind = app.get_option("--cpu-bind")->count() > 0;
   std::error_code ec;
   std::filesystem::create_directories(config.state_dir, ec);
   if (ec) return fail("--state-dir: cannot create '" + config.state_dir + "': " + ec.message());

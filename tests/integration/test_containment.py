@@ -190,9 +190,20 @@ def test_a_job_over_its_memory_is_killed_and_ends_out_of_memory(cluster):
     assert free.stdout.strip() == "hog 0"
 
 
-@pytest.mark.cluster(size=1, agents=1, cores=2, agent_args=["--job-pids-max", "16"])
+# The limit from the agent's command line, or from corrald's [node] section (configless),
+# where the command line wins.
+@pytest.mark.parametrize("cluster", [
+    {"size": 1, "agents": 1, "cores": 2, "agent_args": ["--job-pids-max", "16"]},
+    {"size": 1, "agents": 1, "cores": 2, "sets": ("node.job-pids-max=16",)},
+    {"size": 1, "agents": 1, "cores": 2, "agent_args": ["--job-pids-max", "16"], "sets": ("node.job-pids-max=4000",)},
+], indirect=True, ids=["agent", "controller", "agent-wins"])
 def test_a_jobs_processes_are_limited(cluster):
     needs_limit(cluster, "pids")
+    log = open(os.path.join(cluster.dir, "agent-0.log")).read()
+    if "--job-pids-max" in cluster.agent_args:
+        assert "settings from the controller" not in log, log
+    else:
+        assert "settings from the controller: job-pids-max=16" in log, log
     # One line per process the kernel let the job start; the shell gives up at the limit.
     proc = cluster.corral("run", "sh", "-c",
                           "for i in $(seq 40); do sleep 30 >/dev/null 2>&1 & echo $i; done",

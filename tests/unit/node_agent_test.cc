@@ -291,6 +291,25 @@ TEST_F(NodeAgent, ALaterAttemptReplacesTheRunHeldHere) {
   EXPECT_EQ(output(30, 0, false).first, "run 0\nrun 1\n");
 }
 
+// Configless: the controller's node settings apply where the command line set nothing.
+TEST_F(NodeAgent, TakesTheControllersSettingsUnlessSetLocally) {
+  auto settle = [&](uint64_t session, uint64_t pids, bool bind) {
+    agent_->on_disconnected(session - 1);
+    agent_->begin_register(session);
+    v1::ControllerMessage ack;
+    ack.set_register_ack(true);
+    ack.mutable_node_settings()->set_job_pids_max(pids);
+    ack.mutable_node_settings()->set_cpu_bind(bind);
+    agent_->on_registered(session, ack);
+  };
+  settle(2, 64, false);
+  EXPECT_EQ(agent_->config().job_pids_max, 64u);
+  EXPECT_FALSE(agent_->config().cpu_bind);
+  settle(3, 128, true);  // a reconnect takes the site's current values
+  EXPECT_EQ(agent_->config().job_pids_max, 128u);
+  EXPECT_TRUE(agent_->config().cpu_bind);
+}
+
 TEST_F(NodeAgent, ExitsAreKeptUntilForgotten) {
   start(11, spec(command({"/bin/sh", "-c", "sleep 0.3"})), {{"n1", 0, 1}});
   auto reg = agent_->begin_register(2);
