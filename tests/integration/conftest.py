@@ -385,8 +385,11 @@ class Cluster(ClusterQueries):
 
     def corral(self, *args, check=True, input=None, user=None, timeout=60, cwd=None,
                env=None):
+        # Clients run in the cluster's directory: default output files (corral-N.out) land
+        # there, not in the checkout.
         return run_corral(*args, env=env if env is not None else self.env, input=input,
-                          timeout=timeout, check=check, user=user, cwd=cwd)
+                          timeout=timeout, check=check, user=user,
+                          cwd=cwd if cwd is not None else self.shared_dir("cwd"))
 
     def logs(self):
         names = ["corrald.log", "corrald.out"]
