@@ -124,6 +124,36 @@ def test_the_site_default_requeues_and_no_requeue_opts_out(cluster):
         reap_orphans(pid for _, _, pid in runs(pids))
 
 
+@pytest.mark.cluster(size=2, agents=2)
+def test_a_requeued_job_survives_a_controller_restart(cluster):
+    """Requeued and waiting for its node, the job outlives corrald killed -9: the replayed
+    eventlog gives the same pending job, whose second run starts when the node returns."""
+    out = cluster.shared_dir()
+    pids = out / "pids"
+    task = f'echo "$CORRAL_RESTART_COUNT $CORRAL_NODENAME $$" >> {pids}; echo run $CORRAL_RESTART_COUNT'
+    job = cluster.submit("--requeue", "-w", "node1", "-o", f"{out}/job", "sh", "-c", task + "; exec sleep 300")
+    wait_until(lambda: len(runs(pids)) == 1, what="the first run", cluster=cluster)
+    try:
+        cluster.kill_agent(1)
+        info = cluster.wait_job(job, ("SCHED",), timeout=20)
+        assert info.get("requeues", 0) == 1, info
+        cluster.kill_controller(signal.SIGKILL)
+        cluster.restart_controller()
+        info = cluster.job(job)
+        assert info["state"] == "SCHED" and info.get("requeues", 0) == 1, info
+        cluster.start_agent(1)  # kills the first run's task it finds left (test_node_failure)
+        wait_until(lambda: len(runs(pids)) == 2, timeout=30, what="the second run", cluster=cluster)
+        assert runs(pids)[1][:2] == (1, "node1"), runs(pids)
+        cluster.corral("cancel", str(job))
+        info = cluster.wait_job(job, timeout=20)
+        assert info["result"] == "CANCELED" and info.get("requeues", 0) == 1, info
+        names = event_names(cluster, job)
+        assert names.count("requeue") == 1 and names.count("start") == 2, names
+        assert (out / "job").read_text().startswith("run 0\nrun 1\n")
+    finally:
+        reap_orphans(pid for _, _, pid in runs(pids))
+
+
 @pytest.mark.cluster(size=1, agents=1)
 def test_requeue_is_refused_where_it_cannot_apply(cluster):
     run = cluster.corral("run", "--requeue", "true", check=False)
