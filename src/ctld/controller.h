@@ -211,6 +211,7 @@ class Controller final : public HookContext {
   void resend_job_keys(const v1::Register& reg);
   // The job's step-credential key, wrapped for `link` (empty without a cluster key or link).
   std::string wrapped_job_key(uint64_t jobid, const AgentLink* link) const;
+  void add_job_key(v1::ControllerMessage& msg, uint64_t jobid, const AgentLink* link) const;
   // A JobKey for the job to every agent of its nodes that gets no StartJob in `starts`.
   void send_job_keys(const JobRecord& job,
                      std::vector<std::pair<std::string, v1::ControllerMessage>>& starts);

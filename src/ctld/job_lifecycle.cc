@@ -325,31 +325,28 @@ std::string Controller::wrapped_job_key(uint64_t jobid, const AgentLink* link) c
   return wrapped ? *wrapped : std::string();
 }
 
+void Controller::add_job_key(v1::ControllerMessage& msg, uint64_t jobid, const AgentLink* link) const {
+  std::string key = wrapped_job_key(jobid, link);
+  if (key.empty()) return;
+  auto* k = msg.add_job_keys();
+  k->set_jobid(jobid);
+  k->set_wrapped_key(std::move(key));
+}
+
 // Every agent of the job's nodes checks the step credentials of its steps with the job's
 // key: the agents that run tasks get it with their StartJob, the others on its own.
 void Controller::send_job_keys(const JobRecord& job,
                                std::vector<std::pair<std::string, v1::ControllerMessage>>& starts) {
-  std::map<const AgentLink*, v1::ControllerMessage*> to;
+  auto link_of = [this](const std::string& node) { return nodes_[node_index_.at(node)].link.get(); };
+  std::set<const AgentLink*> covered;
   for (auto& [node, msg] : starts)
-    if (const auto& link = nodes_[node_index_.at(node)].link) to[link.get()] = &msg;
-  for (const auto& n : job.R->nodes) {
-    const AgentLink* link = nodes_[node_index_.at(n.name)].link.get();
-    if (link == nullptr || to.count(link)) continue;
-    starts.emplace_back(n.name, v1::ControllerMessage());
-    to[link] = &starts.back().second;
-  }
-  // (Pointers into `starts` are taken only after it stops growing.)
-  to.clear();
-  for (auto& [node, msg] : starts) {
-    const AgentLink* link = nodes_[node_index_.at(node)].link.get();
-    if (link == nullptr || to.count(link)) continue;
-    to[link] = &msg;
-    std::string key = wrapped_job_key(job.id, link);
-    if (key.empty()) continue;
-    auto* k = msg.add_job_keys();
-    k->set_jobid(job.id);
-    k->set_wrapped_key(std::move(key));
-  }
+    if (const AgentLink* link = link_of(node); link != nullptr && covered.insert(link).second)
+      add_job_key(msg, job.id, link);
+  for (const auto& n : job.R->nodes)
+    if (const AgentLink* link = link_of(n.name); link != nullptr && covered.insert(link).second) {
+      starts.emplace_back(n.name, v1::ControllerMessage());
+      add_job_key(starts.back().second, job.id, link);
+    }
 }
 
 void Controller::send_start(const JobRecord& job, const std::set<std::string>& only) {
@@ -502,7 +499,7 @@ void Controller::retire(JobRecord& job) {
     while (recent_output_.size() > 64) recent_output_.erase(recent_output_.begin());
   }
   // Tell the agents they may forget the exits, now that `finish` is stored, and every
-  // agent of the job its key.
+  // agent of the job's nodes that it may drop the job's key.
   std::set<std::string> told;
   for (const auto& [node, n] : job.exec_tasks) told.insert(node);
   if (job.R)

@@ -274,13 +274,7 @@ void Controller::resend_job_keys(const v1::Register& reg) {
   }
   if (!link || ids.empty()) return;
   v1::ControllerMessage msg;
-  for (uint64_t id : ids) {
-    std::string key = wrapped_job_key(id, link.get());
-    if (key.empty()) continue;
-    auto* k = msg.add_job_keys();
-    k->set_jobid(id);
-    k->set_wrapped_key(std::move(key));
-  }
+  for (uint64_t id : ids) add_job_key(msg, id, link.get());
   if (msg.job_keys_size() > 0) outbox_.push([link, msg] { link->send(msg); });
 }
 

@@ -261,12 +261,18 @@ Status on_free(JobStatus& s, const Event& ev, const json&) {
   return {};
 }
 
-Status on_clean(JobStatus& s, const Event& ev, const json&) {
+// What `clean` and `requeue` both wait for: the end of CLEANUP.
+Status cleanup_done(const JobStatus& s, const Event& ev) {
   if (auto st = require_state(s, ev, bit(JobState::CLEANUP)); !st) return st;
   if (!s.epilog_actions.empty()) {
     return event_error(ev, "epilog actions still running: " + join(s.epilog_actions));
   }
   if (s.allocated && !s.freed) return event_error(ev, "resources were not freed yet");
+  return {};
+}
+
+Status on_clean(JobStatus& s, const Event& ev, const json&) {
+  if (auto st = cleanup_done(s, ev); !st) return st;
   enter(s, JobState::INACTIVE, ev.timestamp);
   return {};
 }
@@ -274,11 +280,7 @@ Status on_clean(JobStatus& s, const Event& ev, const json&) {
 // A job whose run was lost to a node failure goes back to SCHED, once its resources are
 // free, keeping its id, priority and eventlog; the next run starts from a clean slate.
 Status on_requeue(JobStatus& s, const Event& ev, const json& ctx) {
-  if (auto st = require_state(s, ev, bit(JobState::CLEANUP)); !st) return st;
-  if (!s.epilog_actions.empty()) {
-    return event_error(ev, "epilog actions still running: " + join(s.epilog_actions));
-  }
-  if (s.allocated && !s.freed) return event_error(ev, "resources were not freed yet");
+  if (auto st = cleanup_done(s, ev); !st) return st;
   if (auto note = ctx_string(ctx, ev, "note"); !note) return note.error();
   JobStatus next;
   next.state = JobState::SCHED;

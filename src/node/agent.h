@@ -62,9 +62,9 @@ class Agent {
   void reap();
   void check_shutdown_done();
   size_t live_processes() const;
-  void drop_steps_of(uint64_t jobid);
+  void drop_steps_of(uint64_t jobid);  // the job's steps here end: it was forgotten or requeued
   void take_job_keys(const v1::ControllerMessage& msg);
-  void take_settings(const v1::NodeSettings& s);  // the job's steps here end: it was forgotten or requeued
+  void take_settings(const v1::NodeSettings& s);
 
   EventLoop& loop_;
   AgentConfig config_;

@@ -205,6 +205,18 @@ def remove_cgroup_tree(path):
         time.sleep(0.05)
 
 
+def remove_agent_cgroups(cgroup, state_dirs):
+    """The cluster's cgroup v2 parent, and what agents killed without a chance to clean up
+    (their state directories `state_dirs`) left in the cgroup v1 hierarchies."""
+    if cgroup:
+        remove_cgroup_tree(cgroup)
+    suffixes = [agent_cgroup_suffix(d) for d in state_dirs]
+    for base in cgroup_v1_bases():
+        for name in os.listdir(base) if os.path.isdir(base) else []:
+            if name.startswith("corral-") and any(name.endswith(s) for s in suffixes):
+                remove_cgroup_tree(os.path.join(base, name))
+
+
 def stop_process(proc, sig):
     """Sends `sig` and waits up to 10 s, then SIGKILL; nothing for a process already gone."""
     if proc is None or proc.poll() is not None:
@@ -402,14 +414,8 @@ class Cluster(ClusterQueries):
             stop_process(self.agents[i], signal.SIGTERM)
         stop_process(self.controller, signal.SIGTERM)
         if self.cgroup:
-            remove_cgroup_tree(self.cgroup)
-            # What agents killed without a chance to clean up left in cgroup v1.
-            suffixes = [agent_cgroup_suffix(os.path.join(self.dir, f"agent-{i}"))
-                        for i in range(len(self.agents))]
-            for base in cgroup_v1_bases():
-                for name in os.listdir(base) if os.path.isdir(base) else []:
-                    if name.startswith("corral-") and any(name.endswith(s) for s in suffixes):
-                        remove_cgroup_tree(os.path.join(base, name))
+            remove_agent_cgroups(self.cgroup, [os.path.join(self.dir, f"agent-{i}")
+                                               for i in range(len(self.agents))])
         shutil.rmtree(self.dir, ignore_errors=True)
 
 

@@ -9,6 +9,7 @@ import pytest
 from conftest import event_names, wait_until
 from test_node_failure import alive, reap_orphans
 
+ALICE = 12345  # a user with no account here, as the permission tests use
 
 def runs(path):
     """[(attempt, node, pid)] from lines "ATTEMPT NODE PID" the tasks wrote."""
@@ -165,5 +166,12 @@ def test_requeue_is_refused_where_it_cannot_apply(cluster):
                                          "with": [{"type": "core", "count": 1}]}],
             "tasks": [{"command": ["true"], "slot": "task", "count": {"per_slot": 1}}],
             "attributes": {"system": {"requeue": "yes"}}}
-    bad = cluster.corral("submit", "--jobspec", "-", input=json.dumps(spec), check=False)
+    bad = cluster.corral("submit", "--jobspec", "-", input=json.dumps(spec), check=False, user=ALICE)
     assert bad.returncode != 0 and "requeue" in bad.stderr, bad.stderr
+    # Sent as written (no output file: it would stream to its client), a hostile user's
+    # request to requeue such a job is refused too, and no job is made.
+    spec["attributes"]["system"]["requeue"] = True
+    spec["attributes"]["system"]["cwd"] = "/"
+    bad = cluster.corral("submit", "--jobspec", "-", input=json.dumps(spec), check=False, user=ALICE)
+    assert bad.returncode != 0 and "cannot run again" in bad.stderr, bad.stderr
+    assert cluster.jobs() == [], cluster.jobs()

@@ -18,8 +18,8 @@ import tempfile
 import pytest
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "integration"))
-from conftest import (SOURCE_DIR, ClusterQueries, agent_cgroup_suffix, binary, cgroup2_mount,  # noqa: E402,F401
-                      cgroup_v1_bases, log_tail, remove_cgroup_tree, stop_process, wait_until, write_key_file)
+from conftest import (SOURCE_DIR, ClusterQueries, binary, cgroup2_mount,  # noqa: E402,F401
+                      log_tail, remove_agent_cgroups, stop_process, wait_until, write_key_file)
 from munge_daemon import Munged, have_munged  # noqa: E402
 from netns_hosts import Network, can_make_hosts  # noqa: E402
 from tls_certs import make_ca, make_cert  # noqa: E402
@@ -164,13 +164,7 @@ class NetCluster(ClusterQueries):
         for m in self.munged.values():
             m.stop()
         self.net.stop()
-        if self.cgroup:
-            remove_cgroup_tree(self.cgroup)
-        suffixes = [agent_cgroup_suffix(os.path.join(self.dir, n)) for n in self.compute_names]
-        for base in cgroup_v1_bases():
-            for name in os.listdir(base) if os.path.isdir(base) else []:
-                if name.startswith("corral-") and any(name.endswith(s) for s in suffixes):
-                    remove_cgroup_tree(os.path.join(base, name))
+        remove_agent_cgroups(self.cgroup, [os.path.join(self.dir, n) for n in self.compute_names])
         shutil.rmtree(self.dir, ignore_errors=True)
 
 
