@@ -139,6 +139,8 @@ grpc::Status RpcService::AgentStream(
     auto proof = net::munge_encode_for(munge_socket_, std::string(net::kMungeControllerPayload) + *session_key, c->uid);
     if (!proof) return {grpc::StatusCode::UNAVAILABLE, "corrald cannot prove itself: " + proof.message()};
     ctx->AddInitialMetadata(std::string(net::kMungeMetadataKey), *proof);
+    // Sent now: the agent checks it before it sends its registration.
+    stream->SendInitialMetadata();
   }
   v1::AgentMessage first;
   if (!stream->Read(&first)) return grpc::Status::OK;

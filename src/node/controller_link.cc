@@ -121,6 +121,26 @@ struct ControllerLink::Impl {
     return session_key;
   }
 
+  // proven: *session_key is the connection's (empty over a Unix socket, where it comes in
+  // the register ack); refused: said in the log; ended: the controller ended the call
+  // first, and Finish says why.
+  enum class Proof { proven, refused, ended };
+  Proof prove_controller(Stream& stream, const grpc::ClientContext& ctx, std::string* session_key) {
+    if (!net::over_network(uri)) return Proof::proven;
+    stream.WaitForInitialMetadata();
+    if (ctx.GetServerInitialMetadata().empty()) return Proof::ended;
+    auto proof = check_controller(ctx);
+    if (proof) {
+      *session_key = std::move(*proof);
+      return Proof::proven;
+    }
+    // Whoever answers there is not obeyed; said once per reason, not once per retry.
+    if (proof.message() != last_refusal) spdlog::warn("{}", proof.message());
+    last_refusal = proof.message();
+    note_down(proof.message());
+    return Proof::refused;
+  }
+
   // "host:port", "ipv4:host:port", "dns:///host:port" -> host.
   std::string controller_host() const {
     std::string target = uri;
@@ -173,21 +193,22 @@ struct ControllerLink::Impl {
       return false;
     }
     std::unique_ptr<Stream> stream = stub->AgentStream(&ctx);
-    auto reg = call_on_loop<v1::AgentMessage>([this, sid] { return agent.begin_register(sid); });
+    // Over TCP the controller proves itself first: an impostor learns nothing of this
+    // agent's nodes, and is refused whether or not it would acknowledge them.
+    std::string session_key;
+    const Proof proof = prove_controller(*stream, ctx, &session_key);
+    std::optional<v1::AgentMessage> reg;
+    if (proof == Proof::proven) reg = call_on_loop<v1::AgentMessage>([this, sid] { return agent.begin_register(sid); });
     bool acked = false;
-    bool answered = false;  // false: the controller ended the call, and Finish says why
+    bool answered = proof == Proof::refused;  // false: the controller ended the call, and Finish says why
     v1::ControllerMessage first;
     if (reg && stream->Write(*reg) && (answered = stream->Read(&first))) {
-      if (auto proof = check_controller(ctx); !proof) {
-        // Whoever answers there is not obeyed; said once per reason, not once per retry.
-        if (proof.message() != last_refusal) spdlog::warn("{}", proof.message());
-        last_refusal = proof.message();
-        note_down(proof.message());
-      } else if (first.register_ack()) {
+      if (first.register_ack()) {
         acked = true;
-        if (!proof->empty()) first.set_session_key(*proof);
+        if (!session_key.empty()) first.set_session_key(session_key);
+      } else {
+        note_down("the controller did not acknowledge the registration");
       }
-      else note_down("the controller did not acknowledge the registration");
     }
     std::thread reader;
     if (acked) {
@@ -204,7 +225,8 @@ struct ControllerLink::Impl {
       context = nullptr;
       stream_dead = true;
     }
-    if (answered || !reg) ctx.TryCancel();  // else cancelling would hide a refusal's reason
+    // Not when the controller ended the call: cancelling would hide its reason.
+    if (answered || (proof == Proof::proven && !reg)) ctx.TryCancel();
     if (reader.joinable()) reader.join();
     grpc::Status status = stream->Finish();
     loop.post([this, sid] { agent.on_disconnected(sid); });

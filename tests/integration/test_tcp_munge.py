@@ -203,7 +203,8 @@ def test_steps_over_tcp_need_a_munge_credential(tcp_steps_cluster):
 
 def test_an_agent_obeys_only_a_controller_that_proves_itself(tmp_path):
     """A corrald run by an ordinary user on the cluster's network (with the site's munged,
-    so its own credentials are genuine): the agent refuses it, and runs nothing for it."""
+    so its own credentials are genuine): the agent refuses it before it registers, and runs
+    nothing for it."""
     site = Munged().start()
     fake = Path(tempfile.mkdtemp(prefix="corral-fake-ctld-"))  # pytest's tmp_path is root's only
     os.chmod(fake, 0o755)
@@ -225,9 +226,16 @@ def test_an_agent_obeys_only_a_controller_that_proves_itself(tmp_path):
             [binary("corral-node"), "--controller", f"127.0.0.1:{port}", "--nodes", "localhost",
              "--state-dir", str(tmp_path / "agent"), "--log-file", str(agent_log), "--cgroups", "none",
              "--munge-socket", site.socket], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        wait_until(lambda: agent_log.exists() and "not root: refused" in agent_log.read_text(),
-                   timeout=20, what="the agent to refuse the fake controller")
+        try:
+            wait_until(lambda: agent_log.exists() and "not root: refused" in agent_log.read_text(),
+                       timeout=20, what="the agent to refuse the fake controller")
+        except BaseException:
+            for log in (agent_log, fake / "corrald.log"):
+                print(f"--- {log}:\n{log.read_text() if log.exists() else '(none)'}")
+            raise
         assert "registered with the controller" not in agent_log.read_text()
+        # It never told the impostor which nodes it has.
+        assert "registered" not in (fake / "corrald.log").read_text()
     finally:
         for p in (agent, ctld):
             if p is not None:
