@@ -1,15 +1,18 @@
 # `cmake --install` and the Debian packages CPack makes (cpack -G DEB in the build
 # directory): corral (the command), corrald (the controller) and corral-node (the node
-# agent with corral-imp), each with its systemd unit and the docs. docs/install.md.
+# agent with corral-imp), each with its systemd unit and the docs; corral also carries
+# corral-authd, the credential signer of sites without MUNGE. docs/install.md.
 include(GNUInstallDirs)
 
 install(TARGETS corral RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT corral)
+install(TARGETS corral-authd RUNTIME DESTINATION ${CMAKE_INSTALL_SBINDIR} COMPONENT corral)
+install(FILES packaging/systemd/corral-authd.service DESTINATION lib/systemd/system COMPONENT corral)
 install(TARGETS corrald RUNTIME DESTINATION ${CMAKE_INSTALL_SBINDIR} COMPONENT corrald)
 # corral-node finds corral-imp next to itself.
 install(TARGETS corral-node corral-imp RUNTIME DESTINATION ${CMAKE_INSTALL_SBINDIR} COMPONENT corral-node)
 install(FILES packaging/systemd/corrald.service DESTINATION lib/systemd/system COMPONENT corrald)
 install(FILES packaging/systemd/corral-node.service DESTINATION lib/systemd/system COMPONENT corral-node)
-install(FILES docs/user.md DESTINATION ${CMAKE_INSTALL_DATAROOTDIR}/doc/corral COMPONENT corral)
+install(FILES docs/user.md docs/admin.md DESTINATION ${CMAKE_INSTALL_DATAROOTDIR}/doc/corral COMPONENT corral)
 install(FILES docs/admin.md docs/install.md DESTINATION ${CMAKE_INSTALL_DATAROOTDIR}/doc/corrald COMPONENT corrald)
 install(FILES docs/admin.md docs/install.md DESTINATION ${CMAKE_INSTALL_DATAROOTDIR}/doc/corral-node COMPONENT corral-node)
 

@@ -11,7 +11,7 @@
 
 #include "cli/commands.h"
 #include "corral.grpc.pb.h"
-#include "net/munge_grpc.h"
+#include "net/grpc_credential.h"
 #include "net/tls.h"
 
 namespace corral::cli {
@@ -75,11 +75,15 @@ std::string short_reason(const std::string& message) {
 }
 
 
-// Over TCP corrald and the step managers know the caller only from a MUNGE credential
-// (net/munge_cred.h), one per request.
+// Over TCP corrald and the step managers know the caller only from a credential
+// (net/credentials.h), one per request: MUNGE's, or corral-authd's with CORRAL_AUTH=cluster-key.
 Status authenticate(grpc::ClientContext& ctx, const std::string& uri) {
-  const char* socket = std::getenv("CORRAL_MUNGE_SOCKET");
-  return net::add_credential(ctx, uri, socket != nullptr ? socket : "");
+  if (!net::over_network(uri)) return {};
+  auto config = net::client_auth_config();
+  if (!config) return config.error();
+  auto creds = net::make_credentials(*config);
+  if (!creds) return creds.error();
+  return net::add_credential(ctx, uri, **creds);
 }
 
 std::shared_ptr<grpc::ChannelCredentials> channel_security(const std::string& target) {

@@ -107,6 +107,15 @@ Status set_listen(std::vector<std::string>& out, const toml::node& n, const std:
   return {};
 }
 
+Status set_auth(net::AuthMethod& out, const toml::node& n, const std::string& where) {
+  std::string text;
+  if (auto st = set_string(text, n, where); !st.ok()) return st;
+  auto method = net::parse_auth_method(text);
+  if (!method) return invalid(where + ": " + method.message());
+  out = *method;
+  return {};
+}
+
 Status set_private_data(bool& jobs, const toml::node& n, const std::string& where) {
   std::vector<std::string> items;
   if (auto s = n.value<std::string>()) {
@@ -214,6 +223,7 @@ Status apply_key(Config& c, const std::string& section, const std::string& key,
   if (section == "controller") {
     if (key == "socket") return set_string(c.socket, n, where);
     if (key == "listen") return set_listen(c.listen, n, where);
+    if (key == "auth") return set_auth(c.auth, n, where);
     if (key == "munge-socket") return set_string(c.munge_socket, n, where);
     if (key == "tls-cert") return set_string(c.tls_cert, n, where);
     if (key == "tls-key") return set_string(c.tls_key, n, where);

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "fabric/slingshot/slingshot_config.h"
+#include "net/credentials.h"
 #include "util/result.h"
 
 namespace corral::ctld {
@@ -43,8 +44,10 @@ struct Config {
   // [controller]
   std::string socket = "/run/corral/corrald.sock";
   // TCP addresses ("0.0.0.0:6817", "[::]:6817") served besides the socket; every request
-  // there must carry a MUNGE credential (net/munge_cred.h) from munged at munge_socket.
+  // there must carry a credential (net/credentials.h) of the `auth` method: from munged at
+  // munge_socket, or made with the cluster key (key_file).
   std::vector<std::string> listen;
+  net::AuthMethod auth = net::AuthMethod::munge;
   std::string munge_socket;  // empty: libmunge's default
   std::string tls_cert, tls_key;  // PEM files: TLS on the listen addresses (net/tls.h)
   std::string state_dir = "/var/lib/corral";

@@ -20,7 +20,7 @@
 #include "ctld/controller.h"
 #include "ctld/dependency_hook.h"
 #include "net/message_limits.h"
-#include "net/munge_cred.h"
+#include "net/credentials.h"
 #include "net/tls.h"
 #include "net/peer_listener.h"
 #include "ctld/perilog_hook.h"
@@ -70,6 +70,22 @@ Status make_private_state_dir(const std::string& dir, const std::string& socket)
       ::chmod(entry.path().c_str(), 0600);  // written by an older corrald under a looser umask
   }
   return {};
+}
+
+// Requests over TCP are only as good as their credentials: make sure one can be made and
+// checked before serving (munged answers; the cluster key is there and private).
+corral::Result<std::unique_ptr<corral::net::Credentials>> tcp_credentials(const corral::ctld::Config& cfg) {
+  using namespace corral;
+  const net::AuthConfig auth{cfg.auth, cfg.munge_socket, cfg.key_file, {}};
+  auto creds = net::make_credentials(auth);
+  const std::string need = cfg.auth == net::AuthMethod::munge
+                               ? "controller.listen needs munged"
+                               : "controller.listen with auth = \"cluster-key\" needs the cluster key";
+  if (!creds) return Error{creds.error().code, need + ": " + creds.message()};
+  auto probe = (*creds)->encode(net::kRequestPayload);
+  auto back = probe ? (*creds)->decode(*probe, net::kRequestPayload, nullptr) : Result<net::Identity>(probe.error());
+  if (!back) return Error{back.error().code, need + ": " + back.message()};
+  return creds;
 }
 
 int run(const Options& o) {
@@ -123,27 +139,26 @@ int run(const Options& o) {
     std::cerr << "corrald: " << listener.message() << "\n";
     return 1;
   }
+  std::unique_ptr<net::Credentials> creds;
   if (!cfg->listen.empty()) {
-    // Requests over TCP are only as good as munged: make sure it answers before serving.
-    auto probe = net::munge_encode(cfg->munge_socket, net::kMungeRequestPayload);
-    auto back = probe ? net::munge_decode(cfg->munge_socket, *probe, net::kMungeRequestPayload)
-                      : Result<net::MungeIdentity>(probe.error());
-    if (!back) {
-      std::cerr << "corrald: controller.listen needs munged: " << back.message() << "\n";
+    auto made = tcp_credentials(*cfg);
+    if (!made) {
+      std::cerr << "corrald: " << made.message() << "\n";
       return 1;
     }
+    creds = std::move(*made);
   }
-  ctld::RpcService service(ctl, **listener, cfg->munge_socket);
+  ctld::RpcService service(ctl, **listener, creds.get());
   grpc::ServerBuilder builder;
   builder.RegisterService(&service);
   std::vector<int> ports(cfg->listen.size(), 0);
   const net::TlsServerFiles tls{cfg->tls_cert, cfg->tls_key};
-  auto creds = net::server_credentials(tls, "controller.tls-cert/tls-key");
-  if (!creds) {
-    std::cerr << "corrald: " << creds.message() << "\n";
+  auto server_creds = net::server_credentials(tls, "controller.tls-cert/tls-key");
+  if (!server_creds) {
+    std::cerr << "corrald: " << server_creds.message() << "\n";
     return 1;
   }
-  for (size_t i = 0; i < cfg->listen.size(); ++i) builder.AddListeningPort(cfg->listen[i], *creds, &ports[i]);
+  for (size_t i = 0; i < cfg->listen.size(); ++i) builder.AddListeningPort(cfg->listen[i], *server_creds, &ports[i]);
   // Explicit limits (net/message_limits.h): the largest client request or agent message.
   builder.SetMaxReceiveMessageSize(static_cast<int>(std::max(net::kMaxClientRequest, net::kMaxAgentUpMessage)));
   builder.SetMaxSendMessageSize(static_cast<int>(net::kMaxClientReply));
@@ -163,7 +178,8 @@ int run(const Options& o) {
       std::cerr << "corrald: cannot listen on " << cfg->listen[i] << " (controller.listen)\n";
       return 1;
     }
-    spdlog::info("corrald listening on {} (TCP{}, MUNGE credentials)", cfg->listen[i], tls.enabled() ? ", TLS" : "");
+    spdlog::info("corrald listening on {} (TCP{}, {} credentials)", cfg->listen[i], tls.enabled() ? ", TLS" : "",
+                 creds->name());
   }
   (*listener)->start(server.get());
   spdlog::info("corrald {} listening on {} (state in {})", CORRAL_VERSION, cfg->socket,

@@ -5,8 +5,7 @@
 #include <spdlog/spdlog.h>
 
 #include "job/hmac_key.h"
-#include "net/munge_cred.h"
-#include "net/munge_grpc.h"
+#include "net/grpc_credential.h"
 
 namespace corral::ctld {
 
@@ -16,18 +15,21 @@ const grpc::Status kWatchBehind{grpc::StatusCode::RESOURCE_EXHAUSTED,
                                 "watch ended: the client read too slowly and too much was queued for it"};
 }
 
-// On the Unix socket the kernel says who connected; over TCP the request's MUNGE
-// credential does (munged refuses forged, expired and replayed ones). A refusal is logged
-// with the peer's address and the reason.
+// On the Unix socket the kernel says who connected; over TCP the request's credential
+// does (forged, expired and replayed ones are refused). A refusal is logged with the peer's
+// address and the reason.
 Result<Caller> RpcService::caller(grpc::ServerContext* ctx) const {
   const std::string peer = ctx->peer();
   if (auto cred = peers_.lookup(peer)) return Caller{cred->uid, cred->gid};
-  if (peer.rfind("ipv4:", 0) != 0 && peer.rfind("ipv6:", 0) != 0)
+  if ((peer.rfind("ipv4:", 0) != 0 && peer.rfind("ipv6:", 0) != 0) || creds_ == nullptr)
     return denied("cannot identify the caller: connect over corrald's Unix socket");
-  auto id = net::caller_of(*ctx, munge_socket_);
+  auto id = net::caller_of(*ctx, *creds_);
   if (!id) {
     spdlog::warn("refused a request from {}: {}", peer, id.message());
-    return denied(id.message() + " (requests over TCP need a credential from munged with the site's key)");
+    const bool munge = creds_->name() == "MUNGE";
+    return denied(id.message() + (munge ? " (requests over TCP need a credential from munged with the site's key)"
+                                        : " (requests over TCP need a credential from corral-authd, which holds "
+                                          "the site's cluster key)"));
   }
   // A credential with no origin address still marks the caller as remote: an agent then
   // can claim no node (check_node_claim), which is the safe side.
@@ -136,9 +138,9 @@ grpc::Status RpcService::AgentStream(
     // Over TCP the agent cannot know who answers; it checks this before it obeys anything.
     // The credential also carries the connection's session key, which only the agent's
     // uid can decode (munged refuses everyone else).
-    auto proof = net::munge_encode_for(munge_socket_, std::string(net::kMungeControllerPayload) + *session_key, c->uid);
+    auto proof = creds_->encode_for(std::string(net::kControllerPayload) + *session_key, c->uid);
     if (!proof) return {grpc::StatusCode::UNAVAILABLE, "corrald cannot prove itself: " + proof.message()};
-    ctx->AddInitialMetadata(std::string(net::kMungeMetadataKey), *proof);
+    ctx->AddInitialMetadata(std::string(net::kCredentialMetadataKey), *proof);
     // Sent now: the agent checks it before it sends its registration.
     stream->SendInitialMetadata();
   }

@@ -4,15 +4,16 @@
 
 #include "corral.grpc.pb.h"
 #include "ctld/controller.h"
+#include "net/credentials.h"
 #include "net/peer_listener.h"
 
 namespace corral::ctld {
 
 class RpcService final : public v1::Controller::Service {
  public:
-  // `munge_socket`: munged's socket for requests over TCP (empty: libmunge's default).
-  RpcService(Controller& ctl, const net::PeerListener& peers, std::string munge_socket = {})
-      : ctl_(ctl), peers_(peers), munge_socket_(std::move(munge_socket)) {}
+  // `creds`: who requests over TCP come from (null: nobody, when corrald serves no TCP).
+  RpcService(Controller& ctl, const net::PeerListener& peers, net::Credentials* creds = nullptr)
+      : ctl_(ctl), peers_(peers), creds_(creds) {}
 
   grpc::Status Submit(grpc::ServerContext* ctx, const v1::SubmitRequest* req,
                       v1::SubmitReply* rep) override;
@@ -51,7 +52,7 @@ class RpcService final : public v1::Controller::Service {
 
   Controller& ctl_;
   const net::PeerListener& peers_;
-  std::string munge_socket_;
+  net::Credentials* creds_;
 };
 
 }  // namespace corral::ctld

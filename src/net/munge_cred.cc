@@ -47,7 +47,7 @@ Result<std::string> encode(Ctx ctx, const std::string& socket, std::string_view 
 }
 
 // Decodes `cred`; its payload must start with `prefix` (and be only that unless `rest`).
-Result<MungeIdentity> decode(const std::string& socket, std::string_view cred, std::string_view prefix,
+Result<Identity> decode(const std::string& socket, std::string_view cred, std::string_view prefix,
                              std::string* rest) {
   if (cred.empty()) return denied("no MUNGE credential");
   if (cred.size() > kMaxMungeCredential) return denied("the MUNGE credential is too long");
@@ -69,7 +69,7 @@ Result<MungeIdentity> decode(const std::string& socket, std::string_view cred, s
   if (got.substr(0, prefix.size()) != prefix || (rest == nullptr && got.size() != prefix.size()))
     return denied("the MUNGE credential was not made for a corral request");
   if (rest != nullptr) rest->assign(got.substr(prefix.size()));
-  MungeIdentity id{static_cast<uint32_t>(uid), static_cast<uint32_t>(gid), {}};
+  Identity id{static_cast<uint32_t>(uid), static_cast<uint32_t>(gid), {}};
   struct in_addr addr{};
   char dotted[INET_ADDRSTRLEN] = {};
   if (munge_ctx_get(ctx->get(), MUNGE_OPT_ADDR4, &addr) == EMUNGE_SUCCESS && addr.s_addr != 0 &&
@@ -95,13 +95,37 @@ Result<std::string> munge_encode_for(const std::string& socket, std::string_view
   return encode(std::move(*ctx), socket, payload);
 }
 
-Result<MungeIdentity> munge_decode(const std::string& socket, std::string_view cred, std::string_view payload) {
+Result<Identity> munge_decode(const std::string& socket, std::string_view cred, std::string_view payload) {
   return decode(socket, cred, payload, nullptr);
 }
 
-Result<MungeIdentity> munge_decode_prefixed(const std::string& socket, std::string_view cred, std::string_view prefix,
+Result<Identity> munge_decode_prefixed(const std::string& socket, std::string_view cred, std::string_view prefix,
                                             std::string* rest) {
   return decode(socket, cred, prefix, rest);
+}
+
+namespace {
+
+class MungeCredentials final : public Credentials {
+ public:
+  explicit MungeCredentials(std::string socket) : socket_(std::move(socket)) {}
+  std::string_view name() const override { return "MUNGE"; }
+  Result<std::string> encode(std::string_view payload) override { return munge_encode(socket_, payload); }
+  Result<std::string> encode_for(std::string_view payload, uint32_t uid) override {
+    return munge_encode_for(socket_, payload, uid);
+  }
+  Result<Identity> decode(std::string_view cred, std::string_view prefix, std::string* rest) override {
+    return net::decode(socket_, cred, prefix, rest);
+  }
+
+ private:
+  std::string socket_;
+};
+
+}  // namespace
+
+std::unique_ptr<Credentials> munge_credentials(std::string socket) {
+  return std::make_unique<MungeCredentials>(std::move(socket));
 }
 
 }  // namespace corral::net

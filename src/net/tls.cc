@@ -6,7 +6,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "net/munge_grpc.h"
+#include "net/grpc_credential.h"
 
 namespace corral::net {
 

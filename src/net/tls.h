@@ -1,5 +1,5 @@
 // Optional TLS on corral's network connections: confidentiality, and the server's identity
-// checked against the site's CA. Who the caller is stays MUNGE's job (net/munge_grpc.h);
+// checked against the site's CA. Who the caller is stays MUNGE's job (net/grpc_credential.h);
 // TLS adds that nobody on the wire reads or changes what passes. Unix sockets never use it.
 #pragma once
 

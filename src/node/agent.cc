@@ -13,6 +13,8 @@
 #include <fmt/ranges.h>
 #include <spdlog/spdlog.h>
 
+#include "net/munge_cred.h"
+
 namespace corral::node {
 
 namespace {
@@ -45,6 +47,7 @@ class NodeLauncher final : public StepLauncher {
 
 Agent::Agent(EventLoop& loop, AgentConfig config, Outbox::Sink sink, StepNodeConfig steps)
     : loop_(loop), config_(std::move(config)), out_(std::move(sink)) {
+  if (!config_.credentials) config_.credentials = net::munge_credentials("");
   jobs_ = std::make_unique<JobExecutor>(loop_, out_, config_);
   perilogs_ = std::make_unique<PerilogRunner>(loop_, out_, config_);
   if (steps.self_uri.empty()) steps.self_uri = config_.step_uri;

@@ -3,9 +3,11 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
+#include "net/credentials.h"
 #include "node/hardware.h"
 
 namespace corral::node {
@@ -31,7 +33,9 @@ struct AgentConfig {
   // 0: none (lost, as without a state directory).
   uint64_t output_spool_max = 16u << 20;
   std::string tls_ca;  // PEM: TLS to the controller and other agents, trusting this CA (net/tls.h)
-  std::string munge_socket;   // munged's socket for a controller over TCP (empty: libmunge's default)
+  // Who this agent is to a controller, step manager or agent over TCP, and who they are to
+  // it (net/credentials.h). Null: MUNGE through libmunge's default socket.
+  std::shared_ptr<net::Credentials> credentials;
   // Tasks run only on the CPUs of their job's (or step's) cores on nodes with a CPU map
   // (NodeHardware::core_cpus: real nodes, not virtual ones).
   bool cpu_bind = true;

@@ -19,8 +19,7 @@
 #include "corral.grpc.pb.h"
 #include "job/hmac_key.h"
 #include "net/message_limits.h"
-#include "net/munge_cred.h"
-#include "net/munge_grpc.h"
+#include "net/grpc_credential.h"
 #include "net/tls.h"
 #include "net/resolve.h"
 #include "node/agent.h"
@@ -95,19 +94,20 @@ struct ControllerLink::Impl {
   }
 
   // Over TCP the answer must prove it comes from the real controller before the agent
-  // acts on it: a MUNGE credential (controller payload) from root, made by munged on a
-  // host the controller's address names. (On the Unix socket only root could have made it.)
+  // acts on it: a credential (controller payload) from root, made on a host the
+  // controller's address names, for this agent's uid only. (On the Unix socket only root could have made it.)
   // Over TCP: the session key the controller's credential carries (over a Unix socket it
   // comes in the register ack instead: empty here).
   Result<std::string> check_controller(const grpc::ClientContext& ctx) const {
     if (!net::over_network(uri)) return std::string();
     const auto& md = ctx.GetServerInitialMetadata();
-    auto it = md.find(grpc::string_ref(net::kMungeMetadataKey.data(), net::kMungeMetadataKey.size()));
-    if (it == md.end()) return denied("the controller at " + uri + " did not prove itself (no MUNGE credential)");
+    auto it = md.find(grpc::string_ref(net::kCredentialMetadataKey.data(), net::kCredentialMetadataKey.size()));
+    if (it == md.end())
+      return denied(fmt::format("the controller at {} did not prove itself (no {} credential)", uri,
+                                agent.config().credentials->name()));
     std::string session_key;
-    auto id = net::munge_decode_prefixed(agent.config().munge_socket,
-                                         std::string_view(it->second.data(), it->second.size()),
-                                         net::kMungeControllerPayload, &session_key);
+    auto id = agent.config().credentials->decode(std::string_view(it->second.data(), it->second.size()),
+                                                 net::kControllerPayload, &session_key);
     if (!id) return denied("the controller at " + uri + " did not prove itself: " + id.message());
     if (id->uid != 0 && id->uid != ::getuid())
       return denied(fmt::format("the controller at {} runs as uid {}, not root: refused", uri, id->uid));
@@ -188,7 +188,7 @@ struct ControllerLink::Impl {
     }
     new_channel();
     // Over TCP the controller knows this agent by a MUNGE credential from its munged.
-    if (auto st = net::add_credential(ctx, uri, agent.config().munge_socket); !st) {
+    if (auto st = net::add_credential(ctx, uri, *agent.config().credentials); !st) {
       note_down(st.message());
       return false;
     }

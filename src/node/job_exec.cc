@@ -495,7 +495,7 @@ void JobExecutor::drop_deferred(Job& job, int sig) {
 Status JobExecutor::start_pmi(Job& job, Node& node, const v1::StartJob& msg) {
   if (msg.exec_nodes() > 1 && !msg.stepmgr().empty())
     node.exchange = std::make_unique<JobFenceExchange>(loop_, msg.stepmgr(), job.id, node.name, msg.exec_nodes(),
-                                                       config_.munge_socket, config_.tls_ca);
+                                                       config_.credentials, config_.tls_ca);
   else
     node.exchange = std::make_unique<LocalPmiExchange>();
   PmiStep step;

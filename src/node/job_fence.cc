@@ -10,7 +10,7 @@
 #include <grpcpp/grpcpp.h>
 
 #include "corral.grpc.pb.h"
-#include "net/munge_grpc.h"
+#include "net/grpc_credential.h"
 #include "net/tls.h"
 #include "node/event_loop.h"
 
@@ -102,15 +102,15 @@ struct JobFenceExchange::Impl {
   uint32_t nodes;
   uint32_t seq = 0;
   std::string uri;
-  std::string munge_socket;
+  std::shared_ptr<net::Credentials> creds;
   struct Call {
     std::unique_ptr<grpc::ClientContext> ctx;
     std::thread thread;
   };
   std::vector<Call> calls;
 
-  Impl(EventLoop& l, const std::string& target, uint64_t j, std::string n, uint32_t c, std::string munge,
-       const std::string& tls_ca)
+  Impl(EventLoop& l, const std::string& target, uint64_t j, std::string n, uint32_t c,
+       std::shared_ptr<net::Credentials> cr, const std::string& tls_ca)
       : loop(l),
         channel(grpc::CreateChannel(target, security(tls_ca, target))),
         stub(v1::StepService::NewStub(channel)),
@@ -118,13 +118,13 @@ struct JobFenceExchange::Impl {
         node(std::move(n)),
         nodes(c),
         uri(target),
-        munge_socket(std::move(munge)) {}
+        creds(std::move(cr)) {}
 };
 
 JobFenceExchange::JobFenceExchange(EventLoop& loop, std::string stepmgr_uri, uint64_t jobid, std::string node,
-                                   uint32_t nodes, std::string munge_socket, const std::string& tls_ca)
-    : impl_(std::make_unique<Impl>(loop, stepmgr_uri, jobid, std::move(node), nodes, std::move(munge_socket),
-                                   tls_ca)) {}
+                                   uint32_t nodes, std::shared_ptr<net::Credentials> creds,
+                                   const std::string& tls_ca)
+    : impl_(std::make_unique<Impl>(loop, stepmgr_uri, jobid, std::move(node), nodes, std::move(creds), tls_ca)) {}
 
 JobFenceExchange::~JobFenceExchange() {
   for (auto& c : impl_->calls) c.ctx->TryCancel();
@@ -140,8 +140,11 @@ void JobFenceExchange::fence(PmiKvs local_puts, Done done) {
   for (auto& [k, v] : local_puts) (*req.mutable_kvs())[k] = std::move(v);
   auto ctx = std::make_unique<grpc::ClientContext>();
   ctx->set_wait_for_ready(true);  // the step manager's agent may still be starting its server
-  if (auto st = net::add_credential(*ctx, impl_->uri, impl_->munge_socket); !st) {
-    impl_->loop.post([done = std::move(done), e = st.error()]() mutable {
+  Status cred = impl_->creds ? net::add_credential(*ctx, impl_->uri, *impl_->creds)
+               : net::over_network(impl_->uri) ? Status(Error{Errc::internal, "no credentials for a call over TCP"})
+                                               : Status();
+  if (!cred) {
+    impl_->loop.post([done = std::move(done), e = cred.error()]() mutable {
       done(Error{Errc::unavailable, "the step manager's barrier: " + e.message});
     });
     return;

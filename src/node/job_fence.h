@@ -10,6 +10,7 @@
 #include <string>
 
 #include "corral.pb.h"
+#include "net/credentials.h"
 #include "node/pmi_exchange.h"
 #include "util/result.h"
 
@@ -41,9 +42,10 @@ class JobFenceTable {
 // the answer to the loop; destroying the exchange cancels calls still waiting.
 class JobFenceExchange final : public PmiExchange {
  public:
-  // `munge_socket`: for a step manager over TCP, whose requests carry a MUNGE credential.
+  // `creds`: for a step manager over TCP, whose requests carry a credential (null: a step
+  // manager on a Unix socket only).
   JobFenceExchange(EventLoop& loop, std::string stepmgr_uri, uint64_t jobid, std::string node,
-                   uint32_t nodes, std::string munge_socket = {}, const std::string& tls_ca = {});
+                   uint32_t nodes, std::shared_ptr<net::Credentials> creds = nullptr, const std::string& tls_ca = {});
   ~JobFenceExchange() override;
   JobFenceExchange(const JobFenceExchange&) = delete;
   JobFenceExchange& operator=(const JobFenceExchange&) = delete;

@@ -25,6 +25,7 @@
 #include <spdlog/spdlog.h>
 
 #include "job/hmac_key.h"
+#include "net/credentials.h"
 #include "net/peer_listener.h"
 #include "net/tls.h"
 #include "node/agent.h"
@@ -63,6 +64,7 @@ struct Options {
   std::string listen;
   std::string tls_ca, tls_cert, tls_key;
   std::string key_file;
+  std::string auth = "munge";
   std::string munge_socket;
 };
 
@@ -213,7 +215,7 @@ struct StepServer {
       builder.AddListeningPort(listen, *creds);
     }
     service = std::make_unique<StepService>(loop, agent.steps(), agent.step_node(), agent.fences(), peers.get(),
-                                            agent.config().munge_socket);
+                                            agent.config().credentials);
     builder.RegisterService(service->service());
     builder.SetMaxReceiveMessageSize(kMaxStepMessage);
     builder.SetMaxSendMessageSize(kMaxStepMessage);
@@ -290,6 +292,12 @@ int main(int argc, char** argv) {
                  "tasks may run on any CPU")
       ->check(CLI::IsMember({"cores", "none"}))
       ->capture_default_str();
+  app.add_option("--auth", o.auth,
+                 "How this agent and the hosts it talks to over TCP know each other: munge (munged on every "
+                 "host) or cluster-key (the cluster key, which --key-file names, signs; corral-authd signs "
+                 "for users). The controller's [controller] auth must be the same")
+      ->check(CLI::IsMember({"munge", "cluster-key"}))
+      ->capture_default_str();
   app.add_option("--munge-socket", o.munge_socket,
                  "munged's socket, for the MUNGE credential that identifies this agent to a controller "
                  "reached over TCP (--controller HOST:PORT; default /run/munge/munge.socket.2)");
@@ -299,9 +307,9 @@ int main(int argc, char** argv) {
   app.add_option("--tls-cert", o.tls_cert, "This agent's certificate (PEM): its --listen HOST:PORT serves TLS");
   app.add_option("--tls-key", o.tls_key, "The private key of --tls-cert (PEM, readable by root only)");
   app.add_option("--key-file", o.key_file,
-                 "The cluster key file (hex, mode 0600) shared with corrald, to check step credentials "
-                 "with. Not needed: without it the agent checks them with the key of each job, which the "
-                 "controller sends to the job's nodes (wrapped for this connection)");
+                 "The cluster key file (hex, mode 0600) shared with corrald. Needed with --auth cluster-key; "
+                 "with MUNGE it is not: the agent checks step credentials with the key of each job, which "
+                 "the controller sends to the job's nodes (wrapped for this connection)");
   CLI11_PARSE(app, argc, argv);
 
   block_signals();
@@ -342,7 +350,11 @@ int main(int argc, char** argv) {
   if (!spool) return fail("--output-spool: " + spool.message());
   if (*spool > (48u << 20)) return fail("--output-spool: at most 48MiB (it goes in one message to the controller)");
   config.output_spool_max = *spool;
-  config.munge_socket = o.munge_socket;
+  if (o.auth == "cluster-key" && o.key_file.empty())
+    return fail("--auth cluster-key needs --key-file (the cluster key, the same file as corrald's)");
+  auto creds = net::make_credentials(net::AuthConfig{*net::parse_auth_method(o.auth), o.munge_socket, o.key_file, {}});
+  if (!creds) return fail("--key-file: " + creds.message());
+  config.credentials = std::move(*creds);
   if (auto ca = net::channel_credentials(o.tls_ca, "tcp-check"); !ca) return fail("--tls-ca: " + ca.message());
   config.tls_ca = o.tls_ca;
   config.cpu_bind = o.cpu_bind == "cores";

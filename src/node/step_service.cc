@@ -14,7 +14,7 @@
 #include <spdlog/spdlog.h>
 
 #include "corral.grpc.pb.h"
-#include "net/munge_grpc.h"
+#include "net/grpc_credential.h"
 #include "net/peer_listener.h"
 #include "node/event_loop.h"
 #include "node/job_fence.h"
@@ -208,8 +208,8 @@ class RunStepCall final : public RunStepReactor {
 class StepService::Impl final : public v1::StepService::WithCallbackMethod_RunStep<v1::StepService::Service> {
  public:
   Impl(EventLoop& loop, StepManager& steps, StepNode& node, JobFenceTable& fences, const net::PeerListener* peers,
-       std::string munge_socket)
-      : loop_(loop), steps_(steps), node_(node), fences_(fences), peers_(peers), munge_socket_(std::move(munge_socket)) {}
+       std::shared_ptr<net::Credentials> creds)
+      : loop_(loop), steps_(steps), node_(node), fences_(fences), peers_(peers), creds_(std::move(creds)) {}
 
   RunStepReactor* RunStep(grpc::CallbackServerContext* ctx) override {
     return new RunStepCall(loop_, steps_, next_client_.fetch_add(1), caller(ctx));
@@ -249,14 +249,14 @@ class StepService::Impl final : public v1::StepService::WithCallbackMethod_RunSt
   }
 
  private:
-  // The Unix socket's SO_PEERCRED, or over TCP the request's MUNGE credential (as corrald
+  // The Unix socket's SO_PEERCRED, or over TCP the request's credential (as corrald
   // does); nothing else identifies a caller. Refusals over TCP are logged with the peer.
   std::optional<uint32_t> caller(grpc::ServerContextBase* ctx) const {
     const std::string peer = ctx->peer();
     if (peers_ != nullptr)
       if (auto cred = peers_->lookup(peer)) return cred->uid;
-    if (peer.rfind("ipv4:", 0) != 0 && peer.rfind("ipv6:", 0) != 0) return std::nullopt;
-    auto id = net::caller_of(*ctx, munge_socket_);
+    if ((peer.rfind("ipv4:", 0) != 0 && peer.rfind("ipv6:", 0) != 0) || !creds_) return std::nullopt;
+    auto id = net::caller_of(*ctx, *creds_);
     if (!id) {
       spdlog::warn("step service: refused a request from {}: {}", peer, id.message());
       return std::nullopt;
@@ -269,13 +269,13 @@ class StepService::Impl final : public v1::StepService::WithCallbackMethod_RunSt
   StepNode& node_;
   JobFenceTable& fences_;
   const net::PeerListener* peers_;
-  std::string munge_socket_;
+  std::shared_ptr<net::Credentials> creds_;
   std::atomic<StepManager::ClientId> next_client_{1};
 };
 
 StepService::StepService(EventLoop& loop, StepManager& steps, StepNode& node, JobFenceTable& fences,
-                         const net::PeerListener* peers, std::string munge_socket)
-    : impl_(std::make_unique<Impl>(loop, steps, node, fences, peers, std::move(munge_socket))) {}
+                         const net::PeerListener* peers, std::shared_ptr<net::Credentials> creds)
+    : impl_(std::make_unique<Impl>(loop, steps, node, fences, peers, std::move(creds))) {}
 
 StepService::~StepService() = default;
 

@@ -12,8 +12,9 @@ class Service;
 }
 
 namespace corral::net {
+class Credentials;
 class PeerListener;
-}
+}  // namespace corral::net
 
 namespace corral::node {
 
@@ -25,10 +26,10 @@ class JobFenceTable;
 class StepService {
  public:
   // Everything must outlive the service; the step manager and the node are only touched
-  // on the loop thread. `peers` may be null (TCP): callers there are known by the MUNGE
-  // credential of each request, checked through munged at `munge_socket` (empty: default).
+  // on the loop thread. `peers` may be null (TCP): callers there are known by the
+  // credential of each request, checked with `creds` (null: no caller over TCP is known).
   StepService(EventLoop& loop, StepManager& steps, StepNode& node, JobFenceTable& fences,
-              const net::PeerListener* peers, std::string munge_socket = {});
+              const net::PeerListener* peers, std::shared_ptr<net::Credentials> creds = nullptr);
   ~StepService();
   StepService(const StepService&) = delete;
   StepService& operator=(const StepService&) = delete;

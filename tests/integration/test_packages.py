@@ -38,7 +38,9 @@ def field(deb, name):
 
 def test_three_packages_with_their_files(debs):
     assert set(debs) == {"corral", "corrald", "corral-node"}, debs
-    assert "/usr/bin/corral" in contents(debs["corral"])
+    client = contents(debs["corral"])
+    assert {"/usr/bin/corral", "/usr/sbin/corral-authd", "/usr/lib/systemd/system/corral-authd.service"} <= client, \
+        client
     ctld = contents(debs["corrald"])
     assert {"/usr/sbin/corrald", "/usr/lib/systemd/system/corrald.service",
             "/usr/share/doc/corrald/install.md"} <= ctld, ctld
@@ -56,6 +58,8 @@ def test_the_unpacked_programs_run(debs, tmp_path):
     version = subprocess.run([str(tmp_path / "usr/bin/corral"), "--version"], capture_output=True, text=True)
     assert version.returncode == 0 and "corral" in version.stdout, version
     agent = subprocess.run([str(tmp_path / "usr/sbin/corral-node"), "--help"], capture_output=True, text=True)
-    assert agent.returncode == 0 and "--munge-socket" in agent.stdout
+    assert agent.returncode == 0 and "--munge-socket" in agent.stdout and "--auth" in agent.stdout
+    authd = subprocess.run([str(tmp_path / "usr/sbin/corral-authd"), "--help"], capture_output=True, text=True)
+    assert authd.returncode == 0 and "--key-file" in authd.stdout, authd
     unit = (tmp_path / "usr/lib/systemd/system/corral-node.service").read_text()
     assert "Delegate=yes" in unit and "ExecStart=/usr/sbin/corral-node" in unit

@@ -25,7 +25,7 @@ int main(int argc, char** argv) {
   auto channel = grpc::CreateChannel(argv[first], grpc::InsecureChannelCredentials());
   grpc::ClientContext ctx;
   ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
-  if (argc - first == 2) ctx.AddMetadata(std::string(corral::net::kMungeMetadataKey), argv[first + 1]);
+  if (argc - first == 2) ctx.AddMetadata(std::string(corral::net::kCredentialMetadataKey), argv[first + 1]);
   grpc::Status st;
   if (fence) {
     corral::v1::JobFenceRequest req;  // a barrier of a job that does not exist

@@ -1,0 +1,28 @@
+#include "net/replay_cache.h"
+
+namespace corral::net {
+
+Status ReplayCache::remember(std::string_view key, int64_t expires, int64_t now) {
+  std::lock_guard lock(mu_);
+  drop_expired(now);
+  std::string k(key);
+  if (seen_.count(k) != 0) return denied("the credential was used before (a replay)");
+  if (seen_.size() >= capacity_)
+    return Error{Errc::unavailable, "too many credentials in the last few minutes; try again shortly"};
+  seen_.insert(k);
+  by_expiry_.emplace(expires, std::move(k));
+  return {};
+}
+
+size_t ReplayCache::size() const {
+  std::lock_guard lock(mu_);
+  return seen_.size();
+}
+
+void ReplayCache::drop_expired(int64_t now) {
+  auto end = by_expiry_.lower_bound(now);  // a credential is still good at its expiry second
+  for (auto it = by_expiry_.begin(); it != end; ++it) seen_.erase(it->second);
+  by_expiry_.erase(by_expiry_.begin(), end);
+}
+
+}  // namespace corral::net
