@@ -104,7 +104,7 @@ int main(int argc, char** argv) {
   ::umask(022);
   if (!o.log_file.empty()) spdlog::set_default_logger(spdlog::basic_logger_mt("corral-authd", o.log_file));
   spdlog::set_level(spdlog::level::from_str(o.log_level));
-  spdlog::flush_on(spdlog::level::info);
+  spdlog::flush_on(spdlog::level::from_str(o.log_level));  // every line written: a quiet log
   corral::cloexec_from(3);
   return run(o);
 }

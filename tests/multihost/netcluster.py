@@ -5,6 +5,9 @@ real node (no --nodes: hwloc discovery, named after its host) that reaches the c
 by name over TCP with MUNGE and serves steps on TCP; clients run on the login host. No
 process is told a MUNGE socket: each host's is at libmunge's default path.
 
+With auth="cluster-key" no munged runs: every host runs corral-authd (at its default socket
+in the host's own /run) with the cluster key, corrald and the agents sign with the key.
+
 Used as the `net_cluster` fixture (import it into a test module); `NetCluster(...)` for
 a cluster a test shapes itself. Everything is stopped and removed at the end.
 """
@@ -32,13 +35,15 @@ requires_hosts = pytest.mark.skipif(not (can_make_hosts() and have_munged()),
 
 
 class NetCluster(ClusterQueries):
-    def __init__(self, computes=4, node_timeout="3s", sets=(), agent_args=(), tls=False):
+    def __init__(self, computes=4, node_timeout="3s", sets=(), agent_args=(), tls=False, auth="munge"):
         self.compute_names = [f"c{i}" for i in range(1, computes + 1)]
         self.net = Network(["ctl", "login", *self.compute_names])
         self.dir = tempfile.mkdtemp(prefix="corral-mh-")
         os.chmod(self.dir, 0o755)
         self.key = os.urandom(1024)  # the site's MUNGE key, on every host
         self.munged = {}
+        self.auth = auth
+        self.authd = {}
         self.sets = ["controller.heartbeat-interval=0.5s", f"controller.node-timeout={node_timeout}",
                      "controller.kill-grace=1s", *sets]
         self.agent_args = [str(a) for a in agent_args]
@@ -74,10 +79,27 @@ class NetCluster(ClusterQueries):
         self.munged[name] = m
         return m
 
+    def start_authd(self, name):
+        """corral-authd on host `name`, at its default socket (/run is the host's own)."""
+        self.authd[name] = self.host(name).spawn(
+            [binary("corral-authd"), "--key-file", self.key_file, "--log-file", os.path.join(self.dir, f"{name}-authd.log")],
+            os.path.join(self.dir, f"{name}-authd.out"))
+        return self.authd[name]
+
+    def start_signers(self):
+        for name in self.net.hosts:
+            if self.auth == "cluster-key":
+                self.start_authd(name)
+            else:
+                self.start_munged(name)
+        if self.auth == "cluster-key":  # ready when every host's socket answers
+            wait_until(lambda: all(self.host(n).run(["test", "-S", "/run/corral-authd/authd.sock"]).returncode == 0
+                                   for n in self.net.hosts), timeout=20, what="corral-authd on every host")
+
     def start_controller(self):
         config = os.path.join(self.dir, "corral.toml")
         with open(config, "w") as f:
-            f.write(f'[controller]\nlisten = ["0.0.0.0:{CONTROLLER_PORT}"]\n')
+            f.write(f'[controller]\nlisten = ["0.0.0.0:{CONTROLLER_PORT}"]\nauth = "{self.auth}"\n')
             if self.tls:
                 f.write(f'tls-key = "{self.tls["ctl"][0]}"\ntls-cert = "{self.tls["ctl"][1]}"\n')
         args = [binary("corrald"), "--config", config, "--socket", os.path.join(self.dir, "corrald.sock"),
@@ -93,15 +115,16 @@ class NetCluster(ClusterQueries):
         state = os.path.join(self.dir, name)
         args = [binary("corral-node"), "--controller", self.uri, "--listen", f"0.0.0.0:{STEP_PORT}", "--state-dir", state,
                 "--log-file", os.path.join(self.dir, f"{name}.log"),
-                "--cgroups", self.cgroup if self.cgroup else "none", *self.agent_args]
+                "--cgroups", self.cgroup if self.cgroup else "none", "--auth", self.auth, *self.agent_args]
+        if self.auth == "cluster-key":
+            args += ["--key-file", self.key_file]
         if self.tls:
             args += ["--tls-ca", self.tls["ca"], "--tls-key", self.tls[name][0], "--tls-cert", self.tls[name][1]]
         self.agents[name] = self.host(name).spawn(args, os.path.join(self.dir, f"{name}.out"))
         return self.agents[name]
 
     def start(self, timeout=60):
-        for name in self.net.hosts:
-            self.start_munged(name)
+        self.start_signers()
         self.start_controller()
         for name in self.compute_names:
             self.start_agent(name)
@@ -111,7 +134,7 @@ class NetCluster(ClusterQueries):
     # ------------------------------------------------------------ clients (on the login host)
 
     def client_env(self, **extra):
-        env = dict(os.environ, CORRAL_URI=self.uri, **extra)
+        env = dict(os.environ, CORRAL_URI=self.uri, CORRAL_AUTH=self.auth, **extra)
         if self.tls:
             env.setdefault("CORRAL_TLS_CA", self.tls["ca"])
         env.pop("CORRAL_MUNGE_SOCKET", None)  # each host's own, at libmunge's default path
@@ -163,6 +186,8 @@ class NetCluster(ClusterQueries):
         stop_process(self.controller, signal.SIGTERM)
         for m in self.munged.values():
             m.stop()
+        for p in self.authd.values():
+            stop_process(p, signal.SIGTERM)
         self.net.stop()
         remove_agent_cgroups(self.cgroup, [os.path.join(self.dir, n) for n in self.compute_names])
         shutil.rmtree(self.dir, ignore_errors=True)

@@ -3,19 +3,40 @@
 // made for something else).
 //
 //   corral-rpc-probe [--fence] TARGET [CREDENTIAL]
+//   corral-rpc-probe --sign AUTHD_SOCKET [PAYLOAD]
 //
 // Sends one Ping to corrald at TARGET (a gRPC address) — or with --fence a JobFence to a
-// node agent's StepService there — with CREDENTIAL as its MUNGE metadata when given, and
-// prints the gRPC status code and message; exits 0 when the answer was OK.
+// node agent's StepService there — with CREDENTIAL as its credential metadata when given,
+// and prints the gRPC status code and message; exits 0 when the answer was OK.
+// With --sign it prints a cluster-key credential corral-authd made for the caller (payload
+// "corral-request-v1" unless given), to be replayed or altered by the test.
 #include <grpcpp/grpcpp.h>
 
 #include <cstdio>
 #include <string>
 
 #include "corral.grpc.pb.h"
-#include "net/munge_cred.h"
+#include "net/cluster_key_auth.h"
+#include "net/credentials.h"
+
+namespace {
+
+int sign(const std::string& socket, const std::string& payload) {
+  auto creds = corral::net::cluster_key_credentials("", socket);
+  auto cred = creds ? (*creds)->encode(payload) : corral::Result<std::string>(creds.error());
+  if (!cred) {
+    std::fprintf(stderr, "corral-rpc-probe: %s\n", cred.message().c_str());
+    return 1;
+  }
+  std::printf("%s\n", cred->c_str());
+  return 0;
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
+  if (argc > 2 && std::string(argv[1]) == "--sign")
+    return sign(argv[2], argc > 3 ? argv[3] : std::string(corral::net::kRequestPayload));
   const bool fence = argc > 1 && std::string(argv[1]) == "--fence";
   const int first = fence ? 2 : 1;
   if (argc - first < 1 || argc - first > 2) {
