@@ -20,7 +20,7 @@
 namespace corral::net {
 
 inline constexpr std::string_view kClusterCredPrefix = "corral1.";
-inline constexpr uint32_t kClusterCredTtl = 300;      // seconds, MUNGE's default
+inline constexpr uint32_t kClusterCredTtl = 60;  // seconds: used at once, and the replay cache stays small
 inline constexpr int64_t kClusterCredClockSkew = 60;  // a credential "from the future" is taken this far
 inline constexpr size_t kClusterCredNonceBytes = 16;
 inline constexpr size_t kMaxClusterCredPayload = 1024;

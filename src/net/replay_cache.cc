@@ -1,16 +1,21 @@
 #include "net/replay_cache.h"
 
+#include <cstring>
+
 namespace corral::net {
 
 Status ReplayCache::remember(std::string_view key, int64_t expires, int64_t now) {
+  if (key.size() != kKeyBytes) return invalid("a replay key is 16 bytes");
+  Key k;
+  std::memcpy(&k.hi, key.data(), 8);
+  std::memcpy(&k.lo, key.data() + 8, 8);
   std::lock_guard lock(mu_);
   drop_expired(now);
-  std::string k(key);
   if (seen_.count(k) != 0) return denied("the credential was used before (a replay)");
   if (seen_.size() >= capacity_)
-    return Error{Errc::unavailable, "too many credentials in the last few minutes; try again shortly"};
+    return Error{Errc::unavailable, "too many credentials in the last minute; try again shortly"};
   seen_.insert(k);
-  by_expiry_.emplace(expires, std::move(k));
+  by_expiry_.emplace(expires, k);
   return {};
 }
 

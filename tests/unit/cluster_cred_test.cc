@@ -98,25 +98,28 @@ TEST(ClusterCred, APayloadIsBounded) {
 }
 
 TEST(ReplayCache, TakesEachKeyOnceUntilItExpires) {
+  const std::string a(16, 'a'), b(16, 'b');
   ReplayCache cache(4);
-  EXPECT_TRUE(cache.remember("a", kNow + 300, kNow));
-  auto again = cache.remember("a", kNow + 300, kNow + 1);
+  EXPECT_TRUE(cache.remember(a, kNow + 300, kNow));
+  auto again = cache.remember(a, kNow + 300, kNow + 1);
   ASSERT_FALSE(again);
   EXPECT_EQ(again.error().code, Errc::permission_denied);
-  EXPECT_FALSE(cache.remember("a", kNow + 300, kNow + 300)) << "still good at its expiry second";
-  EXPECT_TRUE(cache.remember("b", kNow + 300, kNow + 301));
+  EXPECT_FALSE(cache.remember(a, kNow + 300, kNow + 300)) << "still good at its expiry second";
+  EXPECT_TRUE(cache.remember(b, kNow + 300, kNow + 301));
   EXPECT_EQ(cache.size(), 1u) << "a is forgotten once its credential can no longer be used";
+  EXPECT_FALSE(cache.remember("short", kNow + 300, kNow));
 }
 
 TEST(ReplayCache, WhenFullItRefusesRatherThanForgets) {
+  const std::string a(16, 'a'), b(16, 'b'), c(16, 'c');
   ReplayCache cache(2);
-  EXPECT_TRUE(cache.remember("a", kNow + 300, kNow));
-  EXPECT_TRUE(cache.remember("b", kNow + 300, kNow));
-  auto full = cache.remember("c", kNow + 300, kNow);
+  EXPECT_TRUE(cache.remember(a, kNow + 300, kNow));
+  EXPECT_TRUE(cache.remember(b, kNow + 300, kNow));
+  auto full = cache.remember(c, kNow + 300, kNow);
   ASSERT_FALSE(full);
   EXPECT_EQ(full.error().code, Errc::unavailable);
-  EXPECT_FALSE(cache.remember("a", kNow + 300, kNow)) << "a full cache still catches replays";
-  EXPECT_TRUE(cache.remember("c", kNow + 300, kNow + 301));
+  EXPECT_FALSE(cache.remember(a, kNow + 300, kNow)) << "a full cache still catches replays";
+  EXPECT_TRUE(cache.remember(c, kNow + 300, kNow + 301));
 }
 
 TEST(ClusterKeyCredentials, ADaemonSignsAsItselfAndChecksOnce) {
