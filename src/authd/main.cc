@@ -5,22 +5,18 @@
 #include <signal.h>
 #include <sys/stat.h>
 
-#include <condition_variable>
 #include <filesystem>
 #include <iostream>
-#include <mutex>
 #include <thread>
 
 #include <CLI/CLI.hpp>
-#include <grpcpp/server_builder.h>
 #include <spdlog/sinks/basic_file_sink.h>
 #include <spdlog/spdlog.h>
 
-#include "authd/sign_service.h"
+#include "authd/sign_server.h"
 #include "job/hmac_key.h"
 #include "net/cluster_key_auth.h"
 #include "net/credentials.h"
-#include "net/peer_listener.h"
 #include "util/fd_hygiene.h"
 
 namespace {
@@ -36,13 +32,17 @@ int fail(const std::string& msg) {
   return 1;
 }
 
-void wait_for_stop_signal() {
-  sigset_t set;
-  sigemptyset(&set);
-  sigaddset(&set, SIGTERM);
-  sigaddset(&set, SIGINT);
-  int sig = 0;
-  sigwait(&set, &sig);
+// Ends `server` at SIGTERM or SIGINT (blocked in every thread; this one waits for them).
+std::thread stop_on_signal(corral::authd::SignServer& server) {
+  return std::thread([&server] {
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGINT);
+    int sig = 0;
+    sigwait(&set, &sig);
+    server.stop();
+  });
 }
 
 int run(const Options& o) {
@@ -53,25 +53,20 @@ int run(const Options& o) {
   std::error_code ec;
   if (auto dir = std::filesystem::path(o.socket).parent_path(); !dir.empty() && std::filesystem::create_directories(dir, ec))
     ::chmod(dir.c_str(), 0755);
-  auto listener = net::PeerListener::open(o.socket, raise_fd_limit());
-  if (!listener) return fail("--socket: " + listener.message());
+  raise_fd_limit();
   const std::string origin = net::this_host_origin();
   if (origin.empty())
     spdlog::warn("this host's name resolves to no IPv4 address: credentials will name no origin host, and "
                  "corrald will let no agent on this host register nodes");
-  authd::SignService service(**listener, std::move(*key), origin);
-  grpc::ServerBuilder builder;
-  builder.RegisterService(&service);
-  builder.SetMaxReceiveMessageSize(4096);  // a request is a payload of at most 1024 bytes
-  auto server = builder.BuildAndStart();
-  if (!server) return fail("cannot start the gRPC server");
-  (*listener)->start(server.get());
+  auto server = authd::SignServer::open(o.socket, std::move(*key), origin);
+  if (!server) return fail("--socket: " + server.message());
   spdlog::info("corral-authd {} signing on {} for host {}", CORRAL_VERSION, o.socket,
                origin.empty() ? "(no address)" : origin);
-  wait_for_stop_signal();
+  std::thread signals = stop_on_signal(**server);
+  (*server)->run();
+  pthread_kill(signals.native_handle(), SIGTERM);  // run() may also end on an error
+  signals.join();
   spdlog::info("corral-authd stopping");
-  (*listener)->stop();
-  server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
   return 0;
 }
 

@@ -2,6 +2,7 @@
 
 #include <thread>
 
+#include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
 #include "job/hmac_key.h"
@@ -26,10 +27,7 @@ Result<Caller> RpcService::caller(grpc::ServerContext* ctx) const {
   auto id = net::caller_of(*ctx, *creds_);
   if (!id) {
     spdlog::warn("refused a request from {}: {}", peer, id.message());
-    const bool munge = creds_->name() == "MUNGE";
-    return denied(id.message() + (munge ? " (requests over TCP need a credential from munged with the site's key)"
-                                        : " (requests over TCP need a credential from corral-authd, which holds "
-                                          "the site's cluster key)"));
+    return denied(fmt::format("{} (requests over TCP need {})", id.message(), creds_->source()));
   }
   // A credential with no origin address still marks the caller as remote: an agent then
   // can claim no node (check_node_claim), which is the safe side.

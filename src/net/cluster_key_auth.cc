@@ -6,10 +6,9 @@
 #include <climits>
 
 #include <fmt/format.h>
-#include <grpcpp/grpcpp.h>
 
-#include "corral.grpc.pb.h"
 #include "job/hmac_key.h"
+#include "net/authd_wire.h"
 #include "net/cluster_cred.h"
 #include "net/replay_cache.h"
 #include "net/resolve.h"
@@ -23,33 +22,15 @@ int64_t unix_now() {
       .count();
 }
 
-// One call to corral-authd; a refusal or an unreachable socket says which socket.
-Result<std::string> sign_through_authd(const std::string& socket, std::string_view payload,
-                                       std::optional<uint32_t> restrict_uid) {
-  auto channel = grpc::CreateChannel("unix:" + socket, grpc::InsecureChannelCredentials());
-  auto stub = v1::Auth::NewStub(channel);
-  grpc::ClientContext ctx;
-  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
-  v1::SignRequest req;
-  req.set_payload(std::string(payload));
-  if (restrict_uid) req.set_restrict_uid(*restrict_uid);
-  v1::SignReply rep;
-  const grpc::Status st = stub->Sign(&ctx, req, &rep);
-  if (st.error_code() == grpc::StatusCode::UNAVAILABLE || st.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED)
-    return Error{Errc::unavailable,
-                 fmt::format("cluster-key credential from corral-authd at {}: {} (is corral-authd running?)", socket,
-                             st.error_message())};
-  if (!st.ok())
-    return denied(fmt::format("corral-authd at {} refused to sign: {}", socket, st.error_message()));
-  return rep.credential();
-}
-
 class ClusterKeyCredentials final : public Credentials {
  public:
   ClusterKeyCredentials(std::string key, std::string authd_socket)
       : key_(std::move(key)), authd_socket_(std::move(authd_socket)), origin_(this_host_origin()) {}
 
   std::string_view name() const override { return "cluster-key"; }
+  std::string_view source() const override {
+    return "a credential from corral-authd, which holds the site's cluster key";
+  }
 
   Result<std::string> encode(std::string_view payload) override { return sign(payload, std::nullopt); }
   Result<std::string> encode_for(std::string_view payload, uint32_t uid) override { return sign(payload, uid); }
@@ -76,8 +57,8 @@ class ClusterKeyCredentials final : public Credentials {
  private:
   Result<std::string> sign(std::string_view payload, std::optional<uint32_t> restrict_uid) {
     if (key_.empty())
-      return sign_through_authd(authd_socket_.empty() ? std::string(kDefaultAuthdSocket) : authd_socket_, payload,
-                                restrict_uid);
+      return authd_sign(authd_socket_.empty() ? std::string(kDefaultAuthdSocket) : authd_socket_,
+                        AuthdRequest{restrict_uid, std::string(payload)});
     ClusterCred c;
     c.uid = static_cast<uint32_t>(::getuid());
     c.gid = static_cast<uint32_t>(::getgid());

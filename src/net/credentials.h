@@ -61,6 +61,8 @@ class Credentials {
   virtual ~Credentials() = default;
   // How credentials are named in messages: "MUNGE" or "cluster-key".
   virtual std::string_view name() const = 0;
+  // Where a caller gets one, for refusals: "a credential from munged with the site's key".
+  virtual std::string_view source() const = 0;
   // A credential of the calling process. Errc::unavailable when the signer (munged,
   // corral-authd) cannot be reached.
   virtual Result<std::string> encode(std::string_view payload) = 0;

@@ -110,6 +110,7 @@ class MungeCredentials final : public Credentials {
  public:
   explicit MungeCredentials(std::string socket) : socket_(std::move(socket)) {}
   std::string_view name() const override { return "MUNGE"; }
+  std::string_view source() const override { return "a credential from munged with the site's key"; }
   Result<std::string> encode(std::string_view payload) override { return munge_encode(socket_, payload); }
   Result<std::string> encode_for(std::string_view payload, uint32_t uid) override {
     return munge_encode_for(socket_, payload, uid);

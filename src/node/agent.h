@@ -17,7 +17,7 @@
 #include "node/step_manager.h"
 #include "node/step_node.h"
 #include "node/task_cgroups.h"
-#include "node/unique_fd.h"
+#include "util/unique_fd.h"
 #include "util/result.h"
 
 namespace corral::node {

@@ -95,7 +95,8 @@ struct ControllerLink::Impl {
 
   // Over TCP the answer must prove it comes from the real controller before the agent
   // acts on it: a credential (controller payload) from root, made on a host the
-  // controller's address names, for this agent's uid only. (On the Unix socket only root could have made it.)
+  // controller's address names, for this agent's uid only. (On the Unix socket only root
+  // could have made it.)
   // Over TCP: the session key the controller's credential carries (over a Unix socket it
   // comes in the register ack instead: empty here).
   Result<std::string> check_controller(const grpc::ClientContext& ctx) const {
@@ -187,7 +188,7 @@ struct ControllerLink::Impl {
       context = &ctx;
     }
     new_channel();
-    // Over TCP the controller knows this agent by a MUNGE credential from its munged.
+    // Over TCP the controller knows this agent by its credential (MUNGE's, or the cluster key's).
     if (auto st = net::add_credential(ctx, uri, *agent.config().credentials); !st) {
       note_down(st.message());
       return false;

@@ -12,7 +12,7 @@
 #include <utility>
 #include <vector>
 
-#include "node/unique_fd.h"
+#include "util/unique_fd.h"
 #include "util/result.h"
 
 namespace corral::node {

@@ -19,7 +19,7 @@
 #include "node/outbox.h"
 #include "node/pmi_server.h"
 #include "node/task_launcher.h"
-#include "node/unique_fd.h"
+#include "util/unique_fd.h"
 #include "util/result.h"
 
 namespace corral::job {

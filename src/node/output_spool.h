@@ -11,7 +11,7 @@
 
 
 #include "corral.pb.h"
-#include "node/unique_fd.h"
+#include "util/unique_fd.h"
 #include "util/result.h"
 
 namespace corral::node {

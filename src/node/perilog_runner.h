@@ -13,7 +13,7 @@
 #include "node/agent_config.h"
 #include "node/event_loop.h"
 #include "node/outbox.h"
-#include "node/unique_fd.h"
+#include "util/unique_fd.h"
 
 namespace corral::node {
 

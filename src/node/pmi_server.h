@@ -18,7 +18,7 @@
 #include "node/event_loop.h"
 #include "node/pmi_exchange.h"
 #include "node/pmi_wire.h"
-#include "node/unique_fd.h"
+#include "util/unique_fd.h"
 #include "util/result.h"
 
 namespace corral::node {

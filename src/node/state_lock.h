@@ -4,7 +4,7 @@
 
 #include <string>
 
-#include "node/unique_fd.h"
+#include "util/unique_fd.h"
 #include "util/result.h"
 
 namespace corral::node {

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "job/rlimit.h"
-#include "node/unique_fd.h"
+#include "util/unique_fd.h"
 #include "util/result.h"
 
 namespace corral::node {

@@ -173,18 +173,64 @@ def test_an_agent_over_tcp_signs_with_the_key_and_runs_jobs(key_cluster):
     assert nokey.returncode != 0 and "--auth cluster-key needs --key-file" in nokey.stderr, nokey.stderr
 
 
-def test_corral_authd_refuses_a_key_others_can_read_and_long_payloads(tmp_path):
+IDLE_CLIENT = """
+import socket, struct, sys, time
+path, n = sys.argv[1], int(sys.argv[2])
+held = []
+for _ in range(n):  # connections that never send their request
+    s = socket.socket(socket.AF_UNIX)
+    s.connect(path)
+    held.append(s)
+s = socket.socket(socket.AF_UNIX)
+s.connect(path)
+s.sendall(b"CAS1" + struct.pack(">BIH", 0, 0, 5) + b"hello")
+status, length = struct.unpack(">BH", s.recv(3))
+print(status, s.recv(length).decode())
+"""
+
+
+def raw_request(socket_path, header_length, payload=b""):
+    import socket as sk
+    import struct
+    s = sk.socket(sk.AF_UNIX)
+    s.connect(socket_path)
+    s.sendall(b"CAS1" + struct.pack(">BIH", 0, 0, header_length) + payload)
+    head = s.recv(3)
+    status, length = struct.unpack(">BH", head)
+    return status, s.recv(length).decode()
+
+
+def test_corral_authd_refuses_a_key_others_can_read_long_payloads_and_hoarders(tmp_path):
     key = write_key_file(str(tmp_path / "loose.key"))
     os.chmod(key, 0o644)
     proc = subprocess.run([binary("corral-authd"), "--key-file", key, "--socket", str(tmp_path / "a.sock")],
                           capture_output=True, text=True, timeout=30)
     assert proc.returncode != 0 and "chmod 600" in proc.stderr, proc.stderr
     os.chmod(key, 0o600)
-    authd = Authd(key, str(tmp_path))
+    public = public_dir("corral-authd-limits-")
+    authd = Authd(key, str(public))
     try:
         assert oct(os.stat(authd.socket).st_mode & 0o777) == "0o777"  # every local user asks it
-        long = subprocess.run([binary("corral-rpc-probe"), "--sign", authd.socket, "p" * 2000],
-                              capture_output=True, text=True, timeout=30)
-        assert long.returncode != 0 and "at most 1024 bytes" in long.stderr, long.stderr
+        status, why = raw_request(authd.socket, 2000, b"p" * 2000)
+        assert status == 1 and "at most 1024 bytes" in why, why
+        # Alice holds 8 idle connections: her 9th request is refused, Bob is served.
+        as_alice = subprocess.run(["setpriv", f"--reuid={ALICE}", f"--regid={ALICE}", "--clear-groups",
+                                   "/usr/bin/python3", "-c", IDLE_CLIENT, authd.socket, "8"],
+                                  capture_output=True, text=True, timeout=30)
+        assert as_alice.stdout.startswith("1 too many requests from this user"), as_alice.stdout + as_alice.stderr
+        assert authd.sign(user=BOB).startswith("corral1.")
+        # A connection that sends nothing is closed by corral-authd (after 2 s) ...
+        import socket as sk
+        idle = sk.socket(sk.AF_UNIX)
+        idle.connect(authd.socket)
+        idle.settimeout(20)
+        assert idle.recv(3) == b""
+        idle.close()
+        # ... and when Alice's connections end, her slots are free again.
+        again = subprocess.run(["setpriv", f"--reuid={ALICE}", f"--regid={ALICE}", "--clear-groups",
+                                "/usr/bin/python3", "-c", IDLE_CLIENT, authd.socket, "0"],
+                               capture_output=True, text=True, timeout=30)
+        assert again.stdout.startswith("0 corral1."), again.stdout + again.stderr
     finally:
         authd.stop()
+        shutil.rmtree(public, ignore_errors=True)
