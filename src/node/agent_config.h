@@ -36,6 +36,7 @@ struct AgentConfig {
   // Who this agent is to a controller, step manager or agent over TCP, and who they are to
   // it (net/credentials.h). Null: MUNGE through libmunge's default socket.
   std::shared_ptr<net::Credentials> credentials;
+  net::AuthMethod auth = net::AuthMethod::munge;  // the method of `credentials`
   // Tasks run only on the CPUs of their job's (or step's) cores on nodes with a CPU map
   // (NodeHardware::core_cpus: real nodes, not virtual ones).
   bool cpu_bind = true;

@@ -297,6 +297,7 @@ void JobExecutor::start_node(Job& job, uint32_t ni, const v1::NodeTasks& nt, con
   je.gpus = nt.gpus();
   je.cwd = cwd;
   je.controller_uri = config_.controller_uri;
+  if (config_.auth == net::AuthMethod::cluster_key) je.auth = std::string(net::auth_method_name(config_.auth));
   je.user_name = user.name;
   je.home = user.home;
   EnvMap extra = to_env_map(msg.extra_env());

@@ -352,7 +352,8 @@ int main(int argc, char** argv) {
   config.output_spool_max = *spool;
   if (o.auth == "cluster-key" && o.key_file.empty())
     return fail("--auth cluster-key needs --key-file (the cluster key, the same file as corrald's)");
-  auto creds = net::make_credentials(net::AuthConfig{*net::parse_auth_method(o.auth), o.munge_socket, o.key_file, {}});
+  config.auth = *net::parse_auth_method(o.auth);
+  auto creds = net::make_credentials(net::AuthConfig{config.auth, o.munge_socket, o.key_file, {}});
   if (!creds) return fail("--key-file: " + creds.message());
   config.credentials = std::move(*creds);
   if (auto ca = net::channel_credentials(o.tls_ca, "tcp-check"); !ca) return fail("--tls-ca: " + ca.message());

@@ -56,6 +56,7 @@ EnvMap build_node_env(const EnvMap& submit_env, const JobNodeEnv& job, const Env
   }
   env["CORRAL_SUBMIT_DIR"] = job.cwd;
   if (!job.controller_uri.empty()) env["CORRAL_URI"] = job.controller_uri;
+  if (!job.auth.empty()) env["CORRAL_AUTH"] = job.auth;
   for (const auto& [k, v] : extra) env[k] = v;
   return env;
 }

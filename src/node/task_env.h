@@ -25,6 +25,9 @@ struct JobNodeEnv {
   std::string gpus;   // idset of this node's gpus, may be empty
   std::string cwd;
   std::string controller_uri;
+  // "cluster-key" on a site without MUNGE: CORRAL_AUTH, so that `corral` in a task gets
+  // its credentials from corral-authd whatever the job's environment says.
+  std::string auth;
   std::string user_name;  // fills USER/LOGNAME when the submit environment lacks them
   std::string home;       // fills HOME likewise
 };

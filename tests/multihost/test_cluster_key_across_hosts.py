@@ -40,6 +40,15 @@ def test_jobs_and_steps_span_the_hosts_as_their_user(key_cluster, mpi_program): 
     info = c.wait_job(job)
     assert info["result"] == "COMPLETED", (info, open(log).read() if os.path.exists(log) else "")
     assert sorted(open(log).read().split()) == sorted(f"c{h}:{ALICE}" for h in (1, 1, 2, 2, 3, 3, 4, 4))
+    # A job that passes none of its submitter's environment still runs steps: its agent
+    # tells its tasks how the site authenticates (CORRAL_AUTH).
+    bare = os.path.join(shared, "bare.out")
+    job = c.batch(f"#!/bin/sh\necho auth=$CORRAL_AUTH\n{binary('corral')} run -N2 hostname\n", "-N2",
+                  "--export=NONE", "-o", bare, user=ALICE)
+    info = c.wait_job(job)
+    assert info["result"] == "COMPLETED", (info, open(bare).read() if os.path.exists(bare) else "")
+    lines = open(bare).read().split()
+    assert lines[0] == "auth=cluster-key" and len(lines) == 3, lines
     proc = c.corral("run", "-N4", "-n8", mpi_program, timeout=180, user=ALICE)
     assert sorted(proc.stdout.splitlines()) == sorted(
         [f"rank {r} of 8" for r in range(8)] + ["ring and allreduce ok"]), proc.stdout + proc.stderr

@@ -41,6 +41,15 @@ TEST(NodeTaskEnv, HasEveryCorralVariable) {
     EXPECT_TRUE(has(env, kv)) << kv;
 }
 
+TEST(NodeTaskEnv, ASiteWithoutMungeTellsItsTasksHowToAuthenticate) {
+  auto munge = build_task_env(build_node_env({}, job(), {}), 0, 0);
+  for (const auto& kv : munge) EXPECT_NE(kv.rfind("CORRAL_AUTH=", 0), 0u) << kv;
+  JobNodeEnv j = job();
+  j.auth = "cluster-key";
+  auto keyed = build_task_env(build_node_env({{"CORRAL_AUTH", "munge"}}, j, {}), 0, 0);
+  EXPECT_TRUE(has(keyed, "CORRAL_AUTH=cluster-key"));
+}
+
 TEST(NodeTaskEnv, SubmitEnvironmentWinsForUserBasics) {
   auto env = build_task_env(build_node_env({{"HOME", "/elsewhere"}, {"USER", "x"}}, job(), {}), 0, 0);
   EXPECT_TRUE(has(env, "HOME=/elsewhere"));
