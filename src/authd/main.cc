@@ -18,6 +18,7 @@
 #include "net/cluster_key_auth.h"
 #include "net/credentials.h"
 #include "util/fd_hygiene.h"
+#include "util/stop_signals.h"
 
 namespace {
 
@@ -35,12 +36,7 @@ int fail(const std::string& msg) {
 // Ends `server` at SIGTERM or SIGINT (blocked in every thread; this one waits for them).
 std::thread stop_on_signal(corral::authd::SignServer& server) {
   return std::thread([&server] {
-    sigset_t set;
-    sigemptyset(&set);
-    sigaddset(&set, SIGTERM);
-    sigaddset(&set, SIGINT);
-    int sig = 0;
-    sigwait(&set, &sig);
+    corral::wait_for_stop_signal();
     server.stop();
   });
 }
@@ -73,19 +69,14 @@ int run(const Options& o) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  sigset_t set;
-  sigemptyset(&set);
-  sigaddset(&set, SIGTERM);
-  sigaddset(&set, SIGINT);
-  pthread_sigmask(SIG_BLOCK, &set, nullptr);
-  signal(SIGPIPE, SIG_IGN);
+  corral::block_stop_signals();
 
   Options o;
   CLI::App app{
       "corral-authd: signs cluster-key credentials for this host's users, on sites that authenticate\n"
       "with corral's cluster key instead of MUNGE ([controller] auth = \"cluster-key\"). Local processes\n"
       "ask it over its Unix socket; the credential names the uid and gid the kernel gives for the\n"
-      "connection, this host's address, and lives 300 seconds. Run it on every host where users run\n"
+      "connection, this host's address, and lives 60 seconds. Run it on every host where users run\n"
       "corral commands (login and compute hosts), as root or a user that alone can read the key."};
   app.add_option("--key-file", o.key_file, "The cluster key (hex, mode 0600), the same file as corrald's")
       ->capture_default_str();

@@ -23,11 +23,6 @@ namespace corral::authd {
 
 namespace {
 
-int64_t unix_now() {
-  return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
-
 void answer(int fd, bool ok, std::string_view text) {
   const std::string out = net::encode_authd_answer(ok, text);
   (void)!::send(fd, out.data(), out.size(), MSG_NOSIGNAL);  // a caller that left loses its answer
@@ -127,7 +122,7 @@ void SignServer::serve(UniqueFd conn, uid_t uid, gid_t gid) {
   cred.restrict_uid = req.restrict_uid;
   cred.origin = origin_;
   cred.payload = std::move(req.payload);
-  auto sealed = net::seal_cluster_cred(key_, std::move(cred), unix_now());
+  auto sealed = net::seal_cluster_cred(key_, std::move(cred), net::cluster_cred_now());
   if (!sealed) {
     spdlog::error("cannot sign for uid {}: {}", uid, sealed.message());
     return answer(conn.get(), false, sealed.message());

@@ -28,6 +28,7 @@
 #include "ctld/time_limit_hook.h"
 #include "fabric/slingshot/slingshot_hook.h"
 #include "util/fd_hygiene.h"
+#include "util/stop_signals.h"
 
 namespace {
 
@@ -194,13 +195,8 @@ int run(const Options& o) {
     quit = true;
     cv.notify_all();
   });
-  sigset_t set;
-  sigemptyset(&set);
-  sigaddset(&set, SIGTERM);
-  sigaddset(&set, SIGINT);
   std::thread sig_thread([&] {
-    int sig = 0;
-    sigwait(&set, &sig);
+    corral::wait_for_stop_signal();
     std::lock_guard lk(mu);
     quit = true;
     cv.notify_all();
@@ -222,12 +218,7 @@ int run(const Options& o) {
 
 int main(int argc, char** argv) {
   // Block the stop signals in every thread; a dedicated thread waits for them.
-  sigset_t set;
-  sigemptyset(&set);
-  sigaddset(&set, SIGTERM);
-  sigaddset(&set, SIGINT);
-  pthread_sigmask(SIG_BLOCK, &set, nullptr);
-  signal(SIGPIPE, SIG_IGN);
+  corral::block_stop_signals();
 
   Options o;
   CLI::App app{"corrald: the corral controller. It owns the job queue, the scheduler, the node "

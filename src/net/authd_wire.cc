@@ -9,22 +9,13 @@
 
 #include <fmt/format.h>
 
+#include "net/big_endian.h"
 #include "util/read_exactly.h"
 #include "util/unique_fd.h"
 
 namespace corral::net {
 
 namespace {
-
-void put(std::string& out, uint64_t v, int bytes) {
-  for (int i = bytes - 1; i >= 0; --i) out.push_back(static_cast<char>((v >> (8 * i)) & 0xff));
-}
-
-uint64_t get(std::string_view in, size_t at, int bytes) {
-  uint64_t v = 0;
-  for (int i = 0; i < bytes; ++i) v = (v << 8) | static_cast<unsigned char>(in[at + i]);
-  return v;
-}
 
 // send(2), not write(2): a corral-authd that closes early must not kill the client with SIGPIPE.
 bool send_all(int fd, std::string_view data) {
@@ -46,9 +37,9 @@ Error down(const std::string& socket, const std::string& why) {
 
 std::string encode_authd_request(const AuthdRequest& req) {
   std::string out(kAuthdMagic);
-  put(out, req.restrict_uid ? 1 : 0, 1);
-  put(out, req.restrict_uid.value_or(0), 4);
-  put(out, req.payload.size(), 2);
+  put_be(out, req.restrict_uid ? 1 : 0, 1);
+  put_be(out, req.restrict_uid.value_or(0), 4);
+  put_be(out, req.payload.size(), 2);
   out += req.payload;
   return out;
 }
@@ -56,23 +47,24 @@ std::string encode_authd_request(const AuthdRequest& req) {
 Result<size_t> authd_payload_length(std::string_view header) {
   if (header.size() != kAuthdRequestHeader || header.substr(0, kAuthdMagic.size()) != kAuthdMagic)
     return invalid("not a corral-authd request");
-  const size_t n = get(header, kAuthdRequestHeader - 2, 2);
+  const size_t n = get_be(header, kAuthdRequestHeader - 2, 2);
   if (n > kAuthdMaxPayload) return invalid("the payload is at most 1024 bytes");
   return n;
 }
 
 AuthdRequest decode_authd_request(std::string_view whole) {
   AuthdRequest req;
-  if (get(whole, kAuthdMagic.size(), 1) != 0) req.restrict_uid = static_cast<uint32_t>(get(whole, kAuthdMagic.size() + 1, 4));
+  if (get_be(whole, kAuthdMagic.size(), 1) != 0)
+    req.restrict_uid = static_cast<uint32_t>(get_be(whole, kAuthdMagic.size() + 1, 4));
   req.payload = std::string(whole.substr(kAuthdRequestHeader));
   return req;
 }
 
 std::string encode_authd_answer(bool ok, std::string_view text) {
   std::string out;
-  put(out, ok ? 0 : 1, 1);
+  put_be(out, ok ? 0 : 1, 1);
   text = text.substr(0, 0xffff);
-  put(out, text.size(), 2);
+  put_be(out, text.size(), 2);
   out += text;
   return out;
 }
@@ -92,7 +84,7 @@ Result<std::string> authd_sign(const std::string& socket, const AuthdRequest& re
   if (!send_all(fd.get(), encode_authd_request(req))) return down(socket, "the request could not be sent");
   std::string answer;
   if (!read_exactly(fd.get(), answer, kAuthdAnswerHeader)) return down(socket, "no answer");
-  const size_t n = get(answer, 1, 2);
+  const size_t n = get_be(answer, 1, 2);
   if (!read_exactly(fd.get(), answer, n)) return down(socket, "a cut-off answer");
   std::string text = answer.substr(kAuthdAnswerHeader);
   if (answer[0] != 0) return denied(fmt::format("corral-authd at {} refused to sign: {}", socket, text));

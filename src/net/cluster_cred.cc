@@ -4,11 +4,13 @@
 #include <openssl/evp.h>
 
 #include <array>
+#include <chrono>
 #include <memory>
 
 #include <fmt/format.h>
 
 #include "job/hmac_key.h"
+#include "net/big_endian.h"
 
 namespace corral::net {
 
@@ -29,7 +31,7 @@ struct CtxFree {
   void operator()(EVP_CIPHER_CTX* c) const { EVP_CIPHER_CTX_free(c); }
 };
 
-// AES-256-CTR is its own inverse; empty on failure (out of memory).
+// AES-256-CTR is its own inverse; nullopt on failure (out of memory).
 std::optional<std::string> ctr(std::string_view key, std::string_view iv, std::string_view in) {
   std::unique_ptr<EVP_CIPHER_CTX, CtxFree> ctx(EVP_CIPHER_CTX_new());
   if (!ctx || key.size() != 32 || iv.size() != 16) return std::nullopt;
@@ -45,13 +47,10 @@ std::optional<std::string> ctr(std::string_view key, std::string_view iv, std::s
   return out;
 }
 
-void put(std::string& out, uint64_t v, int bytes) {
-  for (int i = bytes - 1; i >= 0; --i) out.push_back(static_cast<char>((v >> (8 * i)) & 0xff));
-}
-
-uint64_t get(std::string_view in, size_t& at, int bytes) {
-  uint64_t v = 0;
-  for (int i = 0; i < bytes; ++i) v = (v << 8) | static_cast<unsigned char>(in[at++]);
+// Reads the next field and moves past it.
+uint64_t next(std::string_view in, size_t& at, int bytes) {
+  const uint64_t v = get_be(in, at, bytes);
+  at += static_cast<size_t>(bytes);
   return v;
 }
 
@@ -72,6 +71,11 @@ Error refused(std::string_view why) { return denied(fmt::format("cluster-key cre
 
 }  // namespace
 
+int64_t cluster_cred_now() {
+  return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
 Result<std::string> seal_cluster_cred(std::string_view cluster_key, ClusterCred c, int64_t now) {
   if (c.payload.size() > kMaxClusterCredPayload) return invalid("a credential's payload is at most 1024 bytes");
   auto nonce = job::random_bytes(kClusterCredNonceBytes);
@@ -80,16 +84,16 @@ Result<std::string> seal_cluster_cred(std::string_view cluster_key, ClusterCred 
   c.issued = now;
   std::string body;
   body.reserve(kHeaderBytes + c.payload.size() + kMacBytes);
-  put(body, kVersion, 1);
-  put(body, c.restrict_uid ? kRestricted : 0, 1);
-  put(body, c.uid, 4);
-  put(body, c.gid, 4);
-  put(body, c.restrict_uid.value_or(0), 4);
+  put_be(body, kVersion, 1);
+  put_be(body, c.restrict_uid ? kRestricted : 0, 1);
+  put_be(body, c.uid, 4);
+  put_be(body, c.gid, 4);
+  put_be(body, c.restrict_uid.value_or(0), 4);
   body += origin_bytes(c.origin);
-  put(body, static_cast<uint64_t>(c.issued), 8);
-  put(body, c.ttl, 4);
+  put_be(body, static_cast<uint64_t>(c.issued), 8);
+  put_be(body, c.ttl, 4);
   body += c.nonce;
-  put(body, c.payload.size(), 2);
+  put_be(body, c.payload.size(), 2);
   auto sealed = ctr(enc_key(cluster_key), c.nonce, c.payload);
   if (!sealed) return Error{Errc::internal, "cannot encrypt a credential (OpenSSL)"};
   body += *sealed;
@@ -109,19 +113,19 @@ Result<ClusterCred> open_cluster_cred(std::string_view cluster_key, std::string_
     return refused("bad signature (made with another cluster key, or altered)");
   size_t at = 0;
   ClusterCred c;
-  if (get(*body, at, 1) != kVersion) return refused("unknown version");
-  const uint64_t flags = get(*body, at, 1);
-  c.uid = static_cast<uint32_t>(get(*body, at, 4));
-  c.gid = static_cast<uint32_t>(get(*body, at, 4));
-  const auto restrict_uid = static_cast<uint32_t>(get(*body, at, 4));
+  if (next(*body, at, 1) != kVersion) return refused("unknown version");
+  const uint64_t flags = next(*body, at, 1);
+  c.uid = static_cast<uint32_t>(next(*body, at, 4));
+  c.gid = static_cast<uint32_t>(next(*body, at, 4));
+  const auto restrict_uid = static_cast<uint32_t>(next(*body, at, 4));
   if ((flags & kRestricted) != 0) c.restrict_uid = restrict_uid;
   c.origin = origin_text(std::string_view(*body).substr(at, 4));
   at += 4;
-  c.issued = static_cast<int64_t>(get(*body, at, 8));
-  c.ttl = static_cast<uint32_t>(get(*body, at, 4));
+  c.issued = static_cast<int64_t>(next(*body, at, 8));
+  c.ttl = static_cast<uint32_t>(next(*body, at, 4));
   c.nonce = body->substr(at, kClusterCredNonceBytes);
   at += kClusterCredNonceBytes;
-  const size_t len = get(*body, at, 2);
+  const size_t len = next(*body, at, 2);
   if (at + len != signed_part.size()) return refused("malformed");
   auto payload = ctr(enc_key(cluster_key), c.nonce, signed_part.substr(at));
   if (!payload) return Error{Errc::internal, "cannot decrypt a credential (OpenSSL)"};

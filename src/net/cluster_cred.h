@@ -36,6 +36,9 @@ struct ClusterCred {
   std::string payload;
 };
 
+// The clock credentials are issued and checked by: Unix seconds.
+int64_t cluster_cred_now();
+
 // Fills in a fresh nonce and issue time (`now`) and signs.
 Result<std::string> seal_cluster_cred(std::string_view cluster_key, ClusterCred cred, int64_t now);
 

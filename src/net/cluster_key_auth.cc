@@ -2,7 +2,6 @@
 
 #include <unistd.h>
 
-#include <chrono>
 #include <climits>
 
 #include <fmt/format.h>
@@ -16,11 +15,6 @@
 namespace corral::net {
 
 namespace {
-
-int64_t unix_now() {
-  return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
 
 class ClusterKeyCredentials final : public Credentials {
  public:
@@ -39,7 +33,7 @@ class ClusterKeyCredentials final : public Credentials {
     if (text.empty()) return denied("no cluster-key credential");
     if (key_.empty())
       return Error{Errc::internal, "this process cannot check cluster-key credentials: it has no cluster key"};
-    const int64_t now = unix_now();
+    const int64_t now = cluster_cred_now();
     auto cred = open_cluster_cred(key_, text, now);
     if (!cred) return cred.error();
     if (cred->restrict_uid && *cred->restrict_uid != ::getuid())
@@ -65,7 +59,7 @@ class ClusterKeyCredentials final : public Credentials {
     c.restrict_uid = restrict_uid;
     c.origin = origin_;
     c.payload = std::string(payload);
-    return seal_cluster_cred(key_, std::move(c), unix_now());
+    return seal_cluster_cred(key_, std::move(c), cluster_cred_now());
   }
 
   const std::string key_;

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 
 #include <memory>
+#include <optional>
 
 #include <fmt/format.h>
 
@@ -78,42 +79,25 @@ Result<Identity> decode(const std::string& socket, std::string_view cred, std::s
   return id;
 }
 
-}  // namespace
-
-Result<std::string> munge_encode(const std::string& socket, std::string_view payload) {
+// `restrict_uid`: MUNGE_OPT_UID_RESTRICTION, so munged decodes it for that uid alone.
+Result<std::string> make(const std::string& socket, std::string_view payload, std::optional<uint32_t> restrict_uid) {
   auto ctx = context(socket);
   if (!ctx) return ctx.error();
-  return encode(std::move(*ctx), socket, payload);
-}
-
-Result<std::string> munge_encode_for(const std::string& socket, std::string_view payload, uint32_t uid) {
-  auto ctx = context(socket);
-  if (!ctx) return ctx.error();
-  if (munge_ctx_set(ctx->get(), MUNGE_OPT_UID_RESTRICTION, static_cast<uid_t>(uid)) != EMUNGE_SUCCESS)
-    return Error{Errc::internal, fmt::format("MUNGE: cannot restrict a credential to uid {}: {}", uid,
+  if (restrict_uid &&
+      munge_ctx_set(ctx->get(), MUNGE_OPT_UID_RESTRICTION, static_cast<uid_t>(*restrict_uid)) != EMUNGE_SUCCESS)
+    return Error{Errc::internal, fmt::format("MUNGE: cannot restrict a credential to uid {}: {}", *restrict_uid,
                                              munge_ctx_strerror(ctx->get()))};
   return encode(std::move(*ctx), socket, payload);
 }
-
-Result<Identity> munge_decode(const std::string& socket, std::string_view cred, std::string_view payload) {
-  return decode(socket, cred, payload, nullptr);
-}
-
-Result<Identity> munge_decode_prefixed(const std::string& socket, std::string_view cred, std::string_view prefix,
-                                            std::string* rest) {
-  return decode(socket, cred, prefix, rest);
-}
-
-namespace {
 
 class MungeCredentials final : public Credentials {
  public:
   explicit MungeCredentials(std::string socket) : socket_(std::move(socket)) {}
   std::string_view name() const override { return "MUNGE"; }
   std::string_view source() const override { return "a credential from munged with the site's key"; }
-  Result<std::string> encode(std::string_view payload) override { return munge_encode(socket_, payload); }
+  Result<std::string> encode(std::string_view payload) override { return make(socket_, payload, std::nullopt); }
   Result<std::string> encode_for(std::string_view payload, uint32_t uid) override {
-    return munge_encode_for(socket_, payload, uid);
+    return make(socket_, payload, uid);
   }
   Result<Identity> decode(std::string_view cred, std::string_view prefix, std::string* rest) override {
     return net::decode(socket_, cred, prefix, rest);

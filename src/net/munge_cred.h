@@ -19,21 +19,10 @@ inline constexpr std::string_view kDefaultMungeSocket = "/run/munge/munge.socket
 // A credential longer than this is refused before it reaches munged.
 inline constexpr size_t kMaxMungeCredential = 4096;
 
-// A credential for the calling process through munged at `socket` (empty: the default).
-// Errc::unavailable when munged cannot be reached.
-Result<std::string> munge_encode(const std::string& socket, std::string_view payload);
-// The same, decodable only by processes running as `uid` (munged refuses everyone else):
-// its payload can carry a secret for that uid alone.
-Result<std::string> munge_encode_for(const std::string& socket, std::string_view payload, uint32_t uid);
-
-// Decodes `cred` through munged at `socket`; the payload must be `payload`. An invalid,
-// expired, replayed or foreign credential is Errc::permission_denied with munged's reason.
-Result<Identity> munge_decode(const std::string& socket, std::string_view cred, std::string_view payload);
-// The same for a payload that starts with `prefix`; what follows it is put in `rest`.
-Result<Identity> munge_decode_prefixed(const std::string& socket, std::string_view cred, std::string_view prefix,
-                                       std::string* rest);
-
-// The Credentials (net/credentials.h) of munged at `socket` ("" its default).
+// The Credentials (net/credentials.h) of munged at `socket` ("" its default). Encoding
+// fails with Errc::unavailable when munged cannot be reached; an invalid, expired, replayed
+// or foreign credential is Errc::permission_denied with munged's reason. encode_for sets
+// MUNGE_OPT_UID_RESTRICTION: munged refuses to decode it for anyone else.
 std::unique_ptr<Credentials> munge_credentials(std::string socket);
 
 }  // namespace corral::net

@@ -37,6 +37,7 @@
 #include "node/step_service.h"
 #include "util/fd_hygiene.h"
 #include "util/hostlist.h"
+#include "util/stop_signals.h"
 #include "util/units.h"
 
 namespace {
@@ -141,13 +142,11 @@ std::string imp_next_to_self() {
 // Signals the event loop reads from a signalfd must be blocked before any thread
 // (gRPC's included) starts, or one of those threads would swallow them.
 void block_signals() {
+  block_stop_signals();  // the event loop reads them, with SIGCHLD, from a signalfd
   sigset_t set;
   sigemptyset(&set);
   sigaddset(&set, SIGCHLD);
-  sigaddset(&set, SIGTERM);
-  sigaddset(&set, SIGINT);
   pthread_sigmask(SIG_BLOCK, &set, nullptr);
-  ::signal(SIGPIPE, SIG_IGN);
 }
 
 // Tasks get 0/1/2 through dup2; the agent's own must exist so pipes never land there.

@@ -164,6 +164,14 @@ class NetCluster(ClusterQueries):
     def batch(self, script, *args, user=None):
         return int(self.corral("batch", "--parsable", *args, "-", input=script, user=user).stdout)
 
+    def batch_output(self, script, *args, user=None, name="job.out"):
+        """Runs a batch job to its end (it must complete) and returns its output's words."""
+        out = os.path.join(self.shared_dir(), name)
+        info = self.wait_job(self.batch(script, *args, "-o", out, user=user))
+        text = open(out).read() if os.path.exists(out) else ""
+        assert info["result"] == "COMPLETED", (info, text)
+        return text.split()
+
     def jobs_in(self, state):
         """Jobs in `state`, from `corral queue --json`."""
         return [j for j in self.jobs() if j["state"] == state]

@@ -33,21 +33,13 @@ def test_jobs_and_steps_span_the_hosts_as_their_user(key_cluster, mpi_program): 
     assert "(TCP, cluster-key credentials)" in c.log("corrald.log")
     out = c.corral("run", "-N4", "sh", "-c", "echo $(hostname):$(id -u)", user=ALICE).stdout.split()
     assert sorted(out) == [f"c{h}:{ALICE}" for h in (1, 2, 3, 4)], out
-    shared = c.shared_dir()
-    log = os.path.join(shared, "job.out")
     script = f"#!/bin/sh\n{binary('corral')} run -N4 -n8 sh -c 'echo $(hostname):$(id -u)'\n"
-    job = c.batch(script, "-N4", "-n8", "-o", log, user=ALICE)
-    info = c.wait_job(job)
-    assert info["result"] == "COMPLETED", (info, open(log).read() if os.path.exists(log) else "")
-    assert sorted(open(log).read().split()) == sorted(f"c{h}:{ALICE}" for h in (1, 1, 2, 2, 3, 3, 4, 4))
+    lines = c.batch_output(script, "-N4", "-n8", user=ALICE)
+    assert sorted(lines) == sorted(f"c{h}:{ALICE}" for h in (1, 1, 2, 2, 3, 3, 4, 4)), lines
     # A job that passes none of its submitter's environment still runs steps: its agent
     # tells its tasks how the site authenticates (CORRAL_AUTH).
-    bare = os.path.join(shared, "bare.out")
-    job = c.batch(f"#!/bin/sh\necho auth=$CORRAL_AUTH\n{binary('corral')} run -N2 hostname\n", "-N2",
-                  "--export=NONE", "-o", bare, user=ALICE)
-    info = c.wait_job(job)
-    assert info["result"] == "COMPLETED", (info, open(bare).read() if os.path.exists(bare) else "")
-    lines = open(bare).read().split()
+    lines = c.batch_output(f"#!/bin/sh\necho auth=$CORRAL_AUTH\n{binary('corral')} run -N2 hostname\n", "-N2",
+                           "--export=NONE", user=ALICE, name="bare.out")
     assert lines[0] == "auth=cluster-key" and len(lines) == 3, lines
     proc = c.corral("run", "-N4", "-n8", mpi_program, timeout=180, user=ALICE)
     assert sorted(proc.stdout.splitlines()) == sorted(

@@ -23,13 +23,8 @@ def test_every_host_is_a_real_node_and_a_job_spans_them(net_cluster):
 
 def test_a_batch_job_runs_steps_across_hosts_as_its_user(net_cluster):
     c = net_cluster
-    shared = c.shared_dir()
-    out = os.path.join(shared, "job.out")
     script = f"#!/bin/sh\nhostname\n{binary('corral')} run -N4 -n8 sh -c 'echo $(hostname):$(id -u)'\n"
-    job = c.batch(script, "-N4", "-n8", "-o", out, user=ALICE)
-    info = c.wait_job(job)
-    assert info["result"] == "COMPLETED", (info, open(out).read() if os.path.exists(out) else "")
-    lines = open(out).read().split()
+    lines = c.batch_output(script, "-N4", "-n8", user=ALICE)
     assert lines[0] == "c1", lines
     steps = sorted(lines[1:])
     assert steps == sorted(f"c{h}:{ALICE}" for h in (1, 1, 2, 2, 3, 3, 4, 4)), lines

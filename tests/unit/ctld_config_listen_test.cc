@@ -17,6 +17,18 @@ TEST(ListenConfig, NoneByDefault) {
   ASSERT_TRUE(c.ok()) << c.message();
   EXPECT_TRUE(c->listen.empty());
   EXPECT_TRUE(c->munge_socket.empty());
+  EXPECT_EQ(c->auth, net::AuthMethod::munge);
+}
+
+TEST(ListenConfig, AuthIsMungeOrTheClusterKey) {
+  auto c = with({R"(controller.auth="cluster-key")"});
+  ASSERT_TRUE(c.ok()) << c.message();
+  EXPECT_EQ(c->auth, net::AuthMethod::cluster_key);
+  for (const char* bad : {R"("kerberos")", R"("")", "1", R"(["munge"])"}) {
+    auto refused = with({std::string("controller.auth=") + bad});
+    ASSERT_FALSE(refused.ok()) << bad;
+    EXPECT_NE(refused.message().find("controller.auth"), std::string::npos) << refused.message();
+  }
 }
 
 TEST(ListenConfig, AcceptsHostPortLists) {

@@ -72,13 +72,13 @@ class MungeCredTest : public ::testing::Test {
 };
 
 TEST_F(MungeCredTest, ACredentialNamesItsMakerOnce) {
-  auto cred = munge_encode(site_.socket(), kRequestPayload);
+  auto cred = munge_credentials(site_.socket())->encode(kRequestPayload);
   ASSERT_TRUE(cred) << cred.message();
-  auto who = munge_decode(site_.socket(), *cred, kRequestPayload);
+  auto who = munge_credentials(site_.socket())->decode(*cred, kRequestPayload, nullptr);
   ASSERT_TRUE(who) << who.message();
   EXPECT_EQ(who->uid, ::geteuid());
   EXPECT_EQ(who->gid, ::getegid());
-  auto again = munge_decode(site_.socket(), *cred, kRequestPayload);
+  auto again = munge_credentials(site_.socket())->decode(*cred, kRequestPayload, nullptr);
   ASSERT_FALSE(again);
   EXPECT_EQ(again.error().code, Errc::permission_denied);
   EXPECT_NE(again.message().find("Replayed credential"), std::string::npos) << again.message();
@@ -87,20 +87,20 @@ TEST_F(MungeCredTest, ACredentialNamesItsMakerOnce) {
 TEST_F(MungeCredTest, ForeignForgedAndMisdirectedCredentialsAreRefused) {
   Munged other('x');  // another site's key
   ASSERT_TRUE(other.start());
-  auto foreign = munge_encode(other.socket(), kRequestPayload);
+  auto foreign = munge_credentials(other.socket())->encode(kRequestPayload);
   ASSERT_TRUE(foreign);
-  auto a = munge_decode(site_.socket(), *foreign, kRequestPayload);
+  auto a = munge_credentials(site_.socket())->decode(*foreign, kRequestPayload, nullptr);
   ASSERT_FALSE(a);
   EXPECT_NE(a.message().find("Invalid credential"), std::string::npos) << a.message();
 
-  auto elsewhere = munge_encode(site_.socket(), "something else");
+  auto elsewhere = munge_credentials(site_.socket())->encode("something else");
   ASSERT_TRUE(elsewhere);
-  auto b = munge_decode(site_.socket(), *elsewhere, kRequestPayload);
+  auto b = munge_credentials(site_.socket())->decode(*elsewhere, kRequestPayload, nullptr);
   ASSERT_FALSE(b);
   EXPECT_NE(b.message().find("not made for a corral request"), std::string::npos);
 
   for (std::string bad : {std::string(), std::string("MUNGE:AAAA:"), std::string(kMaxMungeCredential + 1, 'A')}) {
-    auto c = munge_decode(site_.socket(), bad, kRequestPayload);
+    auto c = munge_credentials(site_.socket())->decode(bad, kRequestPayload, nullptr);
     ASSERT_FALSE(c) << bad;
     EXPECT_EQ(c.error().code, Errc::permission_denied) << bad;
   }
@@ -111,7 +111,7 @@ TEST_F(MungeCredTest, ForeignForgedAndMisdirectedCredentialsAreRefused) {
 TEST_F(MungeCredTest, ARestrictedCredentialIsReadByItsUidAlone) {
   fs::permissions(site_.dir(), fs::perms::owner_all | fs::perms::others_exec | fs::perms::group_exec);
   const std::string secret(32, 's');
-  auto cred = munge_encode_for(site_.socket(), std::string(kControllerPayload) + secret, 0);
+  auto cred = munge_credentials(site_.socket())->encode_for(std::string(kControllerPayload) + secret, 0);
   ASSERT_TRUE(cred) << cred.message();
   int fds[2];
   ASSERT_EQ(::pipe(fds), 0);
@@ -121,7 +121,7 @@ TEST_F(MungeCredTest, ARestrictedCredentialIsReadByItsUidAlone) {
     std::string out = "not refused";
     if (::setresgid(65534, 65534, 65534) == 0 && ::setresuid(65534, 65534, 65534) == 0) {
       std::string rest;
-      auto other = munge_decode_prefixed(site_.socket(), *cred, kControllerPayload, &rest);
+      auto other = munge_credentials(site_.socket())->decode(*cred, kControllerPayload, &rest);
       if (!other) out = other.message() + (rest.empty() ? "" : " (but the payload came back)");
     }
     (void)!::write(fds[1], out.data(), out.size());
@@ -136,23 +136,23 @@ TEST_F(MungeCredTest, ARestrictedCredentialIsReadByItsUidAlone) {
   EXPECT_NE(other.find("Unauthorized"), std::string::npos) << other;
   EXPECT_EQ(other.find("payload came back"), std::string::npos) << other;
   std::string rest;
-  auto mine = munge_decode_prefixed(site_.socket(), *cred, kControllerPayload, &rest);
+  auto mine = munge_credentials(site_.socket())->decode(*cred, kControllerPayload, &rest);
   ASSERT_TRUE(mine) << mine.message();
   EXPECT_EQ(rest, secret);
   // The exact-payload decode refuses a payload with more after the prefix.
-  auto more = munge_encode(site_.socket(), std::string(kRequestPayload) + "x");
+  auto more = munge_credentials(site_.socket())->encode(std::string(kRequestPayload) + "x");
   ASSERT_TRUE(more);
-  EXPECT_FALSE(munge_decode(site_.socket(), *more, kRequestPayload));
+  EXPECT_FALSE(munge_credentials(site_.socket())->decode(*more, kRequestPayload, nullptr));
 }
 
 TEST_F(MungeCredTest, NoMungedIsUnavailableNotDenied) {
-  auto cred = munge_encode("/nonexistent/munge.socket", kRequestPayload);
+  auto cred = munge_credentials("/nonexistent/munge.socket")->encode(kRequestPayload);
   ASSERT_FALSE(cred);
   EXPECT_EQ(cred.error().code, Errc::unavailable);
   EXPECT_NE(cred.message().find("/nonexistent/munge.socket"), std::string::npos) << cred.message();
-  auto real = munge_encode(site_.socket(), kRequestPayload);
+  auto real = munge_credentials(site_.socket())->encode(kRequestPayload);
   ASSERT_TRUE(real);
-  auto check = munge_decode("/nonexistent/munge.socket", *real, kRequestPayload);
+  auto check = munge_credentials("/nonexistent/munge.socket")->decode(*real, kRequestPayload, nullptr);
   ASSERT_FALSE(check);
   EXPECT_EQ(check.error().code, Errc::unavailable);
 }
