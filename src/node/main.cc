@@ -71,8 +71,16 @@ struct Options {
 
 constexpr int kMaxStepMessage = 64 << 20;  // a launch request names every node of a wide step
 
+// Said on stderr, and in the log as well once there is a log file: an agent started by
+// systemd or a test with --log-file must say there why it did not start.
 int fail(const std::string& msg) {
   std::fprintf(stderr, "corral-node: %s\n", msg.c_str());
+  auto logger = spdlog::get("corral-node");
+  if (logger && !logger->sinks().empty() &&
+      std::dynamic_pointer_cast<spdlog::sinks::basic_file_sink_mt>(logger->sinks().front())) {
+    logger->critical("cannot start: {}", msg);
+    logger->flush();
+  }
   return 1;
 }
 

@@ -274,3 +274,17 @@ def test_a_second_agent_on_a_state_directory_in_use_is_refused(cluster):
     assert f"state directory {state} is in use by corral-node pid {pid}" in proc.stderr, proc.stderr
     # The running agent and its nodes are untouched.
     assert all(not n["state"].startswith("down") for n in cluster.nodes())
+
+
+def test_an_agent_that_cannot_start_says_why_in_its_log_file(cluster):
+    # A step socket path longer than a Unix socket address holds (108 bytes): an agent run by
+    # systemd with --log-file must say there, not only on a stderr nobody reads, why it stopped.
+    state = os.path.join(cluster.dir, "x" * 100)
+    log = os.path.join(cluster.dir, "long.log")
+    proc = subprocess.run([binary("corral-node"), "--controller", cluster.uri, "--nodes", "node9",
+                           "--state-dir", state, "--cgroups", "none", "--log-file", log],
+                          capture_output=True, text=True, timeout=30)
+    assert proc.returncode != 0
+    assert "is longer than" in proc.stderr, proc.stderr
+    text = open(log).read()
+    assert "cannot start: --listen: " in text and "is longer than" in text, text

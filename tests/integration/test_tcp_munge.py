@@ -222,13 +222,17 @@ def test_an_agent_obeys_only_a_controller_that_proves_itself(tmp_path):
     agent = None
     try:
         wait_until(lambda: (fake / "s.sock").exists(), timeout=20, what="the fake corrald to start")
+        # Its step socket lives in its state directory: a short path, whatever the checkout's.
         agent = subprocess.Popen(
             [binary("corral-node"), "--controller", f"127.0.0.1:{port}", "--nodes", "localhost",
-             "--state-dir", str(tmp_path / "agent"), "--log-file", str(agent_log), "--cgroups", "none",
+             "--state-dir", str(fake / "agent"), "--log-file", str(agent_log), "--cgroups", "none",
              "--munge-socket", site.socket], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+        def refused():
+            assert agent.poll() is None, f"the agent exited ({agent.returncode})"
+            return agent_log.exists() and "not root: refused" in agent_log.read_text()
         try:
-            wait_until(lambda: agent_log.exists() and "not root: refused" in agent_log.read_text(),
-                       timeout=20, what="the agent to refuse the fake controller")
+            wait_until(refused, timeout=20, what="the agent to refuse the fake controller")
         except BaseException:
             for log in (agent_log, fake / "corrald.log"):
                 print(f"--- {log}:\n{log.read_text() if log.exists() else '(none)'}")
