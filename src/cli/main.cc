@@ -18,7 +18,7 @@ using corral::cli::Globals;
 
 void build_app(CLI::App& app, Globals& g) {
   using namespace corral::cli;
-  app.set_version_flag("--version", "corral 0.1.0");
+  app.set_version_flag("--version", std::string("corral ") + CORRAL_VERSION);
   app.add_option("--uri", g.uri,
                  "Controller address: unix:PATH or HOST:PORT (default: $CORRAL_URI, else "
                  "unix:/run/corral/corrald.sock)")

@@ -445,7 +445,9 @@ grpc::Status Controller::list_nodes(const v1::ListNodesRequest& req, v1::ListNod
   rep->set_warning(store_warning());
   std::optional<Hostlist> filter;
   if (!req.hostlist().empty()) {
-    auto hl = Hostlist::parse(req.hostlist());
+    auto plain = expand_nodes(req.hostlist(), default_partition_);  // switch{s1} and the like
+    if (!plain) return {grpc::StatusCode::INVALID_ARGUMENT, "hostlist: " + plain.message()};
+    auto hl = Hostlist::parse(*plain);
     if (!hl) return {grpc::StatusCode::INVALID_ARGUMENT, "hostlist: " + hl.message()};
     filter = std::move(*hl);
   }

@@ -111,7 +111,6 @@ class StepManager {
   void fill_register(v1::Register& reg) const;  // records not acknowledged yet
 
   size_t jobs() const { return jobs_.size(); }
-  size_t unacked_records() const { return records_.size(); }
   size_t parked_opens() const { return parked_.size(); }
 
  private:

@@ -42,7 +42,6 @@ class ResourcePool {
   void release(uint64_t jobid);
   bool is_allocated(uint64_t jobid) const { return running_.contains(jobid); }
   const Running& running(uint64_t jobid) const { return running_.at(jobid); }
-  const std::unordered_map<uint64_t, Running>& running_jobs() const { return running_; }
   // Running jobs with a known end time, soonest first.
   const std::multimap<double, uint64_t>& by_end_time() const { return ends_; }
 

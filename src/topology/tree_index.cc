@@ -148,11 +148,6 @@ uint32_t TreeIndex::add_subtree(const Topology& topo, uint32_t sw,
   return id;
 }
 
-uint32_t TreeIndex::root_of(uint32_t g) const {
-  while (groups_[g].parent != kNone) g = groups_[g].parent;
-  return g;
-}
-
 uint32_t TreeIndex::common_group(uint32_t a, uint32_t b) const {
   while (depth_[a] > depth_[b]) a = groups_[a].parent;
   while (depth_[b] > depth_[a]) b = groups_[b].parent;

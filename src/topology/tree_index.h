@@ -64,7 +64,6 @@ class TreeIndex {
   uint32_t leaf_of(uint32_t node) const {
     return node < nodes_.size() ? nodes_[node].leaf : kNone;
   }
-  uint32_t root_of(uint32_t group) const;
   // The lowest group containing both (kNone if in different trees).
   uint32_t common_group(uint32_t a, uint32_t b) const;
 

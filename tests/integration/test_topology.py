@@ -94,6 +94,10 @@ def test_hostlist_functions_in_nodelist_exclude_and_drain(tree_cluster):
     drained = {n["name"] for n in c.nodes() if n["state"].startswith("drain")}
     assert drained == {"node4", "node5", "node6", "node7"}
     c.corral("resume", "switch{s5}")
+    listed = json.loads(c.corral("nodes", "--json", "switch{s5}").stdout)
+    assert sorted(n["name"] for n in listed) == ["node4", "node5", "node6", "node7"], listed
+    proc = c.corral("nodes", "switch{nope}", check=False)
+    assert proc.returncode != 0 and "nope" in proc.stderr, proc.stderr
     proc = c.corral("submit", "-w", "switch{nope}", "true", check=False)
     assert proc.returncode != 0 and "nope" in proc.stderr
     proc = c.corral("submit", "-w", "block{b1}", "true", check=False)
