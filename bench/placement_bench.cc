@@ -57,9 +57,9 @@ struct Options {
   std::string file;
   unsigned nodes = 0;  // 0: the topology's default
   unsigned cores = 64;
-  unsigned leaf_nodes = 32, radix = 64;                      // fat tree
+  unsigned leaf_nodes = 32, radix = 64;                           // fat tree
   unsigned groups = 87, switches_per_group = 32, per_switch = 4;  // dragonfly: 11,136 nodes
-  unsigned base_block = 16;                                  // block
+  unsigned base_block = 16;                                       // block
   double busy = 0.5;
   unsigned decisions = 5000;
   bool backfill = false;
@@ -85,22 +85,39 @@ Options parse(int argc, char** argv) {
       return argv[++i];
     };
     auto number = [&]() -> unsigned { return static_cast<unsigned>(std::stoul(value())); };
-    if (a == "--topology") o.topology = value();
-    else if (a == "--file") { o.file = value(); o.topology = "file"; }
-    else if (a == "--nodes") o.nodes = number();
-    else if (a == "--cores") o.cores = number();
-    else if (a == "--leaf-nodes") o.leaf_nodes = number();
-    else if (a == "--radix") o.radix = number();
-    else if (a == "--groups") o.groups = number();
-    else if (a == "--switches-per-group") o.switches_per_group = number();
-    else if (a == "--nodes-per-switch") o.per_switch = number();
-    else if (a == "--base-block") o.base_block = number();
-    else if (a == "--busy") o.busy = std::stod(value());
-    else if (a == "--decisions") o.decisions = number();
-    else if (a == "--backfill-pass") o.backfill = true;
-    else if (a == "--pending") o.pending = number();
-    else if (a == "--seed") o.seed = std::stoull(value());
-    else usage("unknown option " + a);
+    if (a == "--topology")
+      o.topology = value();
+    else if (a == "--file") {
+      o.file = value();
+      o.topology = "file";
+    } else if (a == "--nodes")
+      o.nodes = number();
+    else if (a == "--cores")
+      o.cores = number();
+    else if (a == "--leaf-nodes")
+      o.leaf_nodes = number();
+    else if (a == "--radix")
+      o.radix = number();
+    else if (a == "--groups")
+      o.groups = number();
+    else if (a == "--switches-per-group")
+      o.switches_per_group = number();
+    else if (a == "--nodes-per-switch")
+      o.per_switch = number();
+    else if (a == "--base-block")
+      o.base_block = number();
+    else if (a == "--busy")
+      o.busy = std::stod(value());
+    else if (a == "--decisions")
+      o.decisions = number();
+    else if (a == "--backfill-pass")
+      o.backfill = true;
+    else if (a == "--pending")
+      o.pending = number();
+    else if (a == "--seed")
+      o.seed = std::stoull(value());
+    else
+      usage("unknown option " + a);
   }
   return o;
 }
@@ -136,9 +153,7 @@ unsigned leaf_count(const Topology& topo) {
 
 // The job mix: (class, request). Sizes above a quarter of the machine are capped.
 std::pair<std::string, Request> draw(std::mt19937_64& rng, const Options& o, size_t nodes) {
-  auto uniform = [&](unsigned lo, unsigned hi) {
-    return std::uniform_int_distribution<unsigned>(lo, hi)(rng);
-  };
+  auto uniform = [&](unsigned lo, unsigned hi) { return std::uniform_int_distribution<unsigned>(lo, hi)(rng); };
   Request r;
   unsigned pick = uniform(0, 99);
   auto whole_nodes = [&](unsigned n) {
@@ -174,9 +189,7 @@ double thread_cpu_seconds() {
   return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
 }
 
-double seconds_since(Clock::time_point t0) {
-  return std::chrono::duration<double>(Clock::now() - t0).count();
-}
+double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
 // Forwards to the topology's placer, counting the time spent in it (backfill pass report).
 class TimedPlacer final : public Placer {
@@ -197,8 +210,7 @@ class TimedPlacer final : public Placer {
     changed_s += 16 * seconds_since(t0);
   }
   unsigned fewest_leaves(const Request& r) const override { return inner_->fewest_leaves(r); }
-  std::optional<Allocation> place(const Request& r,
-                                  const std::vector<NodeState>& nodes) const override {
+  std::optional<Allocation> place(const Request& r, const std::vector<NodeState>& nodes) const override {
     auto t0 = Clock::now();
     auto a = inner_->place(r, nodes);
     place_s += seconds_since(t0);
@@ -206,8 +218,7 @@ class TimedPlacer final : public Placer {
     return a;
   }
   std::optional<Allocation> place_indexed(const Request& r, const std::vector<NodeState>& nodes,
-                                          const corral::topology::FreeCoreIndex& index)
-      const override {
+                                          const corral::topology::FreeCoreIndex& index) const override {
     auto t0 = Clock::now();
     auto a = inner_->place_indexed(r, nodes, index);
     place_s += seconds_since(t0);
@@ -263,8 +274,7 @@ struct Machine {
 void fill(Machine& m, const Options& o, std::mt19937_64& rng) {
   auto fill_up = [&] {
     uint64_t busy = m.busy_cores();
-    for (int batch = 0; batch < 200 && busy < o.busy * static_cast<double>(m.total_cores);
-         ++batch) {
+    for (int batch = 0; batch < 200 && busy < o.busy * static_cast<double>(m.total_cores); ++batch) {
       std::vector<uint64_t> batch_ids;
       for (int i = 0; i < 64; ++i) {
         auto [cls, r] = draw(rng, o, m.sched.node_count());
@@ -311,8 +321,10 @@ json percentiles(std::vector<double> us) {
     return us[i];
   };
   auto round2 = [](double v) { return std::round(v * 100) / 100; };
-  return {{"count", us.size()},         {"median_us", round2(at(0.5))},
-          {"p90_us", round2(at(0.9))},  {"p99_us", round2(at(0.99))},
+  return {{"count", us.size()},
+          {"median_us", round2(at(0.5))},
+          {"p90_us", round2(at(0.9))},
+          {"p99_us", round2(at(0.99))},
           {"max_us", round2(us.back())}};
 }
 
@@ -394,14 +406,15 @@ json empty_machine_check(const Topology& topo, const Options& o) {
     if (alloc->leaves != fewest) {
       ++violations;
       if (examples.size() < 5)
-        examples.push_back({{"nnodes", r.nnodes}, {"ntasks", r.ntasks},
-                            {"exclusive", r.exclusive}, {"fewest", fewest},
+        examples.push_back({{"nnodes", r.nnodes},
+                            {"ntasks", r.ntasks},
+                            {"exclusive", r.exclusive},
+                            {"fewest", fewest},
                             {"got", alloc->leaves}});
     }
   }
-  return {{"jobs", jobs.size()},        {"checked", checked},
-          {"violations", violations}, {"unplaced", unplaced},
-          {"spread_on_purpose", spread}, {"violation_examples", examples}};
+  return {{"jobs", jobs.size()},  {"checked", checked},          {"violations", violations},
+          {"unplaced", unplaced}, {"spread_on_purpose", spread}, {"violation_examples", examples}};
 }
 
 json backfill_pass(Machine& m, const Options& o, std::mt19937_64& rng) {
@@ -454,8 +467,7 @@ int main(int argc, char** argv) {
   out["leaves"] = leaf_count(topo);
   out["cores_per_node"] = o.cores;
   out["busy_fraction"] =
-      std::round(1000.0 * static_cast<double>(m.busy_cores()) / static_cast<double>(m.total_cores)) /
-      1000.0;
+      std::round(1000.0 * static_cast<double>(m.busy_cores()) / static_cast<double>(m.total_cores)) / 1000.0;
   out["running_jobs"] = m.running.size();
   out["setup_seconds"] = {{"topology", build_s}, {"add_nodes", nodes_s}, {"fill", fill_s}};
   if (o.backfill) {

@@ -31,12 +31,12 @@
 #include <thread>
 #include <vector>
 
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
-#include "cli/client.h"
-#include "cli/step_client.h"
+#include "cli/client/client.h"
+#include "cli/client/step_client.h"
 
 extern char** environ;
 
@@ -57,9 +57,7 @@ struct Options {
   std::string corral = "corral";
 };
 
-double seconds_since(Clock::time_point t) {
-  return std::chrono::duration<double>(Clock::now() - t).count();
-}
+double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
 std::map<std::string, std::string> environment() {
   std::map<std::string, std::string> env;
@@ -115,8 +113,7 @@ std::string stepmgr_of(corral::cli::Client& client, uint64_t jobid) {
     if (!info) throw std::runtime_error(info.message());
     if (!info->stepmgr().empty()) return info->stepmgr();
     if (info->state() == "INACTIVE" || seconds_since(t0) > 60)
-      throw std::runtime_error(fmt::format("job {} has no step manager (state {})", jobid,
-                                           info->state()));
+      throw std::runtime_error(fmt::format("job {} has no step manager (state {})", jobid, info->state()));
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
 }
@@ -142,8 +139,11 @@ nlohmann::json sequential(const Options& o, const std::string& mgr) {
     if (!run_one(client, spec, &err)) tally.fail(err);
   }
   const double secs = seconds_since(t0);
-  return {{"steps", o.count}, {"failed", tally.failed.load()}, {"seconds", secs},
-          {"steps_per_second", o.count / secs}, {"first_error", tally.first_error}};
+  return {{"steps", o.count},
+          {"failed", tally.failed.load()},
+          {"seconds", secs},
+          {"steps_per_second", o.count / secs},
+          {"first_error", tally.first_error}};
 }
 
 nlohmann::json corral_run(const Options& o, const std::string& mgr) {
@@ -174,8 +174,7 @@ nlohmann::json corral_run(const Options& o, const std::string& mgr) {
   }
   const double secs = seconds_since(t0);
   posix_spawn_file_actions_destroy(&actions);
-  return {{"steps", o.count}, {"failed", failed}, {"seconds", secs},
-          {"steps_per_second", o.count / secs}};
+  return {{"steps", o.count}, {"failed", failed}, {"seconds", secs}, {"steps_per_second", o.count / secs}};
 }
 
 // Every job at once, `threads` workers per job sharing one connection per job.
@@ -219,14 +218,20 @@ nlohmann::json concurrent(const Options& o, const std::vector<std::string>& mgrs
     const double rate = o.count / jobs[j]->seconds;
     min_rate = std::min(min_rate, rate);
     failed += jobs[j]->tally.failed;
-    per.push_back({{"jobid", o.jobids[j]}, {"seconds", jobs[j]->seconds},
-                   {"steps_per_second", rate}, {"failed", jobs[j]->tally.failed.load()},
+    per.push_back({{"jobid", o.jobids[j]},
+                   {"seconds", jobs[j]->seconds},
+                   {"steps_per_second", rate},
+                   {"failed", jobs[j]->tally.failed.load()},
                    {"first_error", jobs[j]->tally.first_error}});
   }
-  return {{"steps", o.count * jobs.size()}, {"jobs", jobs.size()}, {"threads_per_job", o.threads},
-          {"failed", failed}, {"seconds", secs},
+  return {{"steps", o.count * jobs.size()},
+          {"jobs", jobs.size()},
+          {"threads_per_job", o.threads},
+          {"failed", failed},
+          {"seconds", secs},
           {"steps_per_second", o.count * jobs.size() / secs},
-          {"min_job_steps_per_second", min_rate}, {"per_job", per}};
+          {"min_job_steps_per_second", min_rate},
+          {"per_job", per}};
 }
 
 nlohmann::json wide(const Options& o, const std::string& mgr) {
@@ -241,10 +246,15 @@ nlohmann::json wide(const Options& o, const std::string& mgr) {
     ms.push_back(seconds_since(t0) * 1000);
   }
   std::sort(ms.begin(), ms.end());
-  return {{"steps", o.count}, {"nodes", o.nodes}, {"tasks", o.tasks},
-          {"failed", tally.failed.load()}, {"first_error", tally.first_error},
-          {"median_ms", ms.empty() ? 0 : ms[ms.size() / 2]}, {"min_ms", ms.empty() ? 0 : ms.front()},
-          {"max_ms", ms.empty() ? 0 : ms.back()}, {"samples_ms", ms}};
+  return {{"steps", o.count},
+          {"nodes", o.nodes},
+          {"tasks", o.tasks},
+          {"failed", tally.failed.load()},
+          {"first_error", tally.first_error},
+          {"median_ms", ms.empty() ? 0 : ms[ms.size() / 2]},
+          {"min_ms", ms.empty() ? 0 : ms.front()},
+          {"max_ms", ms.empty() ? 0 : ms.back()},
+          {"samples_ms", ms}};
 }
 
 // One /bin/true, spawned and reaped; false if it could not be.
@@ -293,8 +303,7 @@ nlohmann::json machine_floor(const Options& o) {
     posix_spawn_file_actions_t quiet;
     posix_spawn_file_actions_init(&quiet);
     posix_spawn_file_actions_addopen(&quiet, 1, "/dev/null", O_WRONLY, 0);
-    if (posix_spawnp(&pid, corral.c_str(), &quiet, nullptr, corral_argv, environ) == 0)
-      waitpid(pid, nullptr, 0);
+    if (posix_spawnp(&pid, corral.c_str(), &quiet, nullptr, corral_argv, environ) == 0) waitpid(pid, nullptr, 0);
     posix_spawn_file_actions_destroy(&quiet);
   }
   const double client_starts = starts / seconds_since(t0);
@@ -312,8 +321,7 @@ int main(int argc, char** argv) {
   CLI::App app{"corral-steps-bench: step launch rates through a job's step manager"};
   app.add_option("--uri", o.uri, "Controller address");
   app.add_option("--jobid", o.jobids, "Job(s) to run steps in");
-  app.add_option("--mode", o.mode)
-      ->check(CLI::IsMember({"sequential", "corral-run", "concurrent", "wide", "floor"}));
+  app.add_option("--mode", o.mode)->check(CLI::IsMember({"sequential", "corral-run", "concurrent", "wide", "floor"}));
   app.add_option("--count", o.count, "Steps (per job)");
   app.add_option("--threads", o.threads, "Concurrent callers per job (concurrent)");
   app.add_option("--nodes", o.nodes, "Nodes of the wide step");
@@ -335,10 +343,14 @@ int main(int argc, char** argv) {
     std::vector<std::string> mgrs;
     for (uint64_t id : o.jobids) mgrs.push_back(stepmgr_of(controller, id));
     nlohmann::json out;
-    if (o.mode == "sequential") out = sequential(o, mgrs[0]);
-    else if (o.mode == "corral-run") out = corral_run(o, mgrs[0]);
-    else if (o.mode == "concurrent") out = concurrent(o, mgrs);
-    else out = wide(o, mgrs[0]);
+    if (o.mode == "sequential")
+      out = sequential(o, mgrs[0]);
+    else if (o.mode == "corral-run")
+      out = corral_run(o, mgrs[0]);
+    else if (o.mode == "concurrent")
+      out = concurrent(o, mgrs);
+    else
+      out = wide(o, mgrs[0]);
     out["mode"] = o.mode;
     fmt::print("{}\n", out.dump());
   } catch (const std::exception& e) {

@@ -9,9 +9,9 @@
 #include <iostream>
 #include <thread>
 
-#include <CLI/CLI.hpp>
 #include <spdlog/sinks/basic_file_sink.h>
 #include <spdlog/spdlog.h>
+#include <CLI/CLI.hpp>
 
 #include "authd/sign_server.h"
 #include "job/hmac_key.h"
@@ -47,13 +47,15 @@ int run(const Options& o) {
   if (!key) return fail("--key-file: " + key.message());
   // Every local user connects: a directory made for the socket is 0755.
   std::error_code ec;
-  if (auto dir = std::filesystem::path(o.socket).parent_path(); !dir.empty() && std::filesystem::create_directories(dir, ec))
+  if (auto dir = std::filesystem::path(o.socket).parent_path();
+      !dir.empty() && std::filesystem::create_directories(dir, ec))
     ::chmod(dir.c_str(), 0755);
   raise_fd_limit();
   const std::string origin = net::this_host_origin();
   if (origin.empty())
-    spdlog::warn("this host's name resolves to no IPv4 address: credentials will name no origin host, and "
-                 "corrald will let no agent on this host register nodes");
+    spdlog::warn(
+        "this host's name resolves to no IPv4 address: credentials will name no origin host, and "
+        "corrald will let no agent on this host register nodes");
   auto server = authd::SignServer::open(o.socket, std::move(*key), origin);
   if (!server) return fail("--socket: " + server.message());
   spdlog::info("corral-authd {} signing on {} for host {}", CORRAL_VERSION, o.socket,
@@ -80,8 +82,7 @@ int main(int argc, char** argv) {
       "corral commands (login and compute hosts), as root or a user that alone can read the key."};
   app.add_option("--key-file", o.key_file, "The cluster key (hex, mode 0600), the same file as corrald's")
       ->capture_default_str();
-  app.add_option("--socket", o.socket, "The Unix socket to serve (clients: CORRAL_AUTH_SOCKET)")
-      ->capture_default_str();
+  app.add_option("--socket", o.socket, "The Unix socket to serve (clients: CORRAL_AUTH_SOCKET)")->capture_default_str();
   app.add_option("--log-file", o.log_file, "Log to this file instead of stderr");
   app.add_option("--log-level", o.log_level, "trace, debug, info, warn, error")
       ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error"}))

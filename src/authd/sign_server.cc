@@ -48,7 +48,10 @@ Result<std::unique_ptr<SignServer>> SignServer::open(const std::string& path, st
 }
 
 SignServer::SignServer(UniqueFd listen, UniqueFd wake, std::string path, std::string key, std::string origin)
-    : listen_(std::move(listen)), wake_(std::move(wake)), path_(std::move(path)), key_(std::move(key)),
+    : listen_(std::move(listen)),
+      wake_(std::move(wake)),
+      path_(std::move(path)),
+      key_(std::move(key)),
       origin_(std::move(origin)) {}
 
 // Waits for the connections still being served: their threads use this object.

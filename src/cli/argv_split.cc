@@ -18,14 +18,13 @@ size_t option_words(const CLI::App& app, const std::string& word) {
   for (const CLI::App* a = &app; a != nullptr && opt == nullptr; a = a->get_parent())
     opt = a->get_option_no_throw(name);
   if (opt == nullptr || opt->get_expected_min() == 0) return 1;  // unknown: CLI11 says so
-  if (!is_long && word.size() > 2) return 1;                      // "-N2"
+  if (!is_long && word.size() > 2) return 1;                     // "-N2"
   return 2;
 }
 
 }  // namespace
 
-size_t find_positional(const CLI::App& app, const std::vector<std::string>& args, size_t from,
-                       bool* after_dashdash) {
+size_t find_positional(const CLI::App& app, const std::vector<std::string>& args, size_t from, bool* after_dashdash) {
   size_t i = from;
   while (i < args.size()) {
     const std::string& a = args[i];
@@ -39,8 +38,7 @@ size_t find_positional(const CLI::App& app, const std::vector<std::string>& args
   return args.size();
 }
 
-std::vector<std::string> split_trailing_command(const CLI::App& app,
-                                                const std::set<std::string>& takes_command,
+std::vector<std::string> split_trailing_command(const CLI::App& app, const std::set<std::string>& takes_command,
                                                 std::vector<std::string>& args) {
   bool dashdash = false;
   const size_t sub_at = find_positional(app, args, 0, &dashdash);

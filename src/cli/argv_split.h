@@ -20,8 +20,7 @@ size_t find_positional(const CLI::App& app, const std::vector<std::string>& args
 
 // Splits args (without the program name) for the top-level app: if the subcommand named
 // is in `takes_command`, its trailing command words are removed from args and returned.
-std::vector<std::string> split_trailing_command(const CLI::App& app,
-                                                const std::set<std::string>& takes_command,
+std::vector<std::string> split_trailing_command(const CLI::App& app, const std::set<std::string>& takes_command,
                                                 std::vector<std::string>& args);
 
 }  // namespace corral::cli

@@ -18,8 +18,7 @@ std::string_view trim(std::string_view s) {
 
 bool is_directive(std::string_view line) {
   if (line.substr(0, kPrefix.size()) != kPrefix) return false;
-  return line.size() == kPrefix.size() ||
-         std::isspace(static_cast<unsigned char>(line[kPrefix.size()]));
+  return line.size() == kPrefix.size() || std::isspace(static_cast<unsigned char>(line[kPrefix.size()]));
 }
 
 }  // namespace
@@ -68,8 +67,9 @@ Result<std::vector<std::string>> split_words(std::string_view line) {
 
 Result<std::vector<Directive>> find_directives(std::string_view script) {
   if (script.substr(0, 2) != "#!")
-    return invalid("1: the script must start with a '#!' line naming its interpreter "
-                   "(e.g. #!/bin/sh)");
+    return invalid(
+        "1: the script must start with a '#!' line naming its interpreter "
+        "(e.g. #!/bin/sh)");
   std::vector<Directive> out;
   size_t lineno = 0;
   while (!script.empty()) {
@@ -88,8 +88,7 @@ Result<std::vector<Directive>> find_directives(std::string_view script) {
   return out;
 }
 
-Result<JobOptions> directive_options(std::string_view script, std::string_view script_name,
-                                     const JobContext& ctx) {
+Result<JobOptions> directive_options(std::string_view script, std::string_view script_name, const JobContext& ctx) {
   auto directives = find_directives(script);
   if (!directives) return invalid(fmt::format("{}:{}", script_name, directives.message()));
   JobOptions merged;

@@ -19,8 +19,8 @@ namespace corral::cli {
 Result<std::vector<std::string>> split_words(std::string_view line);
 
 struct Directive {
-  size_t line = 0;    // 1-based line number in the script
-  std::string text;   // the line as written, trimmed
+  size_t line = 0;   // 1-based line number in the script
+  std::string text;  // the line as written, trimmed
   std::vector<std::string> words;
 };
 
@@ -29,7 +29,6 @@ Result<std::vector<Directive>> find_directives(std::string_view script);
 
 // All directives parsed and each validated on its own, merged in order (a later line
 // wins). Errors read "NAME:LINE: #CORRAL ...: problem".
-Result<JobOptions> directive_options(std::string_view script, std::string_view script_name,
-                                     const JobContext& ctx);
+Result<JobOptions> directive_options(std::string_view script, std::string_view script_name, const JobContext& ctx);
 
 }  // namespace corral::cli

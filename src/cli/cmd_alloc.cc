@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
@@ -42,13 +42,12 @@ std::vector<std::string> shell_command(const std::vector<std::string>& command) 
 // The jobspec of an allocation: the job options, a placeholder command the agent never
 // runs, and attributes.system.alloc.
 // `command_given`: COMMAND was typed (it names the job), else the shell runs ("interactive").
-pb::SubmitRequest alloc_request(const AllocState& st, const JobContext& ctx,
-                                const std::vector<std::string>& command, bool command_given) {
+pb::SubmitRequest alloc_request(const AllocState& st, const JobContext& ctx, const std::vector<std::string>& command,
+                                bool command_given) {
   ParsedJob job = parse_or_exit("alloc", st.job, ctx);
   job.request.command = {"true"};
   if (job.request.name.empty())
-    job.request.name = command_given ? std::filesystem::path(command.front()).filename().string()
-                                     : "interactive";
+    job.request.name = command_given ? std::filesystem::path(command.front()).filename().string() : "interactive";
   pb::SubmitRequest req = build_submit_request("alloc", job);
   auto doc = nlohmann::json::parse(req.jobspecs(0));
   doc["attributes"]["system"]["alloc"] = true;
@@ -90,8 +89,7 @@ pb::JobInfo wait_for_start(Client& client, uint64_t id, const StepSignals& signa
     if (waited >= 1.0) {
       const std::string reason = info->reason().empty() ? "" : " (" + info->reason() + ")";
       if (progress.enabled()) {
-        progress.show(fmt::format("corral alloc: job {} waiting for resources{} {:.0f}s", id,
-                                  reason, waited));
+        progress.show(fmt::format("corral alloc: job {} waiting for resources{} {:.0f}s", id, reason, waited));
       } else if (!announced) {
         fmt::print(stderr, "corral alloc: job {} waiting for resources{}\n", id, reason);
       }
@@ -106,8 +104,7 @@ pb::JobInfo wait_for_start(Client& client, uint64_t id, const StepSignals& signa
   }
 }
 
-pb::StepSpec interactive_spec(uint64_t id, const JobContext& ctx,
-                              const std::vector<std::string>& argv) {
+pb::StepSpec interactive_spec(uint64_t id, const JobContext& ctx, const std::vector<std::string>& argv) {
   pb::StepSpec spec;
   spec.set_jobid(id);
   for (const auto& a : argv) spec.add_argv(a);
@@ -147,8 +144,7 @@ void run_alloc(const Globals& g, const AllocState& st) {
   }
   // Without its interactive step the allocation would hold its nodes until the time limit.
   if (!outcome.started) cancel_job(client, id, "the interactive step of corral alloc did not start");
-  if (st.flags.verbose)
-    fmt::print(stderr, "corral alloc: job {} ends (exit code {})\n", id, outcome.exit_code);
+  if (st.flags.verbose) fmt::print(stderr, "corral alloc: job {} ends (exit code {})\n", id, outcome.exit_code);
   if (outcome.exit_code != 0) throw CLI::RuntimeError(outcome.exit_code);
 }
 
@@ -156,14 +152,12 @@ void run_alloc(const Globals& g, const AllocState& st) {
 
 void add_alloc_command(CLI::App& app, Globals& g) {
   auto st = std::make_shared<AllocState>();
-  CLI::App* sub = app.add_subcommand(
-      "alloc", "Get an allocation and run a shell (or COMMAND) in it (like salloc)");
+  CLI::App* sub = app.add_subcommand("alloc", "Get an allocation and run a shell (or COMMAND) in it (like salloc)");
   g.takes_command.insert("alloc");
   add_job_options(*sub, st->job);
   sub->add_flag("--dry-run", st->flags.dry_run, "Print the jobspec instead of submitting it");
   sub->add_flag("-v,--verbose", st->flags.verbose, "Say what is sent where");
-  sub->add_option("COMMAND", st->command, "What to run in the allocation (default: $SHELL)")
-      ->expected(-1);
+  sub->add_option("COMMAND", st->command, "What to run in the allocation (default: $SHELL)")->expected(-1);
   sub->footer(
       "Waits for the resources, then runs COMMAND (default: your $SHELL) on the job's first\n"
       "node with your terminal; corral run inside it starts steps on the allocation. The job\n"

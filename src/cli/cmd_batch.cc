@@ -11,8 +11,8 @@
 #include <memory>
 #include <sstream>
 
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <CLI/CLI.hpp>
 
 #include "cli/batch_directives.h"
 #include "cli/commands.h"
@@ -64,9 +64,7 @@ void run_batch(const Globals& g, const BatchState& st) {
   ParsedJob job = parse_or_exit("batch", merge_job_options(*directives, st.job), ctx);
   job.request.batch_script = script.text;
   if (job.request.name.empty())
-    job.request.name = script.name == "(stdin)"
-                           ? "batch"
-                           : std::filesystem::path(script.name).filename().string();
+    job.request.name = script.name == "(stdin)" ? "batch" : std::filesystem::path(script.name).filename().string();
   if (job.request.output.empty()) job.request.output = kDefaultOutput;
   pb::SubmitRequest req = build_submit_request("batch", job);
   if (dry_run(st.flags, req)) return;
@@ -83,15 +81,13 @@ void run_batch(const Globals& g, const BatchState& st) {
 
 void add_batch_command(CLI::App& app, Globals& g) {
   auto st = std::make_shared<BatchState>();
-  CLI::App* sub = app.add_subcommand(
-      "batch", "Submit a batch script with #CORRAL option lines (like sbatch)");
+  CLI::App* sub = app.add_subcommand("batch", "Submit a batch script with #CORRAL option lines (like sbatch)");
   g.takes_command.insert("batch");
   add_job_options(*sub, st->job);
   sub->add_flag("--parsable", st->parsable, "Print only the job id");
   sub->add_flag("--dry-run", st->flags.dry_run, "Print the jobspec instead of submitting it");
   sub->add_flag("-v,--verbose", st->flags.verbose, "Say what is sent where");
-  sub->add_option("SCRIPT", st->words, "The script (- or nothing: read it from stdin)")
-      ->expected(-1);
+  sub->add_option("SCRIPT", st->words, "The script (- or nothing: read it from stdin)")->expected(-1);
   sub->footer(
       "Lines '#CORRAL <options>' after the '#!' line, before the first command, set job\n"
       "options; options on the command line win. Output goes to corral-<jobid>.out unless\n"

@@ -2,11 +2,11 @@
 // tasks (scancel).
 #include <memory>
 
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <CLI/CLI.hpp>
 
 #include "cli/cancel_targets.h"
-#include "cli/client.h"
+#include "cli/client/client.h"
 #include "cli/commands.h"
 #include "cli/values.h"
 
@@ -44,8 +44,7 @@ pb::CancelRequest make_request(const CancelState& st) {
   }
   for (const auto& s : st.states)
     for (const auto& part : split_list(s)) req.add_states(part);
-  if (req.jobids_size() == 0 && req.steps_size() == 0 && !req.has_userid() &&
-      req.states_size() == 0)
+  if (req.jobids_size() == 0 && req.steps_size() == 0 && !req.has_userid() && req.states_size() == 0)
     usage_error("cancel", "no jobs given (give job ids, or select with -u/--user or -t/--states)");
   req.set_message(st.message);
   return req;
@@ -75,8 +74,7 @@ void run_cancel(const Globals& g, const CancelState& st) {
       fmt::print(stderr, "corral cancel: {}: {}\n", what_of(req, reply, i), r.error());
       failed = true;
     } else if (st.verbose) {
-      fmt::print(stderr, "corral cancel: {}: {}\n", what_of(req, reply, i),
-                 req.signal() ? "signalled" : "canceled");
+      fmt::print(stderr, "corral cancel: {}: {}\n", what_of(req, reply, i), req.signal() ? "signalled" : "canceled");
     }
   }
   if (failed) throw CLI::RuntimeError(kExitFailure);
@@ -86,23 +84,18 @@ void run_cancel(const Globals& g, const CancelState& st) {
 
 void add_cancel_command(CLI::App& app, Globals& g) {
   auto st = std::make_shared<CancelState>();
-  CLI::App* sub = app.add_subcommand(
-      "cancel", "Cancel jobs or signal their tasks (like scancel)");
+  CLI::App* sub = app.add_subcommand("cancel", "Cancel jobs or signal their tasks (like scancel)");
   sub->footer(
       "Without ids, -u and -t select the active jobs to cancel. JOBID.STEP (42.3,\n"
       "42.batch, 42.interactive) cancels one step of a job, or signals it with -s; the job\n"
       "goes on.");
   sub->add_option("ID", st->ids, "Job ids, or JOBID.STEP for steps")->expected(-1);
-  sub->add_option("-s,--signal", st->signal,
-                  "Send this signal (TERM, USR1, 9, ...) to the tasks instead of canceling")
+  sub->add_option("-s,--signal", st->signal, "Send this signal (TERM, USR1, 9, ...) to the tasks instead of canceling")
       ->type_name("SIG");
-  sub->add_option("-u,--user", st->user, "Cancel the active jobs of this user")
-      ->type_name("USER");
-  sub->add_option("-t,--states", st->states,
-                  "Cancel active jobs in these states (pending, running, ...)")
+  sub->add_option("-u,--user", st->user, "Cancel the active jobs of this user")->type_name("USER");
+  sub->add_option("-t,--states", st->states, "Cancel active jobs in these states (pending, running, ...)")
       ->type_name("STATES");
-  sub->add_option("-m,--message", st->message, "A note recorded with the cancellation")
-      ->type_name("TEXT");
+  sub->add_option("-m,--message", st->message, "A note recorded with the cancellation")->type_name("TEXT");
   sub->add_flag("-v,--verbose", st->verbose, "Report every job");
   sub->callback([&g, st] { run_cancel(g, *st); });
 }

@@ -2,10 +2,10 @@
 // back into) scheduling. The controller allows this to root and the cluster's owner.
 #include <memory>
 
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <CLI/CLI.hpp>
 
-#include "cli/client.h"
+#include "cli/client/client.h"
 #include "cli/commands.h"
 #include "util/hostlist.h"
 
@@ -18,8 +18,7 @@ struct DrainState {
   bool verbose = false;
 };
 
-void set_state(const Globals& g, const DrainState& st, pb::NodeStateRequest::Action action,
-               std::string_view cmd) {
+void set_state(const Globals& g, const DrainState& st, pb::NodeStateRequest::Action action, std::string_view cmd) {
   if (auto hl = Hostlist::parse(st.hostlist); !hl)
     usage_error(cmd, fmt::format("invalid hostlist '{}': {}", st.hostlist, hl.message()));
   if (action == pb::NodeStateRequest::DRAIN && st.reason.empty())
@@ -41,8 +40,7 @@ void set_state(const Globals& g, const DrainState& st, pb::NodeStateRequest::Act
 
 void add_drain_commands(CLI::App& app, Globals& g) {
   auto drain = std::make_shared<DrainState>();
-  CLI::App* sd = app.add_subcommand(
-      "drain", "Stop scheduling jobs on nodes; running jobs finish");
+  CLI::App* sd = app.add_subcommand("drain", "Stop scheduling jobs on nodes; running jobs finish");
   sd->add_option("HOSTLIST", drain->hostlist, "Nodes, e.g. node[0-3]")->required();
   sd->add_option("-r,--reason", drain->reason, "Why (required)")->type_name("TEXT");
   sd->add_flag("-v,--verbose", drain->verbose, "Print the nodes that changed");

@@ -2,11 +2,11 @@
 #include <cstdio>
 #include <memory>
 
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
-#include "cli/client.h"
+#include "cli/client/client.h"
 #include "cli/commands.h"
 #include "cli/job_format.h"
 #include "cli/job_ids.h"
@@ -34,8 +34,8 @@ class EventPrinter {
     } else {
       if (first_ < 0) first_ = ev.timestamp;
       const double ms = (ev.timestamp - static_cast<double>(static_cast<long>(ev.timestamp))) * 1000;
-      fmt::print("{}.{:03d} [{:+.3f}s] {}{}\n", format_timestamp(ev.timestamp),
-                 static_cast<int>(ms), ev.timestamp - first_, ev.name, context_text(ev.context));
+      fmt::print("{}.{:03d} [{:+.3f}s] {}{}\n", format_timestamp(ev.timestamp), static_cast<int>(ms),
+                 ev.timestamp - first_, ev.name, context_text(ev.context));
     }
     std::fflush(stdout);  // for pipes while following
   }
@@ -99,12 +99,10 @@ void run_eventlog(const Globals& g, const EventlogState& st) {
 
 void add_eventlog_command(CLI::App& app, Globals& g) {
   auto st = std::make_shared<EventlogState>();
-  CLI::App* sub = app.add_subcommand(
-      "eventlog", "Print a job's eventlog: one JSON object per line (Flux RFC 18)");
+  CLI::App* sub = app.add_subcommand("eventlog", "Print a job's eventlog: one JSON object per line (Flux RFC 18)");
   sub->add_option("ID", st->id, "The job id")->required();
   sub->add_flag("-f,--follow", st->follow, "Keep printing new events until the job is inactive");
-  sub->add_flag("-H,--human", st->human,
-                "Local times, time since the first event, and context as key=value");
+  sub->add_flag("-H,--human", st->human, "Local times, time since the first event, and context as key=value");
   sub->callback([&g, st] { run_eventlog(g, *st); });
 }
 

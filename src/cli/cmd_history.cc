@@ -5,11 +5,11 @@
 #include <string>
 #include <vector>
 
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
-#include "cli/client.h"
+#include "cli/client/client.h"
 #include "cli/commands.h"
 #include "cli/history_format.h"
 #include "cli/job_format.h"
@@ -43,8 +43,7 @@ void add_results(const HistoryState& st, pb::HistoryRequest& req) {
   for (const auto& item : st.results) {
     for (const auto& r : split_list(item)) {
       const std::string name = upper(r);
-      if (name != "COMPLETED" && name != "FAILED" && name != "CANCELED" && name != "TIMEOUT" &&
-          name != "OUT_OF_MEMORY")
+      if (name != "COMPLETED" && name != "FAILED" && name != "CANCELED" && name != "TIMEOUT" && name != "OUT_OF_MEMORY")
         usage_error("history", fmt::format("--state: unknown result '{}' (use completed, "
                                            "failed, canceled, timeout or out_of_memory)",
                                            r));
@@ -56,8 +55,7 @@ void add_results(const HistoryState& st, pb::HistoryRequest& req) {
 pb::HistoryRequest make_request(const HistoryState& st, double now) {
   pb::HistoryRequest req;
   for (uint64_t id : parse_jobids_or_exit("history", st.jobs)) req.add_jobids(id);
-  if (st.all_users && !st.users.empty())
-    usage_error("history", "give either -u/--user or --all-users, not both");
+  if (st.all_users && !st.users.empty()) usage_error("history", "give either -u/--user or --all-users, not both");
   for (const auto& item : st.users) {
     for (const auto& u : split_list(item)) {
       auto uid = parse_user("-u/--user", u);
@@ -80,8 +78,7 @@ pb::HistoryRequest make_request(const HistoryState& st, double now) {
     if (!t) usage_error("history", t.message());
     req.set_until(*t);
   }
-  if (req.until() > 0 && req.since() > req.until())
-    usage_error("history", "-S/--starttime is after -E/--endtime");
+  if (req.until() > 0 && req.since() > req.until()) usage_error("history", "-S/--starttime is after -E/--endtime");
   add_results(st, req);
   req.set_max_entries(st.max);
   return req;
@@ -130,18 +127,13 @@ void run_history(const Globals& g, const HistoryState& st) {
 void add_history_command(CLI::App& app, Globals& g) {
   auto st = std::make_shared<HistoryState>();
   CLI::App* sub = app.add_subcommand("history", "Show finished jobs and their steps (like sacct)");
-  sub->add_option("-u,--user", st->users, "Jobs of these users (names or uids, comma separated)")
-      ->type_name("USER");
+  sub->add_option("-u,--user", st->users, "Jobs of these users (names or uids, comma separated)")->type_name("USER");
   sub->add_flag("-a,--all-users", st->all_users, "Jobs of every user");
-  sub->add_option("-j,--jobs", st->jobs, "Only these jobs (comma separated); any age")
-      ->type_name("IDS");
-  sub->add_option("-S,--starttime", st->since,
-                  "Jobs that ended at or after TIME (default: now-24h)")
+  sub->add_option("-j,--jobs", st->jobs, "Only these jobs (comma separated); any age")->type_name("IDS");
+  sub->add_option("-S,--starttime", st->since, "Jobs that ended at or after TIME (default: now-24h)")
       ->type_name("TIME");
-  sub->add_option("-E,--endtime", st->until, "Jobs that ended at or before TIME")
-      ->type_name("TIME");
-  sub->add_option("-s,--state", st->results,
-                  "Only jobs with these results: completed, failed, canceled, timeout")
+  sub->add_option("-E,--endtime", st->until, "Jobs that ended at or before TIME")->type_name("TIME");
+  sub->add_option("-s,--state", st->results, "Only jobs with these results: completed, failed, canceled, timeout")
       ->type_name("RESULTS");
   sub->add_option("-n,--max", st->max, "At most this many jobs (the newest)")->type_name("N");
   sub->add_flag("--json", st->json, "Print a JSON array of jobs, each with its \"steps\"");

@@ -3,11 +3,11 @@
 #include <memory>
 #include <set>
 
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
-#include "cli/client.h"
+#include "cli/client/client.h"
 #include "cli/commands.h"
 #include "cli/job_format.h"
 #include "cli/table.h"
@@ -30,8 +30,7 @@ struct NodesState {
 // Node states are matched here so a selection can use a group: "up" is every node with
 // an agent, "drain" both drained and draining; "down+drained" matches down and drained.
 std::set<std::string> parse_states(const std::vector<std::string>& items) {
-  static const std::set<std::string> known{"idle",     "mixed",    "allocated", "down",
-                                           "drained",  "draining", "drain",     "up"};
+  static const std::set<std::string> known{"idle", "mixed", "allocated", "down", "drained", "draining", "drain", "up"};
   std::set<std::string> out;
   for (const auto& item : items) {
     for (auto s : split_list(item)) {
@@ -72,17 +71,14 @@ std::string used_of(uint64_t used, uint64_t total) { return fmt::format("{}/{}",
 
 void print_table(const pb::ListNodesReply& reply, bool header) {
   using A = Table::Align;
-  Table t({{"NODE"}, {"STATE"}, {"CPUS", A::right}, {"GPUS", A::right}, {"MEMORY", A::right},
-           {"JOBS"}, {"REASON"}});
+  Table t({{"NODE"}, {"STATE"}, {"CPUS", A::right}, {"GPUS", A::right}, {"MEMORY", A::right}, {"JOBS"}, {"REASON"}});
   constexpr uint64_t kMiB = 1024 * 1024;
   for (const auto& n : reply.nodes()) {
     std::string jobs;
     for (auto id : n.jobs()) jobs += (jobs.empty() ? "" : ",") + std::to_string(id);
-    t.add_row({n.name(), n.state(), used_of(n.cores_used(), n.cores()),
-               used_of(n.gpus_used(), n.gpus()),
-               fmt::format("{}/{}", format_size(n.memory_used_mb() * kMiB),
-                           format_size(n.memory_mb() * kMiB)),
-               jobs, n.reason()});
+    t.add_row({n.name(), n.state(), used_of(n.cores_used(), n.cores()), used_of(n.gpus_used(), n.gpus()),
+               fmt::format("{}/{}", format_size(n.memory_used_mb() * kMiB), format_size(n.memory_mb() * kMiB)), jobs,
+               n.reason()});
   }
   fmt::print("{}", t.render(header));
 }
@@ -97,9 +93,7 @@ void run_nodes(const Globals& g, const NodesState& st) {
   for (const auto& n : all.nodes())
     if (state_matches(n.state(), wanted)) *reply.add_nodes() = n;
   std::sort(reply.mutable_nodes()->begin(), reply.mutable_nodes()->end(),
-            [](const pb::NodeInfo& a, const pb::NodeInfo& b) {
-              return natural_less(a.name(), b.name());
-            });
+            [](const pb::NodeInfo& a, const pb::NodeInfo& b) { return natural_less(a.name(), b.name()); });
   if (st.json) {
     auto arr = nlohmann::json::array();
     for (const auto& n : reply.nodes()) arr.push_back(node_to_json(n));
@@ -113,8 +107,8 @@ void run_nodes(const Globals& g, const NodesState& st) {
 
 void add_nodes_command(CLI::App& app, Globals& g) {
   auto st = std::make_shared<NodesState>();
-  CLI::App* sub = app.add_subcommand(
-      "nodes", "List nodes: state, use, jobs, and why a node is drained or down (sinfo -N)");
+  CLI::App* sub =
+      app.add_subcommand("nodes", "List nodes: state, use, jobs, and why a node is drained or down (sinfo -N)");
   sub->add_option("HOSTLIST", st->hostlist, "Only these nodes, e.g. node[0-7]");
   sub->add_option("-s,--states", st->states,
                   "Only nodes in these states: idle, mixed, allocated, down, drained, "

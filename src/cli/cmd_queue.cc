@@ -6,10 +6,10 @@
 #include <string_view>
 #include <vector>
 
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <CLI/CLI.hpp>
 
-#include "cli/client.h"
+#include "cli/client/client.h"
 #include "cli/commands.h"
 #include "cli/job_format.h"
 #include "cli/job_row.h"
@@ -34,8 +34,7 @@ struct QueueState {
 
 // Results are filtered here: the controller selects by state only.
 const std::set<std::string>& result_names() {
-  static const std::set<std::string> names{"completed", "failed", "canceled", "cancelled",
-                                           "timeout"};
+  static const std::set<std::string> names{"completed", "failed", "canceled", "cancelled", "timeout"};
   return names;
 }
 
@@ -158,16 +157,11 @@ class QueueCells {
 
 void print_table(const pb::JobTable& table, const std::vector<int>& rows, bool header) {
   using A = Table::Align;
-  Table t({{"JOBID", A::right},
-           {"USER"},
-           {"NAME"},
-           {"ST"},
-           {"TIME", A::right},
-           {"NODES", A::right},
-           {"NODELIST(REASON)"}});
+  Table t(
+      {{"JOBID", A::right}, {"USER"}, {"NAME"}, {"ST"}, {"TIME", A::right}, {"NODES", A::right}, {"NODELIST(REASON)"}});
   QueueCells cells(table, job::now());
-  t.render_views(stdout, rows.size(),
-                 [&](size_t i, std::string_view* views) { cells(rows[i], views); }, header);
+  t.render_views(
+      stdout, rows.size(), [&](size_t i, std::string_view* views) { cells(rows[i], views); }, header);
 }
 
 void print_json(const pb::JobTable& table, const std::vector<int>& rows) {
@@ -205,21 +199,20 @@ void run_queue(const Globals& g, const QueueState& st) {
 
 void add_queue_command(CLI::App& app, Globals& g) {
   auto st = std::make_shared<QueueState>();
-  CLI::App* sub = app.add_subcommand(
-      "queue", "List jobs (like squeue)");
+  CLI::App* sub = app.add_subcommand("queue", "List jobs (like squeue)");
   sub->footer(
       "Active jobs by default. ST is PD pending, R running, CG completing, CD completed,\n"
       "F failed, CA canceled, TO timed out. TIME is how long the job has run.");
   sub->add_flag("-a,--all", st->all, "Include recently finished jobs");
-  sub->add_option("-u,--user", st->users, "Only jobs of these users (names or uids, comma "
+  sub->add_option("-u,--user", st->users,
+                  "Only jobs of these users (names or uids, comma "
                   "separated or repeated)")
       ->type_name("USER");
   sub->add_option("-t,--states", st->states,
                   "Only jobs in these states: pending, running, active, inactive, all, state "
                   "names (sched, run, ...) or results (completed, failed, canceled, timeout)")
       ->type_name("STATES");
-  sub->add_option("-p,--partition", st->partition, "Only jobs in this partition")
-      ->type_name("NAME");
+  sub->add_option("-p,--partition", st->partition, "Only jobs in this partition")->type_name("NAME");
   sub->add_option("-j,--jobs", st->jobs, "Only these job ids")->type_name("IDS");
   sub->add_option("-c,--count", st->count, "At most this many jobs")->type_name("N");
   sub->add_flag("--json", st->json, "Print a JSON array of job objects");

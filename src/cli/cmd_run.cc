@@ -13,8 +13,8 @@
 #include <memory>
 #include <thread>
 
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
@@ -43,9 +43,7 @@ struct RunState {
   std::vector<std::string> command;
 };
 
-double seconds_since(Clock::time_point t) {
-  return std::chrono::duration<double>(Clock::now() - t).count();
-}
+double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
 // SIGINT and SIGTERM arrive through a signalfd so the helper thread can turn them into
 // rpcs; they are blocked before the client starts gRPC's threads.
@@ -161,8 +159,7 @@ class AttachedJob {
   int finish() {
     pb::JobInfo info = cleaned_ ? outcome_ : fetch_job();
     if (!info.exception_type().empty())
-      fmt::print(stderr, "corral: job {}: exception: {}: {}\n", id_, info.exception_type(),
-                 info.exception_note());
+      fmt::print(stderr, "corral: job {}: exception: {}: {}\n", id_, info.exception_type(), info.exception_note());
     return job_exit_code(info);
   }
 
@@ -200,8 +197,7 @@ class AttachedJob {
   void send_cancel(int signal, std::string_view verb) {
     progress_.clear();
     if (signal == SIGINT)
-      fmt::print(stderr, "corral: {} job {} (press Ctrl-C again within 1s to cancel)\n", verb,
-                 id_);
+      fmt::print(stderr, "corral: {} job {} (press Ctrl-C again within 1s to cancel)\n", verb, id_);
     else
       fmt::print(stderr, "corral: {} job {}\n", verb, id_);
     pb::CancelRequest req;
@@ -228,9 +224,8 @@ class AttachedJob {
       if (auto info = client_.get_job(req)) reason_ = info->reason();
     }
     if (started_) return;
-    progress_.show(reason_.empty()
-                       ? fmt::format("corral: job {} pending {:.1f}s", id_, waited)
-                       : fmt::format("corral: job {} pending ({}) {:.1f}s", id_, reason_, waited));
+    progress_.show(reason_.empty() ? fmt::format("corral: job {} pending {:.1f}s", id_, waited)
+                                   : fmt::format("corral: job {} pending ({}) {:.1f}s", id_, reason_, waited));
   }
 
   Client& client_;
@@ -312,9 +307,7 @@ void run_step(const Globals& g, const RunState& st, uint64_t jobid, const JobCon
     if (!found) fail_rpc("run", found.error());
     where = *found;
   }
-  if (st.flags.verbose)
-    fmt::print(stderr, "corral run: starting a step of job {} through {}\n", jobid,
-               where.stepmgr);
+  if (st.flags.verbose) fmt::print(stderr, "corral run: starting a step of job {} through {}\n", jobid, where.stepmgr);
   StepClient steps(where.stepmgr, jobid);
   AttachOptions opts;
   opts.label = st.label;
@@ -332,10 +325,10 @@ void run_run(const Globals& g, const RunState& st) {
     return;
   }
   if (st.step.overlap || st.step.immediate || st.step.kill_on_bad_exit)
-    usage_error("run", "--overlap, --immediate and --kill-on-bad-exit apply to steps: use them "
-                       "inside an allocation (corral alloc, a batch script) or with --jobid");
-  if (!st.job.cc.empty())
-    usage_error("run", "--cc submits several jobs; use it with corral submit");
+    usage_error("run",
+                "--overlap, --immediate and --kill-on-bad-exit apply to steps: use them "
+                "inside an allocation (corral alloc, a batch script) or with --jobid");
+  if (!st.job.cc.empty()) usage_error("run", "--cc submits several jobs; use it with corral submit");
   ParsedJob job = parse_or_exit("run", st.job, ctx);
   job.request.command = command;
   pb::SubmitRequest req = build_submit_request("run", job);
@@ -352,8 +345,8 @@ void run_run(const Globals& g, const RunState& st) {
 
 void add_run_command(CLI::App& app, Globals& g) {
   auto st = std::make_shared<RunState>();
-  CLI::App* sub = app.add_subcommand(
-      "run", "Run COMMAND as a job, stream its output and exit with its status (like srun)");
+  CLI::App* sub =
+      app.add_subcommand("run", "Run COMMAND as a job, stream its output and exit with its status (like srun)");
   g.takes_command.insert("run");
   add_job_options(*sub, st->job);
   sub->add_flag("-l,--label,--label-io", st->label, "Prefix each output line with its task rank");
@@ -361,20 +354,19 @@ void add_run_command(CLI::App& app, Globals& g) {
   sub->add_option("--jobid", st->jobid,
                   "Start a step of this running job instead of a new job (the default inside "
                   "an allocation: $CORRAL_JOBID)")
-      ->type_name("ID")->group(steps);
+      ->type_name("ID")
+      ->group(steps);
   sub->add_flag("--overlap", st->step.overlap,
                 "Share cores with the job's running steps instead of waiting for free ones")
       ->group(steps);
-  sub->add_flag("--immediate", st->step.immediate,
-                "Fail at once if the step would have to wait for cores")
+  sub->add_flag("--immediate", st->step.immediate, "Fail at once if the step would have to wait for cores")
       ->group(steps);
   sub->add_flag("-K,--kill-on-bad-exit", st->step.kill_on_bad_exit,
                 "Kill the step's other tasks when one exits non-zero")
       ->group(steps);
   sub->add_flag("--dry-run", st->flags.dry_run, "Print the jobspec instead of running it");
   sub->add_flag("-v,--verbose", st->flags.verbose, "Say what is sent where");
-  sub->add_option("COMMAND", st->command, "The command to run and its arguments")
-      ->expected(-1);
+  sub->add_option("COMMAND", st->command, "The command to run and its arguments")->expected(-1);
   sub->footer(
       "Output streams here unless -o/-e are given. corral exits with the job's exit code\n"
       "(128+N if a task was killed by signal N; 1 if the job failed before its tasks ran).\n"

@@ -1,11 +1,11 @@
 // corral show job ID | show node NAME: scontrol-style Key=Value text, or JSON.
 #include <memory>
 
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
-#include "cli/client.h"
+#include "cli/client/client.h"
 #include "cli/commands.h"
 #include "cli/job_format.h"
 #include "cli/job_ids.h"
@@ -39,14 +39,13 @@ std::string node_text(const pb::NodeInfo& n) {
   for (const auto& p : n.partitions()) parts += (parts.empty() ? "" : ",") + p;
   for (auto id : n.jobs()) jobs += (jobs.empty() ? "" : ",") + std::to_string(id);
   std::string out = fmt::format("NodeName={} State={}\n", n.name(), n.state());
-  out += fmt::format("   CPUTot={} CPUAlloc={} GPUTot={} GPUAlloc={}\n", n.cores(),
-                     n.cores_used(), n.gpus(), n.gpus_used());
+  out += fmt::format("   CPUTot={} CPUAlloc={} GPUTot={} GPUAlloc={}\n", n.cores(), n.cores_used(), n.gpus(),
+                     n.gpus_used());
   out += fmt::format("   RealMemory={} AllocMem={}\n", n.memory_mb(), n.memory_used_mb());
   out += fmt::format("   Partitions={} Jobs={} Agent={}\n", parts.empty() ? "(null)" : parts,
                      jobs.empty() ? "(null)" : jobs, n.agent());
   if (!n.reason().empty())
-    out += fmt::format("   Reason={} [{}@{}]\n", n.reason(), n.reason_userid(),
-                       format_timestamp(n.reason_time()));
+    out += fmt::format("   Reason={} [{}@{}]\n", n.reason(), n.reason_userid(), format_timestamp(n.reason_time()));
   return out;
 }
 

@@ -5,8 +5,8 @@
 #include <fstream>
 #include <memory>
 
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
@@ -81,8 +81,7 @@ void run_sim(const SimState& st) {
 void add_sim_command(CLI::App& app, Globals& g) {
   (void)g;
   auto st = std::make_shared<SimState>();
-  CLI::App* sub = app.add_subcommand(
-      "sim", "Replay a workload trace (SWF) through the scheduler in virtual time");
+  CLI::App* sub = app.add_subcommand("sim", "Replay a workload trace (SWF) through the scheduler in virtual time");
   sub->footer(
       "The cluster comes from --config FILE (TOML: nodes, cores_per_node, gpus_per_node,\n"
       "topology, topology_name) and/or the flags of the same names, which win. Each trace\n"
@@ -95,10 +94,10 @@ void add_sim_command(CLI::App& app, Globals& g) {
   sub->add_option("--topology", st->topology, "topology.conf / topology.yaml (default: flat)");
   sub->add_option("--topology-name", st->topology_name, "Which topology of a topology.yaml");
   sub->add_option("--nodes", st->nodes, "Node names (hostlist), e.g. node[0-255]");
-  st->cores_opt = sub->add_option("--cores-per-node", st->cores_per_node, "Cores per node (1)")
-                      ->check(CLI::PositiveNumber);
-  st->gpus_opt = sub->add_option("--gpus-per-node", st->gpus_per_node, "GPUs per node (0)")
-                     ->check(CLI::NonNegativeNumber);
+  st->cores_opt =
+      sub->add_option("--cores-per-node", st->cores_per_node, "Cores per node (1)")->check(CLI::PositiveNumber);
+  st->gpus_opt =
+      sub->add_option("--gpus-per-node", st->gpus_per_node, "GPUs per node (0)")->check(CLI::NonNegativeNumber);
   sub->add_option("--limit", st->limit, "Simulate only the first N jobs of the trace");
   sub->add_flag("--json", st->json, "Print the summary as JSON");
   sub->add_flag("--per-job", st->per_job, "With --json: add every job's outcome");

@@ -12,8 +12,8 @@
 #include <ctime>
 #include <memory>
 
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <CLI/CLI.hpp>
 
 #include "cli/commands.h"
 #include "cli/job_format.h"
@@ -49,8 +49,7 @@ ClusterConfig make_config(const StartState& st) {
   cfg.cores = number_or_exit(parse_positive("--cores-per-node", st.cores));
   cfg.gpus = number_or_exit(parse_non_negative("--gpus-per-node", st.gpus));
   if (auto mem = parse_size(st.memory, 1024 * 1024); !mem)
-    usage_error("start", fmt::format("--memory-per-node: invalid value '{}': {}", st.memory,
-                                     mem.message()));
+    usage_error("start", fmt::format("--memory-per-node: invalid value '{}': {}", st.memory, mem.message()));
   cfg.memory = st.memory;
   for (const auto& s : st.sets)
     if (s.find('=') == std::string::npos || s.front() == '=')
@@ -91,11 +90,9 @@ pid_t spawn_command(const std::vector<std::string>& command, const std::string& 
   // The command finds this corral first on PATH, as `flux start` does for flux.
   const char* path = std::getenv("PATH");
   std::vector<std::string> env_strings{
-      "CORRAL_URI=" + uri,
-      "PATH=" + libexec_dir() + (path && *path ? std::string(":") + path : std::string())};
+      "CORRAL_URI=" + uri, "PATH=" + libexec_dir() + (path && *path ? std::string(":") + path : std::string())};
   for (char** e = environ; e && *e; ++e)
-    if (std::strncmp(*e, "CORRAL_URI=", 11) != 0 && std::strncmp(*e, "PATH=", 5) != 0)
-      env_strings.emplace_back(*e);
+    if (std::strncmp(*e, "CORRAL_URI=", 11) != 0 && std::strncmp(*e, "PATH=", 5) != 0) env_strings.emplace_back(*e);
   std::vector<char*> envp, argv;
   for (auto& s : env_strings) envp.push_back(s.data());
   envp.push_back(nullptr);
@@ -121,9 +118,7 @@ pid_t spawn_command(const std::vector<std::string>& command, const std::string& 
   return pid;
 }
 
-double since(Clock::time_point t) {
-  return std::chrono::duration<double>(Clock::now() - t).count();
-}
+double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
 // Waits for the command. A SIGTERM is passed on; after a SIGINT (which a terminal also
 // sent the command) the command gets 2 s to exit before SIGTERM, then 5 s before SIGKILL.
@@ -194,21 +189,16 @@ void run_start(const Globals& g, const StartState& st) {
 
 void add_start_command(CLI::App& app, Globals& g) {
   auto st = std::make_shared<StartState>();
-  CLI::App* sub = app.add_subcommand(
-      "start", "Start a local test cluster, optionally just for one COMMAND");
+  CLI::App* sub = app.add_subcommand("start", "Start a local test cluster, optionally just for one COMMAND");
   g.takes_command.insert("start");
   sub->add_option("--test-size", st->test_size, "Number of nodes (required)")->type_name("N");
-  sub->add_option("--agents", st->agents, "Node agent processes (default: min(N, 4))")
-      ->type_name("K");
+  sub->add_option("--agents", st->agents, "Node agent processes (default: min(N, 4))")->type_name("K");
   sub->add_option("--cores-per-node", st->cores, "Cores per node (default 4)")->type_name("C");
   sub->add_option("--gpus-per-node", st->gpus, "GPUs per node (default 0)")->type_name("G");
-  sub->add_option("--memory-per-node", st->memory, "Memory per node (default 16GiB)")
-      ->type_name("SIZE");
+  sub->add_option("--memory-per-node", st->memory, "Memory per node (default 16GiB)")->type_name("SIZE");
   sub->add_option("--config", st->config, "corrald configuration file")->type_name("FILE");
-  sub->add_option("--set", st->sets, "Override a corrald setting, KEY=VALUE (repeatable)")
-      ->type_name("KEY=VALUE");
-  sub->add_option("--dir", st->dir, "Use and keep this directory instead of a temporary one")
-      ->type_name("DIR");
+  sub->add_option("--set", st->sets, "Override a corrald setting, KEY=VALUE (repeatable)")->type_name("KEY=VALUE");
+  sub->add_option("--dir", st->dir, "Use and keep this directory instead of a temporary one")->type_name("DIR");
   sub->add_option("COMMAND", st->command, "Command to run against the cluster")->expected(-1);
   sub->footer(
       "corrald and corral-node agents hosting N virtual nodes run in a temporary directory.\n"

@@ -8,14 +8,14 @@
 #include <string>
 #include <vector>
 
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
-#include "cli/client.h"
+#include "cli/client/client.h"
+#include "cli/client/step_client.h"
 #include "cli/commands.h"
 #include "cli/job_ids.h"
-#include "cli/step_client.h"
 #include "cli/step_format.h"
 #include "cli/table.h"
 #include "cli/values.h"
@@ -64,8 +64,7 @@ std::vector<pb::StepInfo> live_steps(const pb::JobInfo& job) {
   StepClient steps(job.stepmgr(), job.id());
   auto reply = steps.list_steps(job.id());
   if (!reply) {
-    fmt::print(stderr, "corral steps: job {}: {} (showing finished steps only)\n", job.id(),
-               reply.message());
+    fmt::print(stderr, "corral steps: job {}: {} (showing finished steps only)\n", job.id(), reply.message());
     return {};
   }
   return {reply->steps().begin(), reply->steps().end()};
@@ -116,7 +115,8 @@ void run_steps(const Globals& g, const StepsState& st) {
 void add_steps_command(CLI::App& app, Globals& g) {
   auto st = std::make_shared<StepsState>();
   CLI::App* sub = app.add_subcommand("steps", "List the steps of jobs (like squeue -s)");
-  sub->add_option("JOBID", st->jobs, "Jobs whose steps to list (default: $CORRAL_JOBID inside "
+  sub->add_option("JOBID", st->jobs,
+                  "Jobs whose steps to list (default: $CORRAL_JOBID inside "
                   "an allocation, else your running jobs)")
       ->expected(-1);
   sub->add_flag("--json", st->json, "Print a JSON array of step objects");

@@ -1,8 +1,8 @@
 // corral submit [OPTIONS] COMMAND [ARGS...] | --jobspec FILE: queue a job, print its id.
 #include <memory>
 
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <CLI/CLI.hpp>
 
 #include "cli/commands.h"
 #include "cli/job_submit.h"
@@ -62,8 +62,7 @@ void run_submit_jobspec(const Globals& g, const SubmitState& st, const CLI::App&
 void run_submit(const Globals& g, const SubmitState& st, const CLI::App& sub) {
   const std::vector<std::string>& command = g.command.empty() ? st.command : g.command;
   if (!st.jobspec_file.empty()) return run_submit_jobspec(g, st, sub, command);
-  if (command.empty())
-    usage_error("submit", "missing COMMAND (e.g. corral submit -N2 hostname)");
+  if (command.empty()) usage_error("submit", "missing COMMAND (e.g. corral submit -N2 hostname)");
   ParsedJob job = parse_or_exit("submit", st.job, current_context());
   job.request.command = command;
   if (job.request.output.empty()) job.request.output = kDefaultOutput;
@@ -77,8 +76,7 @@ void run_submit(const Globals& g, const SubmitState& st, const CLI::App& sub) {
 
 void add_submit_command(CLI::App& app, Globals& g) {
   auto st = std::make_shared<SubmitState>();
-  CLI::App* sub = app.add_subcommand(
-      "submit", "Queue a job that runs COMMAND and print its id (like sbatch --wrap)");
+  CLI::App* sub = app.add_subcommand("submit", "Queue a job that runs COMMAND and print its id (like sbatch --wrap)");
   g.takes_command.insert("submit");
   add_job_options(*sub, st->job);
   sub->add_option("--jobspec", st->jobspec_file,
@@ -87,8 +85,7 @@ void add_submit_command(CLI::App& app, Globals& g) {
       ->type_name("FILE");
   sub->add_flag("--dry-run", st->flags.dry_run, "Print the jobspec instead of submitting it");
   sub->add_flag("-v,--verbose", st->flags.verbose, "Say what is sent where");
-  sub->add_option("COMMAND", st->command, "The command to run and its arguments")
-      ->expected(-1);
+  sub->add_option("COMMAND", st->command, "The command to run and its arguments")->expected(-1);
   sub->footer(
       "Prints the job id (one per line with --cc). Output goes to corral-<jobid>.out in the\n"
       "current directory unless -o/-e say otherwise.\n\n"

@@ -16,7 +16,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-#include "cli/client.h"
+#include "cli/client/client.h"
 #include "cli/commands.h"
 #include "cli/table.h"
 #include "topology/topology.h"
@@ -90,16 +90,14 @@ json summary(const topo::Topology& t, bool is_default) {
 
 std::string summary_text(const json& j) {
   std::string out = fmt::format("{}{}: {}", j["name"].get<std::string>(),
-                                j["default"].get<bool>() ? " (cluster default)" : "",
-                                j["kind"].get<std::string>());
+                                j["default"].get<bool>() ? " (cluster default)" : "", j["kind"].get<std::string>());
   const std::string kind = j["kind"];
   if (kind == "tree" || kind == "dragonfly") {
     const unsigned tops = j["top_switches"];
     const unsigned levels = j["levels"];
     out += fmt::format(", {} switches in {} level{}, {} leaf switches, {} top switch{}, {} nodes",
-                       j["switches"].get<size_t>(), levels, levels == 1 ? "" : "s",
-                       j["leaf_switches"].get<unsigned>(), tops, tops == 1 ? "" : "es",
-                       j["nodes"].get<size_t>());
+                       j["switches"].get<size_t>(), levels, levels == 1 ? "" : "s", j["leaf_switches"].get<unsigned>(),
+                       tops, tops == 1 ? "" : "es", j["nodes"].get<size_t>());
     if (j["topo_optional"].get<bool>()) out += ", TopoOptional";
     const unsigned networks = j["networks"];
     if (networks > 1 && !j["topo_optional"].get<bool>())
@@ -108,10 +106,9 @@ std::string summary_text(const json& j) {
           "will span them (TopologyParam=TopoOptional allows it)",
           networks);
   } else if (kind == "block") {
-    out += fmt::format(", {} base blocks of {} nodes, BlockSizes={}, {} nodes",
-                       j["blocks"].get<size_t>(), j["base_block_size"].get<size_t>(),
-                       fmt::join(j["block_sizes"].get<std::vector<unsigned>>(), ","),
-                       j["nodes"].get<size_t>());
+    out += fmt::format(", {} base blocks of {} nodes, BlockSizes={}, {} nodes", j["blocks"].get<size_t>(),
+                       j["base_block_size"].get<size_t>(),
+                       fmt::join(j["block_sizes"].get<std::vector<unsigned>>(), ","), j["nodes"].get<size_t>());
   } else if (kind == "torus") {
     const auto e = j["extent"].get<std::array<int, 3>>();
     out += fmt::format(", {} nodes, extent {}x{}x{}", j["nodes"].get<size_t>(), e[0], e[1], e[2]);
@@ -127,16 +124,14 @@ struct CheckState {
 void run_check(const CheckState& st) {
   auto set = topo::load_topology(st.file);
   if (!set) fail("topo check", set.message(), kExitUsage);
-  json out = {
-      {"file", st.file}, {"cluster_default", set->cluster_default}, {"topologies", json::array()}};
+  json out = {{"file", st.file}, {"cluster_default", set->cluster_default}, {"topologies", json::array()}};
   for (const topo::Topology& t : set->topologies)
     out["topologies"].push_back(summary(t, t.name == set->cluster_default));
   if (st.json) {
     fmt::print("{}\n", out.dump(2));
     return;
   }
-  fmt::print("{}: OK, {} topolog{}\n", st.file, set->topologies.size(),
-             set->topologies.size() == 1 ? "y" : "ies");
+  fmt::print("{}: OK, {} topolog{}\n", st.file, set->topologies.size(), set->topologies.size() == 1 ? "y" : "ies");
   for (const json& j : out["topologies"]) fmt::print("  {}\n", summary_text(j));
 }
 
@@ -167,9 +162,8 @@ void print_topology(const json& t, bool first) {
                {"ALLOC", A::right},
                {"UNAVAIL", A::right}});
   for (const json& u : units)
-    table.add_row({u.value("name", ""), u.value("type", ""), count_cell(u, "level"),
-                   u.value("nodes", ""), count_cell(u, "total"), count_cell(u, "idle"),
-                   count_cell(u, "mixed"), count_cell(u, "allocated"),
+    table.add_row({u.value("name", ""), u.value("type", ""), count_cell(u, "level"), u.value("nodes", ""),
+                   count_cell(u, "total"), count_cell(u, "idle"), count_cell(u, "mixed"), count_cell(u, "allocated"),
                    count_cell(u, "unavailable")});
   fmt::print("{}", table.render());
 }
@@ -236,17 +230,14 @@ struct GenerateState {
 };
 
 void add_output_options(CLI::App* sub, GenerateState& st, std::string* prefix) {
-  if (prefix)
-    sub->add_option("--prefix", *prefix, "Node name prefix; names are PREFIX00000...")
-        ->capture_default_str();
-  sub->add_option("-o,--output", st.output, "Write to FILE instead of standard output")
-      ->type_name("FILE");
+  if (prefix) sub->add_option("--prefix", *prefix, "Node name prefix; names are PREFIX00000...")->capture_default_str();
+  sub->add_option("-o,--output", st.output, "Write to FILE instead of standard output")->type_name("FILE");
 }
 
 void add_generate(CLI::App* topo_cmd) {
   auto st = std::make_shared<GenerateState>();
-  CLI::App* gen = topo_cmd->add_subcommand(
-      "generate", "Print topology.conf text for a synthetic network or from ibnetdiscover");
+  CLI::App* gen =
+      topo_cmd->add_subcommand("generate", "Print topology.conf text for a synthetic network or from ibnetdiscover");
   gen->require_subcommand(1);
   gen->footer(
       "Examples:\n"
@@ -259,33 +250,26 @@ void add_generate(CLI::App* topo_cmd) {
 
   CLI::App* fat = gen->add_subcommand("fat-tree", "A fat tree under one top switch");
   fat->add_option("--nodes", st->fat.nodes, "Number of compute nodes")->required();
-  fat->add_option("--leaf-nodes", st->fat.leaf_nodes, "Nodes per leaf switch")
-      ->capture_default_str();
+  fat->add_option("--leaf-nodes", st->fat.leaf_nodes, "Nodes per leaf switch")->capture_default_str();
   fat->add_option("--radix", st->fat.radix,
                   "Children per inner switch below the top one (the top switch joins the "
                   "whole level under it)")
       ->capture_default_str();
-  fat->add_option("--levels", st->fat.levels, "Switch levels, the leaf switches included")
-      ->capture_default_str();
+  fat->add_option("--levels", st->fat.levels, "Switch levels, the leaf switches included")->capture_default_str();
   add_output_options(fat, *st, &st->fat.prefix);
   fat->callback([st] { emit("topo generate", topo::generate_fat_tree(st->fat), st->output); });
 
-  CLI::App* df = gen->add_subcommand(
-      "dragonfly", "Groups of leaf switches joined all-to-all (TopologyParam=dragonfly)");
+  CLI::App* df =
+      gen->add_subcommand("dragonfly", "Groups of leaf switches joined all-to-all (TopologyParam=dragonfly)");
   df->add_option("--groups", st->dragonfly.groups, "Number of groups")->required();
-  df->add_option("--switches-per-group", st->dragonfly.switches_per_group,
-                 "Leaf switches per group")
-      ->required();
-  df->add_option("--nodes-per-switch", st->dragonfly.nodes_per_switch, "Nodes per leaf switch")
-      ->required();
+  df->add_option("--switches-per-group", st->dragonfly.switches_per_group, "Leaf switches per group")->required();
+  df->add_option("--nodes-per-switch", st->dragonfly.nodes_per_switch, "Nodes per leaf switch")->required();
   add_output_options(df, *st, &st->dragonfly.prefix);
-  df->callback(
-      [st] { emit("topo generate", topo::generate_dragonfly(st->dragonfly), st->output); });
+  df->callback([st] { emit("topo generate", topo::generate_dragonfly(st->dragonfly), st->output); });
 
   CLI::App* bl = gen->add_subcommand("blocks", "Base blocks of equal size with BlockSizes");
   bl->add_option("--nodes", st->blocks.nodes, "Number of compute nodes")->required();
-  bl->add_option("--base-block-nodes", st->blocks.base_block_nodes, "Nodes per base block")
-      ->capture_default_str();
+  bl->add_option("--base-block-nodes", st->blocks.base_block_nodes, "Nodes per base block")->capture_default_str();
   bl->add_option("--block-sizes", st->blocks.block_sizes,
                  "Block sizes in nodes, ascending, the first the base block size "
                  "(default: base size times 1, 2, 4, ... up to all nodes)")
@@ -294,30 +278,28 @@ void add_generate(CLI::App* topo_cmd) {
   add_output_options(bl, *st, &st->blocks.prefix);
   bl->callback([st] { emit("topo generate", topo::generate_blocks(st->blocks), st->output); });
 
-  CLI::App* ib = gen->add_subcommand(
-      "ibnetdiscover",
-      "A switch tree from ibnetdiscover output: switches with hosts become leaf switches, "
-      "the switches above them their parents");
+  CLI::App* ib =
+      gen->add_subcommand("ibnetdiscover",
+                          "A switch tree from ibnetdiscover output: switches with hosts become leaf switches, "
+                          "the switches above them their parents");
   ib->add_option("FILE", st->input, "ibnetdiscover output, or - for standard input")->required();
   add_output_options(ib, *st, nullptr);
   ib->callback([st] {
     const std::string name = st->input == "-" ? "<stdin>" : st->input;
-    emit("topo generate", topo::from_ibnetdiscover(read_input("topo generate", st->input), name),
-         st->output);
+    emit("topo generate", topo::from_ibnetdiscover(read_input("topo generate", st->input), name), st->output);
   });
 }
 
 }  // namespace
 
 void add_topo_command(CLI::App& app, Globals& g) {
-  CLI::App* topo_cmd = app.add_subcommand(
-      "topo", "Network topology: check a topology file, show switch/block use, generate files");
+  CLI::App* topo_cmd =
+      app.add_subcommand("topo", "Network topology: check a topology file, show switch/block use, generate files");
   topo_cmd->require_subcommand(1);
   topo_cmd->footer("See docs/topology.md for the file syntax and the placement policies.");
 
   auto check = std::make_shared<CheckState>();
-  CLI::App* c = topo_cmd->add_subcommand(
-      "check", "Validate topology.conf or topology.yaml without starting anything");
+  CLI::App* c = topo_cmd->add_subcommand("check", "Validate topology.conf or topology.yaml without starting anything");
   c->add_option("FILE", check->file, "The file (.yaml/.yml: topology.yaml syntax)")->required();
   c->add_flag("--json", check->json, "Print the summary as JSON");
   c->footer(

@@ -2,10 +2,10 @@
 // (one job) or 0 if every job completed (several).
 #include <memory>
 
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <CLI/CLI.hpp>
 
-#include "cli/client.h"
+#include "cli/client/client.h"
 #include "cli/commands.h"
 #include "cli/job_format.h"
 #include "cli/job_ids.h"
@@ -38,8 +38,7 @@ int outcome(const pb::ListJobsReply& reply) {
   if (reply.jobs_size() == 1) {
     const auto& j = reply.jobs(0);
     if (!j.exception_type().empty())
-      fmt::print(stderr, "corral: job {}: exception: {}: {}\n", j.id(), j.exception_type(),
-                 j.exception_note());
+      fmt::print(stderr, "corral: job {}: exception: {}: {}\n", j.id(), j.exception_type(), j.exception_note());
     return job_exit_code(j);
   }
   int code = 0;
@@ -69,8 +68,7 @@ void run_wait(const Globals& g, const WaitState& st) {
 
 void add_wait_command(CLI::App& app, Globals& g) {
   auto st = std::make_shared<WaitState>();
-  CLI::App* sub = app.add_subcommand(
-      "wait", "Wait until jobs finish; exit with the job's exit code");
+  CLI::App* sub = app.add_subcommand("wait", "Wait until jobs finish; exit with the job's exit code");
   sub->footer(
       "Prints nothing on success. With one job, exits with its exit code (as corral run\n"
       "does); with several, 0 only if all completed.");

@@ -8,6 +8,8 @@
 #include <string_view>
 #include <vector>
 
+#include "util/result.h"
+
 namespace CLI {
 class App;
 }
@@ -35,9 +37,8 @@ void add_wait_command(CLI::App& app, Globals& g);
 void add_nodes_command(CLI::App& app, Globals& g);
 void add_drain_commands(CLI::App& app, Globals& g);  // drain and resume
 void add_start_command(CLI::App& app, Globals& g);
-void add_topo_command(CLI::App& app, Globals& g);  // topo check/show/generate
-void add_sim_command(CLI::App& app, Globals& g);   // the scheduling simulator
-void add_slingshot_command(CLI::App& app, Globals& g);  // slingshot pool/clean
+void add_topo_command(CLI::App& app, Globals& g);     // topo check/show/generate
+void add_sim_command(CLI::App& app, Globals& g);      // the scheduling simulator
 void add_alloc_command(CLI::App& app, Globals& g);    // an allocation with a shell (salloc)
 void add_steps_command(CLI::App& app, Globals& g);    // steps of running jobs (squeue -s)
 void add_history_command(CLI::App& app, Globals& g);  // finished jobs and steps (sacct)
@@ -46,6 +47,17 @@ void add_history_command(CLI::App& app, Globals& g);  // finished jobs and steps
 // error found before anything was sent.
 inline constexpr int kExitFailure = 1;
 inline constexpr int kExitUsage = 2;
+
+// How a command reports an rpc error: Errc::unavailable is printed as
+// "corral: cannot reach the controller at URI: ..." (the message already says it),
+// anything else as "corral CMD: MESSAGE". Throws CLI::RuntimeError(1).
+[[noreturn]] void fail_rpc(std::string_view cmd, const Error& err);
+
+template <class T>
+T expect_ok(std::string_view cmd, Result<T> r) {
+  if (!r.ok()) fail_rpc(cmd, r.error());
+  return std::move(r).value();
+}
 
 // Prints "corral CMD: MESSAGE" to stderr and throws CLI::RuntimeError(code).
 [[noreturn]] void fail(std::string_view cmd, std::string_view message, int code = kExitFailure);

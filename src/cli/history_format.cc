@@ -25,10 +25,10 @@ bool parse_number(std::string_view text, double& out) {
 }
 
 Error bad_time(std::string_view option, std::string_view text) {
-  return invalid(fmt::format(
-      "{}: cannot understand '{}' (use now-1h, now-2days, YYYY-MM-DD[THH:MM[:SS]], HH:MM or "
-      "epoch seconds)",
-      option, text));
+  return invalid(
+      fmt::format("{}: cannot understand '{}' (use now-1h, now-2days, YYYY-MM-DD[THH:MM[:SS]], HH:MM or "
+                  "epoch seconds)",
+                  option, text));
 }
 
 // "now-1h": parse_begin_time knows "now+N[unit]"; the past is the same amount backwards.
@@ -71,8 +71,7 @@ Result<double> parse_history_time(std::string_view option, std::string_view text
   auto when = parse_begin_time(text, now);
   if (!when) return bad_time(option, text);
   // parse_begin_time looks forward ("10:00" is the next 10:00); history looks back.
-  const bool clock = text.find(':') != std::string_view::npos &&
-                     text.find('-') == std::string_view::npos;
+  const bool clock = text.find(':') != std::string_view::npos && text.find('-') == std::string_view::npos;
   if (clock && *when > now) return *when - 86400;
   return *when;
 }
@@ -93,16 +92,14 @@ std::vector<std::vector<std::string>> history_rows(const pb::HistoryReply& reply
   std::vector<std::vector<std::string>> rows;
   for (const auto& h : reply.jobs()) {
     const pb::JobInfo& j = h.job();
-    rows.push_back({std::to_string(j.id()), j.name(),
-                    j.username().empty() ? std::to_string(j.userid()) : j.username(),
-                    job_state(j), format_elapsed(job_elapsed(j, now)),
-                    exit_code_pair(j.waitstatus()), std::to_string(j.nnodes()), j.nodelist(),
-                    format_cpu_time(job_cpu(h))});
+    rows.push_back({std::to_string(j.id()), j.name(), j.username().empty() ? std::to_string(j.userid()) : j.username(),
+                    job_state(j), format_elapsed(job_elapsed(j, now)), exit_code_pair(j.waitstatus()),
+                    std::to_string(j.nnodes()), j.nodelist(), format_cpu_time(job_cpu(h))});
     std::vector<pb::StepInfo> steps(h.steps().begin(), h.steps().end());
     for (const auto& s : merge_steps({}, steps)) {
-      rows.push_back({step_id_text(s), s.name(), "", s.state(),
-                      format_elapsed(step_elapsed(s, now)), exit_code_pair(s.waitstatus()),
-                      std::to_string(s.nnodes()), s.nodelist(), format_cpu_time(s.cpu_seconds())});
+      rows.push_back({step_id_text(s), s.name(), "", s.state(), format_elapsed(step_elapsed(s, now)),
+                      exit_code_pair(s.waitstatus()), std::to_string(s.nnodes()), s.nodelist(),
+                      format_cpu_time(s.cpu_seconds())});
     }
   }
   return rows;

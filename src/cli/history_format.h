@@ -21,7 +21,6 @@ std::string format_cpu_time(double seconds);
 
 // The rows of the table: JOBID NAME USER STATE ELAPSED EXIT NODES NODELIST CPUTIME, one
 // per job followed by one per step ("42.0", "42.batch").
-std::vector<std::vector<std::string>> history_rows(const corral::v1::HistoryReply& reply,
-                                                   double now);
+std::vector<std::vector<std::string>> history_rows(const corral::v1::HistoryReply& reply, double now);
 
 }  // namespace corral::cli

@@ -14,8 +14,7 @@
 namespace corral {
 namespace {
 
-constexpr const char* kListHelp =
-    "hostlists like node[01-04],login1; '-' or none reads hosts from stdin";
+constexpr const char* kListHelp = "hostlists like node[01-04],login1; '-' or none reads hosts from stdin";
 
 struct OpArgs {
   std::vector<std::string> lists;
@@ -54,8 +53,7 @@ Hostlist concat(const std::vector<std::string>& lists) {
   return out;
 }
 
-std::vector<Hostlist> load_at_least_two(const std::vector<std::string>& lists,
-                                        const char* op) {
+std::vector<Hostlist> load_at_least_two(const std::vector<std::string>& lists, const char* op) {
   if (lists.size() < 2) fail(std::string(op) + " needs at least two hostlists");
   std::vector<Hostlist> out;
   for (const std::string& l : lists) out.push_back(load(l));
@@ -124,21 +122,18 @@ void run_nth(const OpArgs& a) {
   print_expanded(picked, a);
 }
 
-CLI::App* add_op(CLI::App& parent, const std::string& name, const std::string& help, Op op,
-                 bool list_output) {
+CLI::App* add_op(CLI::App& parent, const std::string& name, const std::string& help, Op op, bool list_output) {
   auto args = std::make_shared<OpArgs>();
   CLI::App* sub = parent.add_subcommand(name, help);
   if (name == "nth") {
-    sub->add_option("N", args->index, "index (0-based, negative from the end) or idset like 0,2-3")
-        ->required();
+    sub->add_option("N", args->index, "index (0-based, negative from the end) or idset like 0,2-3")->required();
   }
   sub->add_option("LIST", args->lists, kListHelp);
   if (list_output) {
     sub->add_flag("-e,--expand", args->expand, "print every host instead of the ranged form");
   }
   if (list_output || name == "expand" || name == "nth") {
-    sub->add_option("-d,--delimiter", args->delimiter,
-                    "separator between expanded hosts (default: newline)");
+    sub->add_option("-d,--delimiter", args->delimiter, "separator between expanded hosts (default: newline)");
   }
   sub->callback([args, op] { op(*args); });
   return sub;
@@ -147,39 +142,47 @@ CLI::App* add_op(CLI::App& parent, const std::string& name, const std::string& h
 }  // namespace
 
 void add_hostlist_command(CLI::App& app) {
-  CLI::App* hl = app.add_subcommand(
-      "hostlist", "Expand, compress, count and combine hostlists (Slurm / Flux RFC 29 syntax)");
+  CLI::App* hl =
+      app.add_subcommand("hostlist", "Expand, compress, count and combine hostlists (Slurm / Flux RFC 29 syntax)");
   hl->require_subcommand(1);
 
-  add_op(*hl, "expand", "Print every host of LIST..., one per line or joined by -d SEP",
-         [](const OpArgs& a) { print_expanded(concat(a.lists).hosts(), a); }, false);
-  add_op(*hl, "compress", "Print LIST... in ranged form, keeping host order and duplicates",
-         [](const OpArgs& a) { std::cout << concat(a.lists).encode() << "\n"; }, false);
-  add_op(*hl, "count", "Print the number of hosts in LIST... (duplicates count)",
-         [](const OpArgs& a) { std::cout << concat(a.lists).count() << "\n"; }, false);
+  add_op(
+      *hl, "expand", "Print every host of LIST..., one per line or joined by -d SEP",
+      [](const OpArgs& a) { print_expanded(concat(a.lists).hosts(), a); }, false);
+  add_op(
+      *hl, "compress", "Print LIST... in ranged form, keeping host order and duplicates",
+      [](const OpArgs& a) { std::cout << concat(a.lists).encode() << "\n"; }, false);
+  add_op(
+      *hl, "count", "Print the number of hosts in LIST... (duplicates count)",
+      [](const OpArgs& a) { std::cout << concat(a.lists).count() << "\n"; }, false);
   add_op(*hl, "nth", "Print the host(s) at index N of LIST...", run_nth, false);
-  add_op(*hl, "sort", "Print LIST... in natural order (n2 before n10), keeping duplicates",
-         [](const OpArgs& a) { print(concat(a.lists).sorted(), a); }, true);
-  add_op(*hl, "uniq", "Print LIST... sorted, without duplicates",
-         [](const OpArgs& a) { print(concat(a.lists).uniq(), a); }, true);
-  add_op(*hl, "union", "Print the hosts in any of the hostlists, sorted and unique",
-         [](const OpArgs& a) { print(concat(a.lists).uniq(), a); }, true);
-  add_op(*hl, "intersect", "Print the hosts present in every hostlist, sorted and unique",
-         [](const OpArgs& a) {
-           auto lists = load_at_least_two(a.lists, "intersect");
-           Hostlist out = lists[0].uniq();
-           for (size_t i = 1; i < lists.size(); ++i) out = out.intersect(lists[i]);
-           print(out, a);
-         },
-         true);
-  add_op(*hl, "minus", "Print the hosts of the first hostlist that are in none of the others",
-         [](const OpArgs& a) {
-           auto lists = load_at_least_two(a.lists, "minus");
-           Hostlist others;
-           for (size_t i = 1; i < lists.size(); ++i) others.append(lists[i]);
-           print(lists[0].minus(others), a);
-         },
-         true);
+  add_op(
+      *hl, "sort", "Print LIST... in natural order (n2 before n10), keeping duplicates",
+      [](const OpArgs& a) { print(concat(a.lists).sorted(), a); }, true);
+  add_op(
+      *hl, "uniq", "Print LIST... sorted, without duplicates",
+      [](const OpArgs& a) { print(concat(a.lists).uniq(), a); }, true);
+  add_op(
+      *hl, "union", "Print the hosts in any of the hostlists, sorted and unique",
+      [](const OpArgs& a) { print(concat(a.lists).uniq(), a); }, true);
+  add_op(
+      *hl, "intersect", "Print the hosts present in every hostlist, sorted and unique",
+      [](const OpArgs& a) {
+        auto lists = load_at_least_two(a.lists, "intersect");
+        Hostlist out = lists[0].uniq();
+        for (size_t i = 1; i < lists.size(); ++i) out = out.intersect(lists[i]);
+        print(out, a);
+      },
+      true);
+  add_op(
+      *hl, "minus", "Print the hosts of the first hostlist that are in none of the others",
+      [](const OpArgs& a) {
+        auto lists = load_at_least_two(a.lists, "minus");
+        Hostlist others;
+        for (size_t i = 1; i < lists.size(); ++i) others.append(lists[i]);
+        print(lists[0].minus(others), a);
+      },
+      true);
 }
 
 }  // namespace corral

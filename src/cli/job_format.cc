@@ -16,13 +16,9 @@ namespace pb = corral::v1;
 
 namespace {
 
-std::string or_none(const std::string& s, const char* none = "(null)") {
-  return s.empty() ? none : s;
-}
+std::string or_none(const std::string& s, const char* none = "(null)") { return s.empty() ? none : s; }
 
-std::string time_limit(double seconds) {
-  return seconds > 0 ? format_elapsed(seconds) : "UNLIMITED";
-}
+std::string time_limit(double seconds) { return seconds > 0 ? format_elapsed(seconds) : "UNLIMITED"; }
 
 // Embedded JSON documents are shown as objects; text that isn't JSON stays a string.
 nlohmann::json embedded(const std::string& text) {
@@ -67,31 +63,26 @@ std::string format_timestamp(double epoch) {
 std::string show_job_text(const pb::JobInfo& j, double now) {
   std::string deps;
   for (const auto& d : j.dependencies()) deps += (deps.empty() ? "" : ",") + d;
-  std::string exception = j.exception_type().empty()
-                              ? "(null)"
-                              : fmt::format("{}: {}", j.exception_type(), j.exception_note());
+  std::string exception =
+      j.exception_type().empty() ? "(null)" : fmt::format("{}: {}", j.exception_type(), j.exception_note());
   std::string out;
   out += fmt::format("JobId={} JobName={}\n", j.id(), j.name());
-  out += fmt::format("   UserId={}({}) Partition={}\n", or_none(j.username(), "?"), j.userid(),
-                     or_none(j.partition()));
-  out += fmt::format("   JobState={} Result={} Reason={}\n", j.state(), or_none(j.result()),
-                     or_none(j.reason(), "None"));
-  out += fmt::format("   Urgency={} Priority={} Dependency={}\n", j.urgency(), j.priority(),
-                     or_none(deps));
-  out += fmt::format("   SubmitTime={} StartTime={} EndTime={}\n",
-                     or_none(format_timestamp(j.t_submit()), "Unknown"),
-                     or_none(format_timestamp(j.t_run()), "Unknown"),
-                     or_none(format_timestamp(j.t_cleanup()), "Unknown"));
+  out += fmt::format("   UserId={}({}) Partition={}\n", or_none(j.username(), "?"), j.userid(), or_none(j.partition()));
+  out +=
+      fmt::format("   JobState={} Result={} Reason={}\n", j.state(), or_none(j.result()), or_none(j.reason(), "None"));
+  out += fmt::format("   Urgency={} Priority={} Dependency={}\n", j.urgency(), j.priority(), or_none(deps));
+  out +=
+      fmt::format("   SubmitTime={} StartTime={} EndTime={}\n", or_none(format_timestamp(j.t_submit()), "Unknown"),
+                  or_none(format_timestamp(j.t_run()), "Unknown"), or_none(format_timestamp(j.t_cleanup()), "Unknown"));
   std::string deps_buffer;
   const double ran = run_time(row_of(j, deps_buffer), now);
-  out += fmt::format("   RunTime={} TimeLimit={}\n", format_elapsed(ran),
-                     time_limit(j.duration()));
-  out += fmt::format("   NumNodes={} NumTasks={} NumCPUs={} NumGPUs={}\n", j.nnodes(), j.ntasks(),
-                     j.ncores(), j.ngpus());
+  out += fmt::format("   RunTime={} TimeLimit={}\n", format_elapsed(ran), time_limit(j.duration()));
+  out +=
+      fmt::format("   NumNodes={} NumTasks={} NumCPUs={} NumGPUs={}\n", j.nnodes(), j.ntasks(), j.ncores(), j.ngpus());
   out += fmt::format("   NodeList={}\n", or_none(j.nodelist()));
   if (!j.stepmgr().empty()) out += fmt::format("   StepManager={}\n", j.stepmgr());
-  out += fmt::format("   ExitCode={} Exception={} Restarts={}\n", exit_code_pair(j.waitstatus()), exception,
-                     j.requeues());
+  out +=
+      fmt::format("   ExitCode={} Exception={} Restarts={}\n", exit_code_pair(j.waitstatus()), exception, j.requeues());
   out += fmt::format("   WorkDir={}\n", or_none(j.cwd()));
   return out;
 }
@@ -130,7 +121,9 @@ nlohmann::json node_to_json(const pb::NodeInfo& n) {
       {"jobs", nlohmann::json::array()},
       {"agent", n.agent()},
       {"housekeeping", n.housekeeping()},
+      {"hardware", nlohmann::json::object()},
   };
+  for (const auto& [hook, what] : n.hardware()) o["hardware"][hook] = what;  // std::map order: stable output
   for (const auto& p : n.partitions()) o["partitions"].push_back(p);
   for (auto id : n.jobs()) o["jobs"].push_back(id);
   return o;

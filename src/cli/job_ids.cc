@@ -5,8 +5,7 @@
 
 namespace corral::cli {
 
-std::vector<uint64_t> parse_jobids_or_exit(std::string_view cmd,
-                                           const std::vector<std::string>& words) {
+std::vector<uint64_t> parse_jobids_or_exit(std::string_view cmd, const std::vector<std::string>& words) {
   std::vector<uint64_t> ids;
   for (const auto& word : words) {
     for (const auto& item : split_list(word)) {

@@ -9,7 +9,6 @@
 namespace corral::cli {
 
 // Parses every id or exits 2 naming the bad one.
-std::vector<uint64_t> parse_jobids_or_exit(std::string_view cmd,
-                                           const std::vector<std::string>& words);
+std::vector<uint64_t> parse_jobids_or_exit(std::string_view cmd, const std::vector<std::string>& words);
 
 }  // namespace corral::cli

@@ -9,8 +9,8 @@
 #include <filesystem>
 #include <set>
 
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <CLI/CLI.hpp>
 
 #include "cli/values.h"
 #include "job/dependency.h"
@@ -27,73 +27,74 @@ namespace corral::cli {
 void add_job_options(CLI::App& app, JobOptions& o) {
   const char* g = "Job options";
   app.add_option("-N,--nodes", o.nodes, "Number of nodes")->type_name("N")->group(g);
-  app.add_option("-n,--ntasks", o.ntasks, "Number of tasks (default: one per node)")
-      ->type_name("N")->group(g);
-  app.add_option("-c,--cpus-per-task", o.cpus_per_task, "Cores per task (default 1)")
-      ->type_name("N")->group(g);
-  app.add_option("--gpus-per-task", o.gpus_per_task, "GPUs per task (default 0)")
-      ->type_name("N")->group(g);
-  app.add_option("--mem", o.mem,
-                 "Memory per node; a bare number is MiB (Slurm), or 4G, 512MiB, ...")
-      ->type_name("SIZE")->group(g);
+  app.add_option("-n,--ntasks", o.ntasks, "Number of tasks (default: one per node)")->type_name("N")->group(g);
+  app.add_option("-c,--cpus-per-task", o.cpus_per_task, "Cores per task (default 1)")->type_name("N")->group(g);
+  app.add_option("--gpus-per-task", o.gpus_per_task, "GPUs per task (default 0)")->type_name("N")->group(g);
+  app.add_option("--mem", o.mem, "Memory per node; a bare number is MiB (Slurm), or 4G, 512MiB, ...")
+      ->type_name("SIZE")
+      ->group(g);
   app.add_option("-t,--time", o.time,
                  "Time limit: MM, MM:SS, HH:MM:SS, D-HH[:MM[:SS]], or 30s/5m/2h; "
                  "UNLIMITED for none")
-      ->type_name("TIME")->group(g);
-  app.add_option("-J,--job-name", o.job_name, "Job name (default: the command's name)")
-      ->type_name("NAME")->group(g);
+      ->type_name("TIME")
+      ->group(g);
+  app.add_option("-J,--job-name", o.job_name, "Job name (default: the command's name)")->type_name("NAME")->group(g);
   app.add_option("-o,--output", o.output,
                  "Write stdout (and stderr unless -e) to this file; %j = job id, %t = task "
                  "rank, %n = node index, %N = node name, %x = job name, %u = user")
-      ->type_name("FILE")->group(g);
-  app.add_option("-e,--error", o.error, "Write stderr to this file")
-      ->type_name("FILE")->group(g);
-  app.add_option("-i,--input", o.input, "Read stdin from this file (default /dev/null)")
-      ->type_name("FILE")->group(g);
-  app.add_option("-w,--nodelist", o.nodelist, "Run on these nodes, e.g. node[0-3]")
-      ->type_name("HOSTLIST")->group(g);
-  app.add_option("-x,--exclude", o.exclude, "Never run on these nodes")
-      ->type_name("HOSTLIST")->group(g);
+      ->type_name("FILE")
+      ->group(g);
+  app.add_option("-e,--error", o.error, "Write stderr to this file")->type_name("FILE")->group(g);
+  app.add_option("-i,--input", o.input, "Read stdin from this file (default /dev/null)")->type_name("FILE")->group(g);
+  app.add_option("-w,--nodelist", o.nodelist, "Run on these nodes, e.g. node[0-3]")->type_name("HOSTLIST")->group(g);
+  app.add_option("-x,--exclude", o.exclude, "Never run on these nodes")->type_name("HOSTLIST")->group(g);
   app.add_option("--switches", o.switches,
                  "At most COUNT leaf switches (or base blocks), waiting at most TIME for "
                  "them (capped by the site) before taking any placement: COUNT[@TIME]")
-      ->type_name("COUNT[@TIME]")->group(g);
-  app.add_option("-p,--partition", o.partition, "Partition (queue) to run in")
-      ->type_name("NAME")->group(g);
+      ->type_name("COUNT[@TIME]")
+      ->group(g);
+  app.add_option("-p,--partition", o.partition, "Partition (queue) to run in")->type_name("NAME")->group(g);
   app.add_flag("--exclusive", o.exclusive, "Allocate whole nodes")->group(g);
   app.add_flag("--requeue", o.requeue,
                "When a node of the job fails, run it again (same job id, output appended) instead of "
                "ending it with a node failure; not for corral run/alloc (default: the site's [job] requeue)")
       ->group(g);
   app.add_flag("--no-requeue", o.no_requeue, "Never run this job again after a node failure")->group(g);
-  app.add_option("-d,--dependency", o.dependency,
-                 "Start after other jobs: afterok:12[:13],afterany:14 or RFC 26 URIs")
-      ->type_name("DEPS")->group(g);
+  app.add_option("-d,--dependency", o.dependency, "Start after other jobs: afterok:12[:13],afterany:14 or RFC 26 URIs")
+      ->type_name("DEPS")
+      ->group(g);
   app.add_option("--begin", o.begin,
                  "Start no earlier than: now+60 (seconds), now+1hour, HH:MM[:SS], "
                  "YYYY-MM-DD[THH:MM[:SS]], @EPOCH")
-      ->type_name("TIME")->group(g);
-  app.add_option("--export", o.export_env,
-                 "Environment to pass: ALL (default), NONE, or [ALL,]VAR,VAR=value,...")
-      ->type_name("VARS")->group(g);
-  app.add_option("-D,--chdir", o.chdir, "Working directory of the tasks (default: here)")
-      ->type_name("DIR")->group(g);
-  app.add_option("--urgency", o.urgency, "Urgency 0-31 (default 16; above 16 needs root)")
-      ->type_name("N")->group(g);
+      ->type_name("TIME")
+      ->group(g);
+  app.add_option("--export", o.export_env, "Environment to pass: ALL (default), NONE, or [ALL,]VAR,VAR=value,...")
+      ->type_name("VARS")
+      ->group(g);
+  app.add_option("-D,--chdir", o.chdir, "Working directory of the tasks (default: here)")->type_name("DIR")->group(g);
+  app.add_option("--urgency", o.urgency, "Urgency 0-31 (default 16; above 16 needs root)")->type_name("N")->group(g);
   app.add_option("--propagate", o.propagate,
                  "Resource limits the tasks get from this shell: ALL (default), NONE, or a list of "
                  "AS,CORE,CPU,DATA,FSIZE,MEMLOCK,NOFILE,NPROC,RSS,STACK")
-      ->type_name("LIMITS")->expected(0, 1)->default_str("ALL")->group(g);
-  app.add_option("--setopt", o.setopt,
-                 "Set a job shell/hook option, KEY=VALUE or KEY (= true); repeatable")
-      ->type_name("KEY[=VALUE]")->take_all()->allow_extra_args(false)->group(g);
-  app.add_option("--cc", o.cc, "Submit one copy per id in IDSET (e.g. 1-10); {cc} in the "
+      ->type_name("LIMITS")
+      ->expected(0, 1)
+      ->default_str("ALL")
+      ->group(g);
+  app.add_option("--setopt", o.setopt, "Set a job shell/hook option, KEY=VALUE or KEY (= true); repeatable")
+      ->type_name("KEY[=VALUE]")
+      ->take_all()
+      ->allow_extra_args(false)
+      ->group(g);
+  app.add_option("--cc", o.cc,
+                 "Submit one copy per id in IDSET (e.g. 1-10); {cc} in the "
                  "command or options is replaced by the id")
-      ->type_name("IDSET")->group(g);
+      ->type_name("IDSET")
+      ->group(g);
   app.add_option("--test-run-duration", o.test_run_duration,
                  "Testing the pipeline: run no process, pretend the tasks ran this long "
                  "(e.g. 1s) and exited 0")
-      ->type_name("FSD")->group(g);
+      ->type_name("FSD")
+      ->group(g);
 }
 
 JobOptions merge_job_options(const JobOptions& base, const JobOptions& over) {
@@ -181,17 +182,12 @@ Error named(std::string_view option, const std::string& text, const Error& err) 
 }
 
 Status parse_counts(const JobOptions& o, job::JobRequest& req) {
-  auto positive = [](const char* opt) {
-    return [opt](const std::string& t) { return parse_positive(opt, t); };
-  };
+  auto positive = [](const char* opt) { return [opt](const std::string& t) { return parse_positive(opt, t); }; };
   if (auto s = parse_into(o.nodes, req.nnodes, positive("-N/--nodes")); !s) return s;
   if (auto s = parse_into(o.ntasks, req.ntasks, positive("-n/--ntasks")); !s) return s;
-  if (auto s = parse_into(o.cpus_per_task, req.cores_per_task, positive("-c/--cpus-per-task"));
-      !s)
-    return s;
-  return parse_into(o.gpus_per_task, req.gpus_per_task, [](const std::string& t) {
-    return parse_non_negative("--gpus-per-task", t);
-  });
+  if (auto s = parse_into(o.cpus_per_task, req.cores_per_task, positive("-c/--cpus-per-task")); !s) return s;
+  return parse_into(o.gpus_per_task, req.gpus_per_task,
+                    [](const std::string& t) { return parse_non_negative("--gpus-per-task", t); });
 }
 
 // Slurm's --propagate: the submitting shell's soft limits travel with the job.
@@ -206,8 +202,10 @@ Status parse_propagate(const JobOptions& o, const JobContext& ctx, job::JobReque
       size_t comma = list.find(',', start);
       std::string name = list.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
       if (!job::rlimit_resource(name))
-        return invalid(fmt::format("--propagate: unknown limit '{}' (ALL, NONE, AS, CORE, CPU, DATA, FSIZE, "
-                                   "MEMLOCK, NOFILE, NPROC, RSS, STACK)", name));
+        return invalid(
+            fmt::format("--propagate: unknown limit '{}' (ALL, NONE, AS, CORE, CPU, DATA, FSIZE, "
+                        "MEMLOCK, NOFILE, NPROC, RSS, STACK)",
+                        name));
       wanted.insert(name);
       if (comma == std::string::npos) break;
       start = comma + 1;
@@ -267,8 +265,7 @@ Status parse_placement(const JobOptions& o, job::JobRequest& req) {
     if (req.nnodes == 0) {
       req.nnodes = static_cast<unsigned>(n);
     } else if (req.nnodes < n) {
-      return invalid(fmt::format("-w/--nodelist names {} nodes but -N/--nodes asks for {}", n,
-                                 req.nnodes));
+      return invalid(fmt::format("-w/--nodelist names {} nodes but -N/--nodes asks for {}", n, req.nnodes));
     }
     req.requested_nodes = o.nodelist;
   }
@@ -304,8 +301,7 @@ Status parse_environment(const JobOptions& o, const JobContext& ctx, job::JobReq
   auto env = parse_export(o.export_env, ctx.env);
   if (!env) return env.error();
   req.environment = std::move(*env);
-  std::filesystem::path dir = o.chdir.empty() ? std::filesystem::path(ctx.cwd)
-                                               : std::filesystem::path(o.chdir);
+  std::filesystem::path dir = o.chdir.empty() ? std::filesystem::path(ctx.cwd) : std::filesystem::path(o.chdir);
   if (dir.is_relative()) dir = std::filesystem::path(ctx.cwd) / dir;
   req.cwd = dir.lexically_normal().string();
   if (req.cwd.size() > 1 && req.cwd.back() == '/') req.cwd.pop_back();
@@ -316,8 +312,7 @@ Status parse_setopts(const JobOptions& o, job::JobRequest& req) {
   for (const std::string& item : o.setopt) {
     size_t eq = item.find('=');
     std::string key = item.substr(0, eq);
-    if (key.empty() || key.find_first_of(" \t") != std::string::npos ||
-        key.front() == '.' || key.back() == '.')
+    if (key.empty() || key.find_first_of(" \t") != std::string::npos || key.front() == '.' || key.back() == '.')
       return invalid(fmt::format("--setopt: '{}': expected KEY=VALUE or KEY", item));
     std::string value = eq == std::string::npos ? "true" : item.substr(eq + 1);
     req.options.emplace_back(std::move(key), std::move(value));
@@ -330,9 +325,8 @@ Status parse_setopts(const JobOptions& o, job::JobRequest& req) {
 Result<ParsedJob> to_job_request(const JobOptions& o, const JobContext& ctx) {
   ParsedJob out;
   job::JobRequest& req = out.request;
-  for (auto step : {parse_counts(o, req), parse_limits(o, req), parse_placement(o, req),
-                    parse_scheduling(o, ctx, req), parse_environment(o, ctx, req),
-                    parse_setopts(o, req), parse_propagate(o, ctx, req)})
+  for (auto step : {parse_counts(o, req), parse_limits(o, req), parse_placement(o, req), parse_scheduling(o, ctx, req),
+                    parse_environment(o, ctx, req), parse_setopts(o, req), parse_propagate(o, ctx, req)})
     if (!step) return step.error();
   req.name = o.job_name;
   req.output = o.output;

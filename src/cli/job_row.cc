@@ -18,11 +18,21 @@ void append_json_string(std::string& out, std::string_view s) {
   out += '"';
   for (char c : s) {
     switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\t': out += "\\t"; break;
-      case '\r': out += "\\r"; break;
+      case '"':
+        out += "\\\"";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
+      case '\r':
+        out += "\\r";
+        break;
       default:
         if (static_cast<unsigned char>(c) < 0x20)
           fmt::format_to(std::back_inserter(out), "\\u{:04x}", static_cast<unsigned char>(c));
@@ -124,19 +134,17 @@ JobRow row_of(const pb::JobInfo& j, std::string& deps) {
 
 bool table_is_consistent(const pb::JobTable& t) {
   const int n = t.id_size();
-  const int sizes[] = {
-      t.userid_size(),    t.username_size(), t.name_size(),       t.state_size(),
-      t.result_size(),    t.reason_size(),   t.urgency_size(),    t.priority_size(),
-      t.t_submit_size(),  t.t_run_size(),    t.t_cleanup_size(),  t.t_inactive_size(),
-      t.nodelist_size(),  t.nnodes_size(),   t.ntasks_size(),     t.ncores_size(),
-      t.ngpus_size(),     t.partition_size(), t.duration_size(),  t.waitstatus_size(),
-      t.exception_type_size(), t.exception_note_size(), t.cwd_size(), t.dependencies_size()};
+  const int sizes[] = {t.userid_size(),         t.username_size(),       t.name_size(),      t.state_size(),
+                       t.result_size(),         t.reason_size(),         t.urgency_size(),   t.priority_size(),
+                       t.t_submit_size(),       t.t_run_size(),          t.t_cleanup_size(), t.t_inactive_size(),
+                       t.nodelist_size(),       t.nnodes_size(),         t.ntasks_size(),    t.ncores_size(),
+                       t.ngpus_size(),          t.partition_size(),      t.duration_size(),  t.waitstatus_size(),
+                       t.exception_type_size(), t.exception_note_size(), t.cwd_size(),       t.dependencies_size()};
   for (int s : sizes)
     if (s != n) return false;
   const auto strings = static_cast<uint32_t>(t.strings_size());
-  for (const auto* col : {&t.username(), &t.name(), &t.state(), &t.result(), &t.reason(),
-                          &t.nodelist(), &t.partition(), &t.exception_type(),
-                          &t.exception_note(), &t.cwd(), &t.dependencies()})
+  for (const auto* col : {&t.username(), &t.name(), &t.state(), &t.result(), &t.reason(), &t.nodelist(), &t.partition(),
+                          &t.exception_type(), &t.exception_note(), &t.cwd(), &t.dependencies()})
     for (uint32_t v : *col)
       if (v >= strings) return false;
   return true;

@@ -35,10 +35,9 @@ bool dry_run(const SubmitFlags& flags, const pb::SubmitRequest& req) {
   return true;
 }
 
-std::vector<uint64_t> submit_request(Client& client, std::string_view cmd,
-                                     const SubmitFlags& flags, const pb::SubmitRequest& req) {
-  if (flags.verbose)
-    fmt::print(stderr, "corral {}: submitting to {}: {}\n", cmd, client.uri(), req.jobspecs(0));
+std::vector<uint64_t> submit_request(Client& client, std::string_view cmd, const SubmitFlags& flags,
+                                     const pb::SubmitRequest& req) {
+  if (flags.verbose) fmt::print(stderr, "corral {}: submitting to {}: {}\n", cmd, client.uri(), req.jobspecs(0));
   auto reply = expect_ok(cmd, client.submit(req));
   if (reply.jobids_size() == 0) fail(cmd, "the controller accepted the job but returned no id");
   return {reply.jobids().begin(), reply.jobids().end()};

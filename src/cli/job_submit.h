@@ -7,7 +7,7 @@
 #include <string_view>
 #include <vector>
 
-#include "cli/client.h"
+#include "cli/client/client.h"
 #include "cli/job_options.h"
 
 namespace corral::cli {
@@ -25,8 +25,8 @@ pb::SubmitRequest build_submit_request(std::string_view cmd, const ParsedJob& jo
 bool dry_run(const SubmitFlags& flags, const pb::SubmitRequest& req);
 
 // Sends the request; rpc errors exit 1.
-std::vector<uint64_t> submit_request(Client& client, std::string_view cmd,
-                                     const SubmitFlags& flags, const pb::SubmitRequest& req);
+std::vector<uint64_t> submit_request(Client& client, std::string_view cmd, const SubmitFlags& flags,
+                                     const pb::SubmitRequest& req);
 
 // Reads the job options into a ParsedJob or exits 2 naming the bad option.
 ParsedJob parse_or_exit(std::string_view cmd, const JobOptions& opts, const JobContext& ctx);

@@ -8,14 +8,15 @@
 
 namespace corral::cli {
 
-Status follow_jobs(Client& client, const pb::WatchRequest& req, std::string_view cmd,
-                   const WatchItemFn& on_item) {
+Status follow_jobs(Client& client, const pb::WatchRequest& req, std::string_view cmd, const WatchItemFn& on_item) {
   std::map<uint64_t, size_t> seen;  // events delivered per job, to skip on replay
   bool reached = false;
   bool reported_loss = false;
   for (;;) {
     std::map<uint64_t, size_t> replayed;
-    auto stream = client.watch(req);
+    auto watched = client.watch(req);
+    if (!watched) return watched.error();
+    auto& stream = *watched;
     pb::WatchReply reply;
     while (stream->read(reply)) {
       if (reported_loss) {

@@ -7,7 +7,7 @@
 #include <functional>
 #include <string_view>
 
-#include "cli/client.h"
+#include "cli/client/client.h"
 
 namespace corral::cli {
 
@@ -15,7 +15,6 @@ using WatchItemFn = std::function<void(const pb::WatchItem&)>;
 
 // `req.history` should be set so a re-opened stream can catch up. Returns when the stream
 // ends cleanly; an error if the controller can't be reached at first or refuses.
-Status follow_jobs(Client& client, const pb::WatchRequest& req, std::string_view cmd,
-                   const WatchItemFn& on_item);
+Status follow_jobs(Client& client, const pb::WatchRequest& req, std::string_view cmd, const WatchItemFn& on_item);
 
 }  // namespace corral::cli

@@ -19,7 +19,7 @@
 
 #include <fmt/format.h>
 
-#include "cli/client.h"
+#include "cli/client/client.h"
 #include "cli/progress.h"
 #include "job/hmac_key.h"
 #include "util/units.h"
@@ -32,9 +32,7 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-double since(Clock::time_point t) {
-  return std::chrono::duration<double>(Clock::now() - t).count();
-}
+double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
 std::string errno_text() { return std::strerror(errno); }
 
@@ -65,8 +63,7 @@ std::vector<std::string> split_nodes(unsigned nodes, unsigned agents) {
     const unsigned count = nodes / agents + (i < nodes % agents ? 1 : 0);
     if (count == 0) continue;
     const unsigned last = first + count - 1;
-    out.push_back(count == 1 ? fmt::format("node{}", first)
-                             : fmt::format("node[{}-{}]", first, last));
+    out.push_back(count == 1 ? fmt::format("node{}", first) : fmt::format("node[{}-{}]", first, last));
     first = last + 1;
   }
   return out;
@@ -116,9 +113,10 @@ Status LocalCluster::make_dir() {
     ::chmod(dir_.c_str(), 0755);  // other users' clients may reach the socket
   }
   if (dir_.size() + sizeof("/corrald.sock") > 108)
-    return invalid(fmt::format("the socket path {}/corrald.sock is too long for a Unix socket; "
-                               "use --dir with a shorter path",
-                               dir_));
+    return invalid(
+        fmt::format("the socket path {}/corrald.sock is too long for a Unix socket; "
+                    "use --dir with a shorter path",
+                    dir_));
   return {};
 }
 
@@ -131,12 +129,12 @@ Status LocalCluster::make_key_file() {
   return job::write_key_file(key_file(), *key);
 }
 
-Status LocalCluster::spawn(const std::string& name, const std::string& log,
-                           std::vector<std::string> args) {
+Status LocalCluster::spawn(const std::string& name, const std::string& log, std::vector<std::string> args) {
   if (::access(args[0].c_str(), X_OK) != 0)
-    return not_found(fmt::format("cannot run {}: {} (set CORRAL_LIBEXEC_DIR to the directory "
-                                 "of corrald and corral-node)",
-                                 args[0], errno_text()));
+    return not_found(
+        fmt::format("cannot run {}: {} (set CORRAL_LIBEXEC_DIR to the directory "
+                    "of corrald and corral-node)",
+                    args[0], errno_text()));
   int log_fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
   int null_fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
   if (log_fd < 0 || null_fd < 0) {
@@ -162,10 +160,9 @@ Status LocalCluster::launch() {
   if (auto st = make_key_file(); !st) return st;
   const std::string bin = libexec_dir();
   // An absolute path is never a TOML value, so --set takes it as a plain string.
-  std::vector<std::string> ctld{bin + "/corrald", "--socket", dir_ + "/corrald.sock",
-                                "--state-dir", dir_ + "/state", "--log-file",
-                                dir_ + "/corrald.log", "--set",
-                                "controller.key-file=" + key_file()};
+  std::vector<std::string> ctld{bin + "/corrald",      "--socket",      dir_ + "/corrald.sock",
+                                "--state-dir",         dir_ + "/state", "--log-file",
+                                dir_ + "/corrald.log", "--set",         "controller.key-file=" + key_file()};
   if (!cfg_.config_file.empty()) {
     ctld.push_back("--config");
     ctld.push_back(fs::absolute(cfg_.config_file).string());
@@ -178,11 +175,23 @@ Status LocalCluster::launch() {
   const auto parts = split_nodes(cfg_.nodes, cfg_.agents);
   for (size_t i = 0; i < parts.size(); ++i) {
     const std::string log = fmt::format("{}/agent-{}.log", dir_, i);
-    std::vector<std::string> agent{bin + "/corral-node", "--controller", uri(), "--nodes",
-                                   parts[i], "--cores", std::to_string(cfg_.cores), "--gpus",
-                                   std::to_string(cfg_.gpus), "--memory", cfg_.memory,
-                                   "--state-dir", fmt::format("{}/agent-{}", dir_, i),
-                                   "--log-file", log, "--key-file", key_file()};
+    std::vector<std::string> agent{bin + "/corral-node",
+                                   "--controller",
+                                   uri(),
+                                   "--nodes",
+                                   parts[i],
+                                   "--cores",
+                                   std::to_string(cfg_.cores),
+                                   "--gpus",
+                                   std::to_string(cfg_.gpus),
+                                   "--memory",
+                                   cfg_.memory,
+                                   "--state-dir",
+                                   fmt::format("{}/agent-{}", dir_, i),
+                                   "--log-file",
+                                   log,
+                                   "--key-file",
+                                   key_file()};
     if (auto st = spawn(fmt::format("corral-node {}", parts[i]), log, agent); !st) return st;
   }
   return {};
@@ -227,17 +236,16 @@ Status LocalCluster::wait_until_up(double timeout_seconds) {
       last_error = reply.message();
     }
     if (since(begin) > 2.0)
-      progress.show(fmt::format("corral: starting a local cluster: {}/{} nodes up {:.0f}s", up,
-                                cfg_.nodes, since(begin)));
+      progress.show(
+          fmt::format("corral: starting a local cluster: {}/{} nodes up {:.0f}s", up, cfg_.nodes, since(begin)));
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
   progress.clear();
   std::string logs;
   for (const Daemon& d : daemons_) logs += log_tail(d.log);
-  return Error{Errc::unavailable,
-          fmt::format("the local cluster did not come up within {:.0f}s ({} of {} nodes up; "
-                      "last ping: {})\n{}",
-                      timeout_seconds, up, cfg_.nodes, last_error, logs)};
+  return Error{Errc::unavailable, fmt::format("the local cluster did not come up within {:.0f}s ({} of {} nodes up; "
+                                              "last ping: {})\n{}",
+                                              timeout_seconds, up, cfg_.nodes, last_error, logs)};
 }
 
 void LocalCluster::teardown() {

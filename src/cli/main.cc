@@ -5,11 +5,12 @@
 #include <string>
 #include <vector>
 
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <CLI/CLI.hpp>
 
 #include "cli/argv_split.h"
 #include "cli/commands.h"
+#include "cli/hook_commands.h"
 #include "cli/hostlist_command.h"
 
 namespace {
@@ -42,7 +43,7 @@ void build_app(CLI::App& app, Globals& g) {
   add_drain_commands(app, g);
   add_topo_command(app, g);
   add_sim_command(app, g);
-  add_slingshot_command(app, g);
+  add_hook_commands(app, g);
   corral::add_hostlist_command(app);
 }
 
@@ -73,8 +74,7 @@ int report_parse_error(const CLI::App& app, const CLI::ParseError& e) {
   if (path.empty()) {
     fmt::print(stderr, "corral: {}\nRun 'corral --help' for the list of commands.\n", text);
   } else {
-    fmt::print(stderr, "corral {}: {}\nRun 'corral {} --help' for more information.\n", path,
-               text, path);
+    fmt::print(stderr, "corral {}: {}\nRun 'corral {} --help' for more information.\n", path, text, path);
   }
   return corral::cli::kExitUsage;
 }
@@ -85,8 +85,7 @@ bool check_command_name(const CLI::App& app, const std::vector<std::string>& arg
   if (at >= args.size()) return true;
   for (const CLI::App* sub : app.get_subcommands([](const CLI::App*) { return true; }))
     if (sub->check_name(args[at])) return true;
-  fmt::print(stderr, "corral: unknown command '{}'\nRun 'corral --help' for the list of commands.\n",
-             args[at]);
+  fmt::print(stderr, "corral: unknown command '{}'\nRun 'corral --help' for the list of commands.\n", args[at]);
   return false;
 }
 

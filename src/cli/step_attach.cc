@@ -54,8 +54,7 @@ class WakeFd {
 
 class AttachedStep {
  public:
-  AttachedStep(StepClient& client, StepStream& stream, const AttachOptions& opts,
-               const StepSignals& signals)
+  AttachedStep(StepClient& client, StepStream& stream, const AttachOptions& opts, const StepSignals& signals)
       : client_(client), stream_(stream), opts_(opts), signals_(signals) {}
 
   ~AttachedStep() { stop_threads(); }
@@ -84,8 +83,8 @@ class AttachedStep {
       fmt::print(stderr, "corral {}: {}\n", opts_.cmd, st.message());
       return 1;
     }
-    say(fmt::format("the step manager of job {} at {} ended the stream without the step's exit",
-                    client_.jobid(), client_.address()));
+    say(fmt::format("the step manager of job {} at {} ended the stream without the step's exit", client_.jobid(),
+                    client_.address()));
     return 1;
   }
 
@@ -112,11 +111,9 @@ class AttachedStep {
     stepid_ = created.stepid();
     created_ = true;
     if (opts_.verbose)
-      say(fmt::format("step {} on {} ({} tasks{})", step_text(), created.nodelist(),
-                      created.ntasks(),
+      say(fmt::format("step {} on {} ({} tasks{})", step_text(), created.nodelist(), created.ntasks(),
                       created.mpi_ports().empty() ? "" : ", MPI ports " + created.mpi_ports()));
-    if (opts_.forward_stdin && may_read_stdin() && !stdin_.joinable())
-      stdin_ = std::thread([this] { stdin_loop(); });
+    if (opts_.forward_stdin && may_read_stdin() && !stdin_.joinable()) stdin_ = std::thread([this] { stdin_loop(); });
   }
 
   void on_output(const pb::TaskOutput& out) {
@@ -182,8 +179,7 @@ class AttachedStep {
 
   void send_winsize() {
     winsize ws{};
-    if (::ioctl(0, TIOCGWINSZ, &ws) == 0 && ws.ws_row > 0)
-      stream_.send_winsize(ws.ws_row, ws.ws_col);
+    if (::ioctl(0, TIOCGWINSZ, &ws) == 0 && ws.ws_row > 0) stream_.send_winsize(ws.ws_row, ws.ws_col);
   }
 
   // ------------------------------------------------ stdin thread

@@ -9,7 +9,7 @@
 
 #include <string>
 
-#include "cli/step_client.h"
+#include "cli/client/step_client.h"
 
 namespace corral::cli {
 
@@ -52,7 +52,7 @@ struct AttachOptions {
   std::string cmd = "run";  // in messages: "corral run: ..."
   bool label = false;       // "RANK: " before each line
   bool verbose = false;
-  bool pty = false;         // raw terminal, window sizes, no labels
+  bool pty = false;  // raw terminal, window sizes, no labels
   bool forward_stdin = true;
 };
 
@@ -63,7 +63,7 @@ struct StepOutcome {
 
 // Runs `spec` on the step manager to its end. Failures to reach the step manager print
 // the reason and return exit code 1.
-StepOutcome attach_step(StepClient& client, const corral::v1::StepSpec& spec,
-                        const AttachOptions& opts, const StepSignals& signals);
+StepOutcome attach_step(StepClient& client, const corral::v1::StepSpec& spec, const AttachOptions& opts,
+                        const StepSignals& signals);
 
 }  // namespace corral::cli

@@ -65,9 +65,8 @@ std::vector<pb::StepInfo> merge_steps(const std::vector<pb::StepInfo>& live,
   std::vector<pb::StepInfo> out;
   out.reserve(by_id.size());
   for (const auto& [key, s] : by_id) out.push_back(*s);
-  std::sort(out.begin(), out.end(), [](const pb::StepInfo& a, const pb::StepInfo& b) {
-    return order_key(a) < order_key(b);
-  });
+  std::sort(out.begin(), out.end(),
+            [](const pb::StepInfo& a, const pb::StepInfo& b) { return order_key(a) < order_key(b); });
   return out;
 }
 

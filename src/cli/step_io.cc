@@ -50,8 +50,6 @@ int step_exit_code(const corral::v1::StepExit& exit) {
   return 0;
 }
 
-std::string step_label(uint64_t jobid, uint32_t stepid) {
-  return fmt::format("{}.{}", jobid, job::step_name(stepid));
-}
+std::string step_label(uint64_t jobid, uint32_t stepid) { return fmt::format("{}.{}", jobid, job::step_name(stepid)); }
 
 }  // namespace corral::cli

@@ -37,20 +37,19 @@ std::string default_name(const std::vector<std::string>& argv) {
 
 }  // namespace
 
-Result<corral::v1::StepSpec> build_step_spec(uint64_t jobid, const JobOptions& opts,
-                                             const StepFlags& flags,
-                                             const std::vector<std::string>& argv,
-                                             const JobContext& ctx) {
+Result<corral::v1::StepSpec> build_step_spec(uint64_t jobid, const JobOptions& opts, const StepFlags& flags,
+                                             const std::vector<std::string>& argv, const JobContext& ctx) {
   if (argv.empty()) return invalid("missing COMMAND (e.g. corral run -n4 hostname)");
   if (const std::string bad = job_only_option(opts); !bad.empty())
-    return invalid(fmt::format(
-        "{} is a job option, but inside job {} corral run starts a step (steps take -N -n -c "
-        "--gpus-per-task -w -J -i -o -e -D --export; submit a new job with corral submit)",
-        bad, jobid));
+    return invalid(
+        fmt::format("{} is a job option, but inside job {} corral run starts a step (steps take -N -n -c "
+                    "--gpus-per-task -w -J -i -o -e -D --export; submit a new job with corral submit)",
+                    bad, jobid));
   if (opts.nodelist.find('{') != std::string::npos)
-    return invalid(fmt::format("-w/--nodelist: '{}': topology functions select nodes for jobs, "
-                               "not steps; name the job's nodes",
-                               opts.nodelist));
+    return invalid(
+        fmt::format("-w/--nodelist: '{}': topology functions select nodes for jobs, "
+                    "not steps; name the job's nodes",
+                    opts.nodelist));
   auto parsed = to_job_request(opts, ctx);
   if (!parsed) return parsed.error();
   const job::JobRequest& req = parsed->request;

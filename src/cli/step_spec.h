@@ -23,9 +23,7 @@ struct StepFlags {
 // StepSpec from -N -n -c --gpus-per-task -w -J -i -o -e -D --export, the step flags,
 // the command and the caller's environment (all of it unless --export says otherwise)
 // and working directory. Errors name the option.
-Result<corral::v1::StepSpec> build_step_spec(uint64_t jobid, const JobOptions& opts,
-                                             const StepFlags& flags,
-                                             const std::vector<std::string>& argv,
-                                             const JobContext& ctx);
+Result<corral::v1::StepSpec> build_step_spec(uint64_t jobid, const JobOptions& opts, const StepFlags& flags,
+                                             const std::vector<std::string>& argv, const JobContext& ctx);
 
 }  // namespace corral::cli

@@ -9,7 +9,7 @@
 #include <optional>
 #include <string>
 
-#include "cli/client.h"
+#include "cli/client/client.h"
 #include "util/result.h"
 
 namespace corral::cli {
@@ -21,8 +21,7 @@ struct StepTarget {
 
 // From the environment alone: CORRAL_JOBID and CORRAL_STEPMGR both set (and naming
 // `jobid` if it is not 0). nullopt otherwise; an error if CORRAL_JOBID is not a job id.
-Result<std::optional<StepTarget>> step_target_from_env(
-    const std::map<std::string, std::string>& env, uint64_t jobid);
+Result<std::optional<StepTarget>> step_target_from_env(const std::map<std::string, std::string>& env, uint64_t jobid);
 
 // "job 42 is not running (it is pending: Resources)", "job 42 has ended (COMPLETED)".
 std::string not_running_message(const pb::JobInfo& job);

@@ -45,8 +45,8 @@ char* put_line(char* p, const std::vector<Table::Column>& cols, const std::vecto
   return p;
 }
 
-void append_line(std::string& out, const std::vector<Table::Column>& cols,
-                 const std::vector<size_t>& width, const std::string_view* cells) {
+void append_line(std::string& out, const std::vector<Table::Column>& cols, const std::vector<size_t>& width,
+                 const std::string_view* cells) {
   const size_t at = out.size();
   out.resize(at + line_bound(width, cells));
   char* end = put_line(out.data() + at, cols, width, cells);
@@ -56,8 +56,7 @@ void append_line(std::string& out, const std::vector<Table::Column>& cols,
 // Lines gathered in one buffer and written out in large pieces.
 class LineWriter {
  public:
-  LineWriter(std::FILE* out, const std::vector<Table::Column>& cols,
-             const std::vector<size_t>& width)
+  LineWriter(std::FILE* out, const std::vector<Table::Column>& cols, const std::vector<size_t>& width)
       : out_(out), cols_(cols), width_(width), buf_(kFlush) {}
   LineWriter(const LineWriter&) = delete;
   LineWriter& operator=(const LineWriter&) = delete;
@@ -69,8 +68,7 @@ class LineWriter {
       flush();
       if (buf_.size() < need) buf_.resize(need);
     }
-    used_ = static_cast<size_t>(put_line(buf_.data() + used_, cols_, width_, cells) -
-                                buf_.data());
+    used_ = static_cast<size_t>(put_line(buf_.data() + used_, cols_, width_, cells) - buf_.data());
   }
 
  private:
@@ -89,8 +87,7 @@ class LineWriter {
 
 }  // namespace
 
-void Table::render_views(std::FILE* out, size_t nrows, const CellViews& cells,
-                         bool header) const {
+void Table::render_views(std::FILE* out, size_t nrows, const CellViews& cells, bool header) const {
   const size_t ncols = columns_.size();
   std::vector<size_t> width(ncols, 0);
   std::vector<std::string_view> row(ncols);
@@ -116,10 +113,13 @@ void Table::render_views(std::FILE* out, size_t nrows, const CellViews& cells,
 
 void Table::render_to(std::FILE* out, size_t nrows, const CellSource& cells, bool header) const {
   std::vector<std::string> row(columns_.size());
-  render_views(out, nrows, [&](size_t i, std::string_view* views) {
-    cells(i, row);
-    for (size_t c = 0; c < row.size(); ++c) views[c] = row[c];
-  }, header);
+  render_views(
+      out, nrows,
+      [&](size_t i, std::string_view* views) {
+        cells(i, row);
+        for (size_t c = 0; c < row.size(); ++c) views[c] = row[c];
+      },
+      header);
 }
 
 std::string Table::render(bool header) const {

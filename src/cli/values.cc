@@ -29,24 +29,21 @@ std::string lower(std::string_view s) {
 }
 
 constexpr std::array<std::pair<std::string_view, int>, 20> kSignals{{
-    {"HUP", SIGHUP},   {"INT", SIGINT},     {"QUIT", SIGQUIT}, {"ABRT", SIGABRT},
-    {"KILL", SIGKILL}, {"USR1", SIGUSR1},   {"SEGV", SIGSEGV}, {"USR2", SIGUSR2},
-    {"PIPE", SIGPIPE}, {"ALRM", SIGALRM},   {"TERM", SIGTERM}, {"CHLD", SIGCHLD},
-    {"CONT", SIGCONT}, {"STOP", SIGSTOP},   {"TSTP", SIGTSTP}, {"TTIN", SIGTTIN},
-    {"TTOU", SIGTTOU}, {"URG", SIGURG},     {"XCPU", SIGXCPU}, {"WINCH", SIGWINCH},
+    {"HUP", SIGHUP},   {"INT", SIGINT},   {"QUIT", SIGQUIT}, {"ABRT", SIGABRT}, {"KILL", SIGKILL},
+    {"USR1", SIGUSR1}, {"SEGV", SIGSEGV}, {"USR2", SIGUSR2}, {"PIPE", SIGPIPE}, {"ALRM", SIGALRM},
+    {"TERM", SIGTERM}, {"CHLD", SIGCHLD}, {"CONT", SIGCONT}, {"STOP", SIGSTOP}, {"TSTP", SIGTSTP},
+    {"TTIN", SIGTTIN}, {"TTOU", SIGTTOU}, {"URG", SIGURG},   {"XCPU", SIGXCPU}, {"WINCH", SIGWINCH},
 }};
 
 // Seconds per unit for "now+N<unit>".
 Result<double> unit_seconds(std::string_view unit) {
   const std::string u = lower(unit);
-  if (u.empty() || u == "s" || u == "sec" || u == "secs" || u == "second" || u == "seconds")
-    return 1.0;
+  if (u.empty() || u == "s" || u == "sec" || u == "secs" || u == "second" || u == "seconds") return 1.0;
   if (u == "m" || u == "min" || u == "mins" || u == "minute" || u == "minutes") return 60.0;
   if (u == "h" || u == "hour" || u == "hours") return 3600.0;
   if (u == "d" || u == "day" || u == "days") return 86400.0;
   if (u == "w" || u == "week" || u == "weeks") return 604800.0;
-  return invalid(fmt::format("unknown unit '{}' (use seconds, minutes, hours, days or weeks)",
-                             unit));
+  return invalid(fmt::format("unknown unit '{}' (use seconds, minutes, hours, days or weeks)", unit));
 }
 
 // Epoch seconds of today's (local) date at h:m:s; `next` moves a past time to tomorrow.
@@ -94,8 +91,8 @@ bool parse_date(std::string_view text, double& out) {
   std::string_view date = text.substr(0, text.find('T'));
   if (date.size() != 10 || date[4] != '-' || date[7] != '-') return false;
   uint64_t y = 0, mo = 0, d = 0;
-  if (!parse_u64(date.substr(0, 4), y) || !parse_u64(date.substr(5, 2), mo) ||
-      !parse_u64(date.substr(8, 2), d) || mo < 1 || mo > 12 || d < 1 || d > 31)
+  if (!parse_u64(date.substr(0, 4), y) || !parse_u64(date.substr(5, 2), mo) || !parse_u64(date.substr(8, 2), d) ||
+      mo < 1 || mo > 12 || d < 1 || d > 31)
     return false;
   int h = 0, m = 0, s = 0;
   if (date.size() < text.size() && !parse_clock(text.substr(11), h, m, s)) return false;
@@ -115,8 +112,7 @@ bool parse_date(std::string_view text, double& out) {
 
 Result<double> parse_relative(std::string_view rest, double now, std::string_view text) {
   size_t digits = 0;
-  while (digits < rest.size() &&
-         (std::isdigit(static_cast<unsigned char>(rest[digits])) || rest[digits] == '.'))
+  while (digits < rest.size() && (std::isdigit(static_cast<unsigned char>(rest[digits])) || rest[digits] == '.'))
     ++digits;
   double amount = 0;
   auto [p, ec] = std::from_chars(rest.data(), rest.data() + digits, amount);
@@ -129,16 +125,14 @@ Result<double> parse_relative(std::string_view rest, double now, std::string_vie
 
 }  // namespace
 
-Result<unsigned> parse_in_range(std::string_view option, std::string_view text, unsigned lo,
-                                unsigned hi) {
+Result<unsigned> parse_in_range(std::string_view option, std::string_view text, unsigned lo, unsigned hi) {
   uint64_t v = 0;
   if (!parse_u64(text, v) || v < lo || v > hi) {
     if (lo == 1 && hi == UINT32_MAX)
       return invalid(fmt::format("{}: expected a positive integer, got '{}'", option, text));
     if (lo == 0 && hi == UINT32_MAX)
       return invalid(fmt::format("{}: expected a non-negative integer, got '{}'", option, text));
-    return invalid(
-        fmt::format("{}: expected an integer from {} to {}, got '{}'", option, lo, hi, text));
+    return invalid(fmt::format("{}: expected an integer from {} to {}, got '{}'", option, lo, hi, text));
   }
   return static_cast<unsigned>(v);
 }
@@ -169,8 +163,7 @@ Result<int> parse_signal(std::string_view option, std::string_view text) {
   if (name.rfind("SIG", 0) == 0) name.erase(0, 3);
   for (const auto& [sig_name, num] : kSignals)
     if (sig_name == name) return num;
-  return invalid(fmt::format("{}: unknown signal '{}' (use a name like TERM or a number)",
-                             option, text));
+  return invalid(fmt::format("{}: unknown signal '{}' (use a name like TERM or a number)", option, text));
 }
 
 Result<uint32_t> parse_user(std::string_view option, std::string_view text) {
@@ -209,10 +202,10 @@ Result<double> parse_begin_time(std::string_view text, double now) {
   if (parse_clock(text, h, m, s)) return local_time_of_day(now, h, m, s, true);
   double when = 0;
   if (parse_date(text, when)) return when;
-  return invalid(fmt::format(
-      "--begin: cannot understand '{}' (use now+60, now+1hour, HH:MM[:SS], "
-      "YYYY-MM-DD[THH:MM[:SS]] or @EPOCH)",
-      text));
+  return invalid(
+      fmt::format("--begin: cannot understand '{}' (use now+60, now+1hour, HH:MM[:SS], "
+                  "YYYY-MM-DD[THH:MM[:SS]] or @EPOCH)",
+                  text));
 }
 
 std::vector<std::string> split_list(std::string_view text, char sep) {
@@ -234,8 +227,8 @@ bool is_valid_env_name(std::string_view name) {
   return true;
 }
 
-Result<std::map<std::string, std::string>> parse_export(
-    std::string_view text, const std::map<std::string, std::string>& env) {
+Result<std::map<std::string, std::string>> parse_export(std::string_view text,
+                                                        const std::map<std::string, std::string>& env) {
   if (text.empty()) return env;
   bool all = false;
   std::map<std::string, std::string> chosen;
@@ -247,8 +240,7 @@ Result<std::map<std::string, std::string>> parse_export(
     if (item == "NONE" || item == "NIL") continue;
     size_t eq = item.find('=');
     std::string name = item.substr(0, eq);
-    if (!is_valid_env_name(name))
-      return invalid(fmt::format("--export: '{}' is not a valid variable name", name));
+    if (!is_valid_env_name(name)) return invalid(fmt::format("--export: '{}' is not a valid variable name", name));
     if (eq != std::string::npos) {
       chosen[name] = item.substr(eq + 1);
     } else if (auto it = env.find(name); it != env.end()) {

@@ -14,8 +14,7 @@ namespace corral::cli {
 
 Result<unsigned> parse_positive(std::string_view option, std::string_view text);
 Result<unsigned> parse_non_negative(std::string_view option, std::string_view text);
-Result<unsigned> parse_in_range(std::string_view option, std::string_view text, unsigned lo,
-                                unsigned hi);
+Result<unsigned> parse_in_range(std::string_view option, std::string_view text, unsigned lo, unsigned hi);
 Result<uint64_t> parse_jobid(std::string_view text);  // "12" (also Slurm's "12.batch" is refused)
 
 // "TERM", "SIGTERM", "term", "15". Signal 0 is refused (it would mean "cancel").
@@ -30,8 +29,8 @@ Result<double> parse_begin_time(std::string_view text, double now);
 
 // --export: "ALL" (default), "NONE", or "[ALL,]VAR,VAR=value,...". Without ALL only the
 // listed variables are passed. `env` is the caller's environment.
-Result<std::map<std::string, std::string>> parse_export(
-    std::string_view text, const std::map<std::string, std::string>& env);
+Result<std::map<std::string, std::string>> parse_export(std::string_view text,
+                                                        const std::map<std::string, std::string>& env);
 
 // Splits "a,b,,c" into {"a","b","c"}.
 std::vector<std::string> split_list(std::string_view text, char sep = ',');

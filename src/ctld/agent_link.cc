@@ -8,8 +8,8 @@
 
 namespace corral::ctld {
 
-AgentLink::AgentLink(std::string agent_id, std::vector<std::string> nodes,
-                     grpc::ServerContext* ctx, std::string incarnation, std::string session_key)
+AgentLink::AgentLink(std::string agent_id, std::vector<std::string> nodes, grpc::ServerContext* ctx,
+                     std::string incarnation, std::string session_key)
     : agent_id_(std::move(agent_id)),
       nodes_(std::move(nodes)),
       incarnation_(std::move(incarnation)),

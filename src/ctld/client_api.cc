@@ -5,8 +5,8 @@
 #include <algorithm>
 
 #include <fmt/format.h>
-#include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
+#include <nlohmann/json.hpp>
 
 #include "ctld/controller.h"
 #include "ctld/job_summary.h"
@@ -35,8 +35,7 @@ grpc::Status hidden_job(uint64_t id) {
 
 }  // namespace
 
-grpc::Status Controller::cancel(const Caller& c, const v1::CancelRequest& req,
-                                v1::CancelReply* rep) {
+grpc::Status Controller::cancel(const Caller& c, const v1::CancelRequest& req, v1::CancelReply* rep) {
   if (req.signal() < 0 || req.signal() >= 65)
     return {grpc::StatusCode::INVALID_ARGUMENT, fmt::format("invalid signal {}", req.signal())};
   auto mask = listing_state_mask(req.states());
@@ -49,8 +48,7 @@ grpc::Status Controller::cancel(const Caller& c, const v1::CancelRequest& req,
       if (!req.has_userid() && req.states().empty())
         return {grpc::StatusCode::INVALID_ARGUMENT, "cancel: give job ids, a user or states"};
       for (const auto& [id, job] : jobs_)
-        if ((!req.has_userid() || job->userid == req.userid()) &&
-            (static_cast<uint32_t>(job->state()) & *mask))
+        if ((!req.has_userid() || job->userid == req.userid()) && (static_cast<uint32_t>(job->state()) & *mask))
           ids.push_back(id);
       std::sort(ids.begin(), ids.end());
     }
@@ -64,8 +62,7 @@ grpc::Status Controller::cancel(const Caller& c, const v1::CancelRequest& req,
       }
       JobRecord& job = *it->second;
       if (!is_admin(c) && job.userid != c.uid) {
-        r->set_error(fmt::format("permission denied: job {} belongs to {}", id,
-                                 username(job.userid)));
+        r->set_error(fmt::format("permission denied: job {} belongs to {}", id, username(job.userid)));
         continue;
       }
       if (req.signal() != 0) {
@@ -89,8 +86,7 @@ grpc::Status Controller::cancel(const Caller& c, const v1::CancelRequest& req,
         r->set_error("job is already finishing");
         continue;
       }
-      raise_exception(id, "cancel", 0,
-                      req.message().empty() ? "cancelled by " + username(c.uid) : req.message());
+      raise_exception(id, "cancel", 0, req.message().empty() ? "cancelled by " + username(c.uid) : req.message());
       r->set_ok(true);
     }
     drain_posts();
@@ -99,8 +95,10 @@ grpc::Status Controller::cancel(const Caller& c, const v1::CancelRequest& req,
   if (auto st = wait_durable(*store_, true); !st.ok()) {
     if (st.error().code != Errc::unavailable) return {grpc::StatusCode::INTERNAL, st.message()};
     // Held, not lost: the kill goes out when the cancel is saved.
-    return {grpc::StatusCode::UNAVAILABLE, "the cancel is recorded and takes effect once corrald can write its "
-                                           "state again: " + st.message()};
+    return {grpc::StatusCode::UNAVAILABLE,
+            "the cancel is recorded and takes effect once corrald can write its "
+            "state again: " +
+                st.message()};
   }
   return grpc::Status::OK;
 }
@@ -146,8 +144,7 @@ grpc::Status Controller::get_job_unfiltered(const v1::GetJobRequest& req, v1::Jo
     if (retired_summary(req.jobid(), rep)) return grpc::Status::OK;
     return {grpc::StatusCode::NOT_FOUND, fmt::format("job {} not found", req.jobid())};
   }
-  if (!summary_from_json(*sum, rep))
-    return {grpc::StatusCode::INTERNAL, "stored job summary is unreadable"};
+  if (!summary_from_json(*sum, rep)) return {grpc::StatusCode::INTERNAL, "stored job summary is unreadable"};
   if (auto spec = store_->read_jobspec(req.jobid())) rep->set_jobspec(*spec);
   auto events = store_->read_eventlog(req.jobid());
   if (events) {
@@ -162,8 +159,7 @@ grpc::Status Controller::get_job_unfiltered(const v1::GetJobRequest& req, v1::Jo
   return grpc::Status::OK;
 }
 
-grpc::Status Controller::subscribe(const Caller& c, const v1::WatchRequest& req,
-                                   std::shared_ptr<Subscriber>* out) {
+grpc::Status Controller::subscribe(const Caller& c, const v1::WatchRequest& req, std::shared_ptr<Subscriber>* out) {
   if (req.jobids_size() > kMaxWatchedJobs)
     return {grpc::StatusCode::INVALID_ARGUMENT,
             fmt::format("watch: {} job ids asked for, at most {} at once", req.jobids_size(), kMaxWatchedJobs)};
@@ -194,19 +190,16 @@ grpc::Status Controller::subscribe(const Caller& c, const v1::WatchRequest& req,
     auto it = jobs_.find(id);
     if (it != jobs_.end()) {
       const uint32_t owner = it->second->userid;
-      if (!f.viewer.sees_job(owner))
-        return hidden_job(id);
+      if (!f.viewer.sees_job(owner)) return hidden_job(id);
       if (!req.history()) continue;
       for (const auto& ev : it->second->events) add_event(id, ev, owner);
       for (const auto& chunk : it->second->output) add_output(id, chunk, owner);
       continue;
     }
     auto events = store_->read_eventlog(id);
-    if (!events || events->empty())
-      return {grpc::StatusCode::NOT_FOUND, fmt::format("job {} not found", id)};
+    if (!events || events->empty()) return {grpc::StatusCode::NOT_FOUND, fmt::format("job {} not found", id)};
     const uint32_t owner = inactive_owner(id);
-    if (!f.viewer.sees_job(owner))
-      return hidden_job(id);
+    if (!f.viewer.sees_job(owner)) return hidden_job(id);
     if (req.history()) {
       // Output first: the replayed `clean` ends an until_inactive subscription, and
       // output offered after it would be dropped.
@@ -217,11 +210,12 @@ grpc::Status Controller::subscribe(const Caller& c, const v1::WatchRequest& req,
     inactive.push_back(id);
   }
   // Joining the hub in commit order means the subscriber sees each event exactly once.
-  outbox_.push([this, sub, history = std::move(history), owners = std::move(owners),
-                 inactive = std::move(inactive)] {
+  outbox_.push([this, sub, history = std::move(history), owners = std::move(owners), inactive = std::move(inactive)] {
     for (size_t i = 0; i < history.size(); ++i) {
-      if (history[i].has_event()) sub->offer_event(history[i].event(), owners[i]);
-      else sub->offer_output(history[i].output(), owners[i]);
+      if (history[i].has_event())
+        sub->offer_event(history[i].event(), owners[i]);
+      else
+        sub->offer_output(history[i].output(), owners[i]);
     }
     for (uint64_t id : inactive) sub->mark_inactive(id);
     hub_.add(sub);
@@ -253,8 +247,7 @@ grpc::Status Controller::ping(const Caller& c, v1::PingReply* rep) {
 }
 
 grpc::Status Controller::shutdown(const Caller& c) {
-  if (!is_admin(c))
-    return {grpc::StatusCode::PERMISSION_DENIED, "only root or the instance owner may stop corrald"};
+  if (!is_admin(c)) return {grpc::StatusCode::PERMISSION_DENIED, "only root or the instance owner may stop corrald"};
   spdlog::info("shutdown requested by uid {}", c.uid);
   if (on_shutdown_) on_shutdown_();
   return grpc::Status::OK;

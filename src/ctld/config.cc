@@ -9,7 +9,6 @@
 
 #include <toml++/toml.h>
 
-#include "fabric/slingshot/vni_pool.h"
 #include "job/port_range.h"
 #include "util/units.h"
 
@@ -53,21 +52,22 @@ Status set_bool(bool& out, const toml::node& n, const std::string& where) {
 
 Status set_uint(unsigned& out, const toml::node& n, const std::string& where, unsigned max) {
   auto v = integer_of(n);
-  if (!v || *v < 0 || *v > max)
-    return invalid(fmt::format("{}: expected an integer from 0 to {}", where, max));
+  if (!v || *v < 0 || *v > max) return invalid(fmt::format("{}: expected an integer from 0 to {}", where, max));
   out = static_cast<unsigned>(*v);
   return {};
 }
 
 Status set_size(uint64_t& out, const toml::node& n, const std::string& where, uint64_t min) {
   std::optional<uint64_t> v;
-  if (auto i = integer_of(n); i && *i >= 0) v = static_cast<uint64_t>(*i);
+  if (auto i = integer_of(n); i && *i >= 0)
+    v = static_cast<uint64_t>(*i);
   else if (auto s = n.value<std::string>()) {
     auto parsed = parse_size(*s);
     if (!parsed) return invalid(fmt::format("{}: {}", where, parsed.message()));
     v = *parsed;
   }
-  if (!v || *v < min) return invalid(fmt::format("{}: expected a size of at least {} bytes, such as \"4MiB\"", where, min));
+  if (!v || *v < min)
+    return invalid(fmt::format("{}: expected a size of at least {} bytes, such as \"4MiB\"", where, min));
   out = *v;
   return {};
 }
@@ -137,23 +137,23 @@ Status set_private_data(bool& jobs, const toml::node& n, const std::string& wher
   return {};
 }
 
-Status apply_slingshot_key(fabric::slingshot::SlingshotConfig& s, const std::string& key,
-                           const toml::node& n, const std::string& where) {
-  if (key == "enabled") return set_bool(s.enabled, n, where);
-  if (key == "vni-pool") {
-    if (auto st = set_string(s.vni_pool, n, where); !st.ok()) return st;
-    if (auto pool = fabric::slingshot::VniPool::create(s.vni_pool); !pool)
-      return invalid(fmt::format("{}: {}", where, pool.message()));
-    return {};
+// A key of a hook's section, for the hook to check (hook/settings.h).
+hook::Setting setting_of(const std::string& key, const toml::node& n, const std::string& where) {
+  hook::Setting s{key, hook::Setting::Kind::other, {}, where};
+  if (auto v = n.value_exact<std::string>()) {
+    s.kind = hook::Setting::Kind::string;
+    s.text = *v;
+  } else if (auto i = integer_of(n)) {
+    s.kind = hook::Setting::Kind::integer;
+    s.text = std::to_string(*i);
+  } else if (n.is_floating_point()) {
+    s.kind = hook::Setting::Kind::floating;
+    s.text = fmt::format("{}", *n.value<double>());
+  } else if (auto b = n.value_exact<bool>()) {
+    s.kind = hook::Setting::Kind::boolean;
+    s.text = *b ? "true" : "false";
   }
-  if (key == "vnis-per-job")
-    return set_uint(s.vnis_per_job, n, where, fabric::slingshot::kMaxVnisPerService);
-  if (key == "vni-reserve-fatal") return set_bool(s.vni_reserve_fatal, n, where);
-  if (key == "command") return set_string(s.command, n, where);
-  if (key == "prolog-timeout") return set_duration(s.prolog_timeout, n, where);
-  if (key == "epilog-retry") return set_duration(s.epilog_retry, n, where);
-  if (key == "housekeeping-timeout") return set_duration(s.housekeeping_timeout, n, where);
-  return invalid(fmt::format("{}: unknown key", where));
+  return s;
 }
 
 // A number of ports or agents: at least `min`, at most 65535.
@@ -165,8 +165,7 @@ Status set_count(unsigned& out, const toml::node& n, const std::string& where, u
   return {};
 }
 
-Status apply_steps_key(StepsConfig& s, const std::string& key, const toml::node& n,
-                       const std::string& where) {
+Status apply_steps_key(StepsConfig& s, const std::string& key, const toml::node& n, const std::string& where) {
   if (key == "fanout-width") return set_count(s.fanout_width, n, where, 2);
   if (key == "mpi-ports-per-job") return set_count(s.mpi_ports_per_job, n, where, 1);
   if (key == "mpi-ports-per-step") return set_count(s.mpi_ports_per_step, n, where, 1);
@@ -177,8 +176,7 @@ Status apply_steps_key(StepsConfig& s, const std::string& key, const toml::node&
       return st;
     }
     if (s.mpi_ports.empty()) return {};
-    if (auto r = job::PortRange::parse(s.mpi_ports); !r)
-      return invalid(fmt::format("{}: {}", where, r.message()));
+    if (auto r = job::PortRange::parse(s.mpi_ports); !r) return invalid(fmt::format("{}: {}", where, r.message()));
     return {};
   }
   return invalid(fmt::format("{}: unknown key", where));
@@ -187,16 +185,18 @@ Status apply_steps_key(StepsConfig& s, const std::string& key, const toml::node&
 // Keys that are only wrong together, checked once everything is read.
 Status check_steps(const StepsConfig& s) {
   if (s.mpi_ports_per_step > s.mpi_ports_per_job)
-    return invalid(fmt::format("steps.mpi-ports-per-step ({}) is larger than "
-                               "steps.mpi-ports-per-job ({})",
-                               s.mpi_ports_per_step, s.mpi_ports_per_job));
+    return invalid(
+        fmt::format("steps.mpi-ports-per-step ({}) is larger than "
+                    "steps.mpi-ports-per-job ({})",
+                    s.mpi_ports_per_step, s.mpi_ports_per_job));
   if (s.mpi_ports.empty()) return {};
   auto range = job::PortRange::parse(s.mpi_ports);
   if (!range) return invalid("steps.mpi-ports: " + range.message());
   if (s.mpi_ports_per_job > range->size())
-    return invalid(fmt::format("steps.mpi-ports-per-job ({}) is larger than the {} ports of "
-                               "steps.mpi-ports ({})",
-                               s.mpi_ports_per_job, range->size(), s.mpi_ports));
+    return invalid(
+        fmt::format("steps.mpi-ports-per-job ({}) is larger than the {} ports of "
+                    "steps.mpi-ports ({})",
+                    s.mpi_ports_per_job, range->size(), s.mpi_ports));
   return {};
 }
 
@@ -218,8 +218,8 @@ Status apply_node_key(Config& c, const std::string& key, const toml::node& n, co
   return invalid(fmt::format("{}: unknown key", where));
 }
 
-Status apply_key(Config& c, const std::string& section, const std::string& key,
-                 const toml::node& n, const std::string& where) {
+Status apply_key(Config& c, const std::string& section, const std::string& key, const toml::node& n,
+                 const std::string& where) {
   if (section == "controller") {
     if (key == "socket") return set_string(c.socket, n, where);
     if (key == "listen") return set_listen(c.listen, n, where);
@@ -245,8 +245,9 @@ Status apply_key(Config& c, const std::string& section, const std::string& key,
     if (key == "max-switch-wait") return set_duration(c.max_switch_wait, n, where);
   } else if (section == "node") {
     return apply_node_key(c, key, n, where);
-  } else if (section == "slingshot") {
-    return apply_slingshot_key(c.slingshot, key, n, where);
+  } else if (auto hs = c.hook_settings.find(section); hs != c.hook_settings.end()) {
+    hs->second.push_back(setting_of(key, n, where));
+    return {};
   } else if (section == "job") {
     if (key == "prolog") return set_string(c.prolog, n, where);
     if (key == "epilog") return set_string(c.epilog, n, where);
@@ -271,11 +272,16 @@ Status apply_partitions(Config& c, const toml::array& arr, const std::string& fi
     for (const auto& [k, v] : *t) {
       std::string key(k.str());
       Status st;
-      if (key == "name") st = set_string(p.name, v, where + ".name");
-      else if (key == "nodes") st = set_string(p.nodes, v, where + ".nodes");
-      else if (key == "default") st = set_bool(p.is_default, v, where + ".default");
-      else if (key == "topology") st = set_string(p.topology, v, where + ".topology");
-      else st = invalid(fmt::format("{}.{}: unknown key", where, key));
+      if (key == "name")
+        st = set_string(p.name, v, where + ".name");
+      else if (key == "nodes")
+        st = set_string(p.nodes, v, where + ".nodes");
+      else if (key == "default")
+        st = set_bool(p.is_default, v, where + ".default");
+      else if (key == "topology")
+        st = set_string(p.topology, v, where + ".topology");
+      else
+        st = invalid(fmt::format("{}.{}: unknown key", where, key));
       if (!st.ok()) return st;
     }
     if (p.name.empty()) return invalid(where + ": missing name");
@@ -323,8 +329,9 @@ Status apply_override(Config& c, const std::string& ov) {
 
 }  // namespace
 
-Result<Config> load_config(const std::string& path, const std::vector<std::string>& overrides) {
-  if (path.empty()) return parse_config({}, "", overrides);
+Result<Config> load_config(const std::string& path, const std::vector<std::string>& overrides,
+                           const std::vector<std::string>& hook_sections) {
+  if (path.empty()) return parse_config({}, "", overrides, hook_sections);
   std::ifstream in(path, std::ios::binary);
   if (!in) return io_error(fmt::format("{}: cannot read: {}", path, std::strerror(errno)));
   std::string text;
@@ -333,11 +340,13 @@ Result<Config> load_config(const std::string& path, const std::vector<std::strin
   in.read(text.data(), static_cast<std::streamsize>(text.size()));
   text.resize(static_cast<size_t>(in.gcount()));
   if (text.size() > kMaxConfig) return invalid(fmt::format("{}: larger than {} bytes", path, kMaxConfig));
-  return parse_config(text, path, overrides);
+  return parse_config(text, path, overrides, hook_sections);
 }
 
-Result<Config> parse_config(std::string_view text, const std::string& name, const std::vector<std::string>& overrides) {
+Result<Config> parse_config(std::string_view text, const std::string& name, const std::vector<std::string>& overrides,
+                            const std::vector<std::string>& hook_sections) {
   Config c;
+  for (const auto& s : hook_sections) c.hook_settings[s];
   if (!name.empty()) {
     toml::table root;
     try {

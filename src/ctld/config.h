@@ -3,13 +3,14 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
 
-#include "fabric/slingshot/slingshot_config.h"
+#include "hook/settings.h"
 #include "net/credentials.h"
 #include "util/result.h"
 
@@ -24,18 +25,18 @@ struct PartitionConfig {
 
 // [steps]: what the controller hands each job's step manager.
 struct StepsConfig {
-  unsigned fanout_width = 32;         // agents a launch-tree hop talks to; >= 2
-  std::string mpi_ports;              // "12000-12999"; empty: no MPI ports
-  unsigned mpi_ports_per_job = 100;   // one job's share of mpi_ports
-  unsigned mpi_ports_per_step = 2;    // what each step takes from its job's share
+  unsigned fanout_width = 32;        // agents a launch-tree hop talks to; >= 2
+  std::string mpi_ports;             // "12000-12999"; empty: no MPI ports
+  unsigned mpi_ports_per_job = 100;  // one job's share of mpi_ports
+  unsigned mpi_ports_per_step = 2;   // what each step takes from its job's share
 };
 
 // Per-user limits (Slurm's MaxSubmitJobs, MaxJobs, rl_enable) and request sizes.
 struct LimitsConfig {
-  unsigned max_submit_jobs = 0;    // a user's jobs not yet finished; 0 = no limit
-  unsigned max_running_jobs = 0;   // a user's jobs allocated or running; 0 = no limit
-  double submit_rate = 0;          // a user's submissions per second, sustained; 0 = no limit
-  unsigned submit_burst = 100;     // ... and how many may come at once
+  unsigned max_submit_jobs = 0;          // a user's jobs not yet finished; 0 = no limit
+  unsigned max_running_jobs = 0;         // a user's jobs allocated or running; 0 = no limit
+  double submit_rate = 0;                // a user's submissions per second, sustained; 0 = no limit
+  unsigned submit_burst = 100;           // ... and how many may come at once
   uint64_t max_batch_script = 4u << 20;  // bytes of a batch script
   uint64_t max_jobspec = 8u << 20;       // bytes of a whole jobspec (script included)
 };
@@ -48,7 +49,7 @@ struct Config {
   // munge_socket, or made with the cluster key (key_file).
   std::vector<std::string> listen;
   net::AuthMethod auth = net::AuthMethod::munge;
-  std::string munge_socket;  // empty: libmunge's default
+  std::string munge_socket;       // empty: libmunge's default
   std::string tls_cert, tls_key;  // PEM files: TLS on the listen addresses (net/tls.h)
   std::string state_dir = "/var/lib/corral";
   double heartbeat_interval = 2.0;  // seconds between agent heartbeats
@@ -56,10 +57,10 @@ struct Config {
   // When most agents fall silent at once, the likelier cause is this controller's own
   // link; their nodes stay up this long (jobs go on) before they are marked down.
   double isolation_timeout = 300.0;
-  double kill_grace = 10.0;         // SIGTERM -> SIGKILL on cancel and timeout
-  bool sync_full = true;            // fsync every group commit
+  double kill_grace = 10.0;  // SIGTERM -> SIGKILL on cancel and timeout
+  bool sync_full = true;     // fsync every group commit
   double commit_interval = 0.002;
-  std::string key_file;             // cluster key (hex); empty: <state_dir>/cluster.key
+  std::string key_file;  // cluster key (hex); empty: <state_dir>/cluster.key
   // [job]
   std::string prolog, epilog, housekeeping;  // executables run as root on the job's nodes
   double prolog_timeout = 300, epilog_timeout = 300, housekeeping_timeout = 300;
@@ -68,8 +69,8 @@ struct Config {
   bool requeue = false;           // jobs without --requeue/--no-requeue run again after a node failure
   unsigned max_requeue = 5;       // ...at most this many times (Slurm's MaxBatchRequeue)
   // [topology]
-  std::string topology_file;      // topology.conf or topology.yaml; empty = flat placement
-  double max_switch_wait = 300;   // cap on --switches=COUNT@TIME waits, seconds
+  std::string topology_file;     // topology.conf or topology.yaml; empty = flat placement
+  double max_switch_wait = 300;  // cap on --switches=COUNT@TIME waits, seconds
   // [[partition]]
   std::vector<PartitionConfig> partitions;
   LimitsConfig limits;
@@ -77,18 +78,20 @@ struct Config {
   // [node]: settings every agent takes unless its command line sets them (configless)
   std::optional<uint64_t> node_job_pids_max;
   std::optional<bool> node_cpu_bind;
-  // [slingshot]
-  fabric::slingshot::SlingshotConfig slingshot;
+  // The sections hooks own ([slingshot], ...), as read: each hook checks its own
+  // (ctld/hooks/registry.cc).
+  std::map<std::string, hook::Settings> hook_settings;
   // [steps]
   StepsConfig steps;
 };
 
-// The text of a configuration file called `name` (empty: no file), then overrides.
-Result<Config> parse_config(std::string_view text, const std::string& name,
-                            const std::vector<std::string>& overrides);
+// The text of a configuration file called `name` (empty: no file), then overrides. The
+// sections named in `hook_sections` are kept as read in Config::hook_settings.
+Result<Config> parse_config(std::string_view text, const std::string& name, const std::vector<std::string>& overrides,
+                            const std::vector<std::string>& hook_sections = {});
 // Reads `path` (may be empty: defaults only), then applies overrides "section.key=value".
 // Errors name the file, the key and what is wrong.
-Result<Config> load_config(const std::string& path,
-                           const std::vector<std::string>& overrides);
+Result<Config> load_config(const std::string& path, const std::vector<std::string>& overrides,
+                           const std::vector<std::string>& hook_sections = {});
 
 }  // namespace corral::ctld

@@ -9,8 +9,8 @@
 #include <future>
 
 #include <fmt/format.h>
-#include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
+#include <nlohmann/json.hpp>
 
 namespace corral::ctld {
 
@@ -19,13 +19,20 @@ using nlohmann::json;
 
 grpc::Status to_grpc(const Error& e) {
   switch (e.code) {
-    case Errc::invalid_argument: return {grpc::StatusCode::INVALID_ARGUMENT, e.message};
-    case Errc::not_found: return {grpc::StatusCode::NOT_FOUND, e.message};
-    case Errc::permission_denied: return {grpc::StatusCode::PERMISSION_DENIED, e.message};
-    case Errc::already_exists: return {grpc::StatusCode::ALREADY_EXISTS, e.message};
-    case Errc::unavailable: return {grpc::StatusCode::UNAVAILABLE, e.message};
-    case Errc::resource_exhausted: return {grpc::StatusCode::RESOURCE_EXHAUSTED, e.message};
-    default: return {grpc::StatusCode::INTERNAL, e.message};
+    case Errc::invalid_argument:
+      return {grpc::StatusCode::INVALID_ARGUMENT, e.message};
+    case Errc::not_found:
+      return {grpc::StatusCode::NOT_FOUND, e.message};
+    case Errc::permission_denied:
+      return {grpc::StatusCode::PERMISSION_DENIED, e.message};
+    case Errc::already_exists:
+      return {grpc::StatusCode::ALREADY_EXISTS, e.message};
+    case Errc::unavailable:
+      return {grpc::StatusCode::UNAVAILABLE, e.message};
+    case Errc::resource_exhausted:
+      return {grpc::StatusCode::RESOURCE_EXHAUSTED, e.message};
+    default:
+      return {grpc::StatusCode::INTERNAL, e.message};
   }
 }
 
@@ -96,21 +103,20 @@ void Controller::restore(store::Snapshot snap) {
     n.down_reason = "not reconnected since corrald restarted";
   }
   // Jobs submitted together share one jobspec: parse each distinct text once.
-  std::unordered_map<std::string, std::pair<std::shared_ptr<const std::string>,
-                                            std::shared_ptr<const job::Jobspec>>> parsed;
+  std::unordered_map<std::string, std::pair<std::shared_ptr<const std::string>, std::shared_ptr<const job::Jobspec>>>
+      parsed;
   for (auto& rec : snap.active) {
     auto pit = parsed.find(rec.jobspec);
     if (pit == parsed.end()) {
       auto spec = job::parse_jobspec(rec.jobspec);
       if (!spec) {
-        spdlog::error("job {}: stored jobspec no longer parses ({}); skipping it", rec.id,
-                      spec.message());
+        spdlog::error("job {}: stored jobspec no longer parses ({}); skipping it", rec.id, spec.message());
         continue;
       }
-      pit = parsed.emplace(rec.jobspec,
-                           std::make_pair(std::make_shared<const std::string>(rec.jobspec),
-                                          std::make_shared<const job::Jobspec>(
-                                              std::move(*spec)))).first;
+      pit = parsed
+                .emplace(rec.jobspec, std::make_pair(std::make_shared<const std::string>(rec.jobspec),
+                                                     std::make_shared<const job::Jobspec>(std::move(*spec))))
+                .first;
     }
     auto job = std::make_unique<JobRecord>();
     job->id = rec.id;
@@ -157,8 +163,7 @@ void Controller::restore(store::Snapshot snap) {
     for (auto& h : hooks_) h->on_restart(*this, *job);
     touch(*job);
   }
-  spdlog::info("restored {} active job(s) and {} node(s); next job id {}", jobs_.size(),
-               nodes_.size(), next_id_);
+  spdlog::info("restored {} active job(s) and {} node(s); next job id {}", jobs_.size(), nodes_.size(), next_id_);
   drain_posts();
   outbox_.seal();
 }
@@ -192,21 +197,17 @@ void Controller::loop() {
     double wake = next_heartbeat_check_;
     if (!timers_.empty()) wake = std::min(wake, timers_.top().when);
     auto delay = std::chrono::duration<double>(std::max(0.0, wake - now()));
-    cv_.wait_for(lk, delay, [&] {
-      return stopping_ || sched_dirty_ || (!timers_.empty() && timers_.top().when <= now());
-    });
+    cv_.wait_for(lk, delay,
+                 [&] { return stopping_ || sched_dirty_ || (!timers_.empty() && timers_.top().when <= now()); });
   }
 }
 
-grpc::Status Controller::submit(const Caller& c, const v1::SubmitRequest& req,
-                                v1::SubmitReply* rep) {
+grpc::Status Controller::submit(const Caller& c, const v1::SubmitRequest& req, v1::SubmitReply* rep) {
   unsigned urgency = req.has_urgency() ? req.urgency() : 16;
   if (urgency > 31)
-    return {grpc::StatusCode::INVALID_ARGUMENT,
-            fmt::format("urgency {} is out of range (0-31)", urgency)};
+    return {grpc::StatusCode::INVALID_ARGUMENT, fmt::format("urgency {} is out of range (0-31)", urgency)};
   if (urgency > 16 && !is_admin(c))
-    return {grpc::StatusCode::PERMISSION_DENIED,
-            "only the instance owner may raise urgency above the default of 16"};
+    return {grpc::StatusCode::PERMISSION_DENIED, "only the instance owner may raise urgency above the default of 16"};
   // A non-root instance runs every task as its owner, so only the owner may submit.
   if (owner_uid_ != 0 && c.uid != owner_uid_)
     return {grpc::StatusCode::PERMISSION_DENIED,
@@ -260,9 +261,10 @@ grpc::Status Controller::submit(const Caller& c, const v1::SubmitRequest& req,
   }
   if (!saved.ok() && saved.error().code == Errc::unavailable) {
     rep->clear_jobids();
-    return {grpc::StatusCode::UNAVAILABLE, "corrald could not save the job, so it was not submitted: " +
-                                               saved.message() + ". Running jobs go on; submit again once the "
-                                               "state directory has room"};
+    return {grpc::StatusCode::UNAVAILABLE,
+            "corrald could not save the job, so it was not submitted: " + saved.message() +
+                ". Running jobs go on; submit again once the "
+                "state directory has room"};
   }
   if (!saved.ok()) return {grpc::StatusCode::INTERNAL, "could not store the job: " + saved.message()};
   return grpc::Status::OK;

@@ -30,8 +30,8 @@
 #include "ctld/watch_hub.h"
 #include "job/port_range.h"
 #include "sched/scheduler.h"
-#include "topology/topology.h"
 #include "store/store.h"
+#include "topology/topology.h"
 
 namespace grpc {
 class ServerContext;
@@ -55,7 +55,9 @@ inline constexpr size_t kSubmitSlice = 4096;
 inline constexpr int kMaxWatchedJobs = 10000;
 // Nodes one agent registers over TCP (each name is resolved): a real host is one node.
 inline constexpr int kMaxTcpAgentNodes = 64;
-
+// What a node's hooks may report about it (NodeResources.hardware): entries, text per entry.
+inline constexpr int kMaxNodeHardwareEntries = 16;
+inline constexpr size_t kMaxNodeHardwareText = 1024;
 struct Caller {
   Caller() = default;
   Caller(uint32_t u, uint32_t g, std::string from = {}) : uid(u), gid(g), origin(std::move(from)) {}
@@ -81,9 +83,10 @@ struct NodeEntry {
   std::set<uint64_t> jobs;          // jobs holding resources here
   std::set<uint64_t> housekeeping;  // jobs whose housekeeping runs here: no new work until empty
   std::vector<std::string> partitions;
-  std::vector<v1::ControllerMessage> held;  // commands waiting for the agent to connect
-  std::string step_uri;  // where the node's agent serves StepService (last registration)
-  unsigned launch_faults = 0;  // jobs in a row whose tasks the node could not start
+  std::vector<v1::ControllerMessage> held;      // commands waiting for the agent to connect
+  std::string step_uri;                         // where the node's agent serves StepService (last registration)
+  std::map<std::string, std::string> hardware;  // what the agent's hooks report (last registration)
+  unsigned launch_faults = 0;                   // jobs in a row whose tasks the node could not start
 };
 
 // A node that could not start the tasks of this many jobs in a row is drained.
@@ -92,9 +95,9 @@ inline constexpr unsigned kMaxLaunchFaults = 3;
 // What the controller keeps of a job for its step manager. The start and finish events
 // carry it, so a restarted controller rebuilds it by replaying them.
 struct JobSteps {
-  std::string stepmgr;    // StepService address of the step manager (start event)
-  std::string mpi_ports;  // the job's share of [steps] mpi-ports; "" = none (start event)
-  double cpu_seconds = 0; // sum of the node exits' cpu_seconds (finish event "cpu")
+  std::string stepmgr;     // StepService address of the step manager (start event)
+  std::string mpi_ports;   // the job's share of [steps] mpi-ports; "" = none (start event)
+  double cpu_seconds = 0;  // sum of the node exits' cpu_seconds (finish event "cpu")
 };
 
 // The state mask of a listing's or cancel's state names; none means every active state.
@@ -119,18 +122,15 @@ class Controller final : public HookContext {
   grpc::Status list_jobs(const Caller& c, const v1::ListJobsRequest& req, v1::ListJobsReply* rep);
   grpc::Status list_job_table(const Caller& c, const v1::ListJobsRequest& req, v1::JobTable* rep);
   grpc::Status get_topology(const v1::GetTopologyRequest& req, v1::GetTopologyReply* rep);
-  grpc::Status hook_query(const Caller& c, const v1::HookQueryRequest& req,
-                          v1::HookQueryReply* rep);
+  grpc::Status hook_query(const Caller& c, const v1::HookQueryRequest& req, v1::HookQueryReply* rep);
   grpc::Status get_job(const Caller& c, const v1::GetJobRequest& req, v1::JobInfo* rep);
   grpc::Status subscribe(const Caller& c, const v1::WatchRequest& req, std::shared_ptr<Subscriber>* sub);
   grpc::Status list_nodes(const v1::ListNodesRequest& req, v1::ListNodesReply* rep);
-  grpc::Status set_node_state(const Caller& c, const v1::NodeStateRequest& req,
-                              v1::NodeStateReply* rep);
+  grpc::Status set_node_state(const Caller& c, const v1::NodeStateRequest& req, v1::NodeStateReply* rep);
   grpc::Status ping(const Caller& c, v1::PingReply* rep);
   grpc::Status shutdown(const Caller& c);
   // Steps (step_records.cc): finished steps from the store, and `corral history`.
-  grpc::Status list_steps(const Caller& c, const v1::ListStepsRequest& req,
-                          v1::ListStepsReply* rep);
+  grpc::Status list_steps(const Caller& c, const v1::ListStepsRequest& req, v1::ListStepsReply* rep);
   grpc::Status history(const Caller& c, const v1::HistoryRequest& req, v1::HistoryReply* rep);
 
   // Node agent API.
@@ -139,8 +139,8 @@ class Controller final : public HookContext {
   // register's exits (a job's output must arrive before it ends).
   // `session_key` wraps the keys this agent is sent (a fresh one when empty); over TCP the
   // caller has already put it in the controller's MUNGE credential.
-  grpc::Status agent_register(const Caller& c, const v1::Register& reg,
-                              grpc::ServerContext* ctx, std::shared_ptr<AgentLink>* link,
+  grpc::Status agent_register(const Caller& c, const v1::Register& reg, grpc::ServerContext* ctx,
+                              std::shared_ptr<AgentLink>* link,
                               const google::protobuf::RepeatedPtrField<v1::TaskOutput>& spooled = {},
                               std::string session_key = {});
   void agent_message(AgentLink& link, const v1::AgentMessage& msg);
@@ -151,8 +151,7 @@ class Controller final : public HookContext {
   const JobRecord* find_job(uint64_t jobid) const override;
   std::optional<std::string> inactive_result(uint64_t jobid) const override;
   void post_event(uint64_t jobid, std::string name, std::string context_json) override;
-  void raise_exception(uint64_t jobid, std::string type, int severity,
-                       std::string note) override;
+  void raise_exception(uint64_t jobid, std::string type, int severity, std::string note) override;
   void out_of_memory(const JobRecord& job, const v1::JobNodeExit& ex);
   // A submission's commit: schedules the job, or forgets it when it could not be saved.
   void saved_job(uint64_t id);
@@ -168,15 +167,13 @@ class Controller final : public HookContext {
   void set_task_env(uint64_t jobid, std::string key, std::string value) override;
   void job_note(uint64_t jobid, std::string text) override;
   Status rewrite_jobspec(uint64_t jobid, const std::string& jobspec_json) override;
-  void run_on_nodes(uint64_t jobid, const std::string& kind, const std::string& command,
-                    double timeout, const std::vector<std::string>& nodes,
-                    const std::map<std::string, std::string>& env) override;
+  void run_on_nodes(uint64_t jobid, const std::string& kind, const std::string& command, double timeout,
+                    const std::vector<std::string>& nodes, const std::map<std::string, std::string>& env) override;
   void drain_node(const std::string& node, const std::string& reason) override;
   bool node_drained(const std::string& node) const override;
   bool node_exists(const std::string& node) const override;
   void at(double when, std::function<void()> fn) override;
-  void save_state(std::string_view hook, const std::string& key,
-                  const std::string& value) override;
+  void save_state(std::string_view hook, const std::string& key, const std::string& value) override;
   void erase_state(std::string_view hook, const std::string& key) override;
 
  private:
@@ -201,7 +198,7 @@ class Controller final : public HookContext {
   void send_start(const JobRecord& job, const std::set<std::string>& only);
   // One StartJob per agent of the job (or of `only`'s nodes), with the node it goes to.
   std::vector<std::pair<std::string, v1::ControllerMessage>> build_starts(const JobRecord& job,
-                                                                         const std::set<std::string>& only) const;
+                                                                          const std::set<std::string>& only) const;
   std::map<std::string, unsigned> plan_exec(const JobRecord& job) const;
   void kill_job(JobRecord& job, int signal, double kill_after);
   void free_resources(JobRecord& job);
@@ -213,8 +210,7 @@ class Controller final : public HookContext {
   std::string wrapped_job_key(uint64_t jobid, const AgentLink* link) const;
   void add_job_key(v1::ControllerMessage& msg, uint64_t jobid, const AgentLink* link) const;
   // A JobKey for the job to every agent of its nodes that gets no StartJob in `starts`.
-  void send_job_keys(const JobRecord& job,
-                     std::vector<std::pair<std::string, v1::ControllerMessage>>& starts);
+  void send_job_keys(const JobRecord& job, std::vector<std::pair<std::string, v1::ControllerMessage>>& starts);
   void retire(JobRecord& job);
   void wake_held_by_limit(uint32_t uid);
   void handle_exit(const v1::JobNodeExit& ex);
@@ -238,17 +234,14 @@ class Controller final : public HookContext {
 
   // step_records.cc
   // Stores finished-step records from an agent; the agent hears `steps_stored` once durable.
-  void store_steps(const std::string& agent_id,
-                   const google::protobuf::RepeatedPtrField<v1::StepInfo>& steps);
+  void store_steps(const std::string& agent_id, const google::protobuf::RepeatedPtrField<v1::StepInfo>& steps);
   void cancel_steps(const Caller& c, const v1::CancelRequest& req, v1::CancelReply* rep);
 
   // job_submit.cc
   Status check_sizes(const v1::SubmitRequest& req) const;
-  Result<std::vector<std::shared_ptr<const job::Jobspec>>> parse_submission(
-      const v1::SubmitRequest& req) const;
+  Result<std::vector<std::shared_ptr<const job::Jobspec>>> parse_submission(const v1::SubmitRequest& req) const;
   Status admit(const Caller& c, const job::Jobspec& spec);
-  uint64_t create_job(const Caller& c, std::shared_ptr<const job::Jobspec> spec,
-                      unsigned urgency);
+  uint64_t create_job(const Caller& c, std::shared_ptr<const job::Jobspec> spec, unsigned urgency);
   Result<topology::Request> make_request(const job::Jobspec& spec, uint64_t jobid) const;
   std::string partition_of(const job::Jobspec& spec) const;
   double effective_time_limit(const job::Jobspec& spec) const;
@@ -257,8 +250,7 @@ class Controller final : public HookContext {
   void fill_info(const JobRecord& job, v1::JobInfo* info) const;
   // Why a pending job waits: its own reason (Dependency, BeginTime, JobHeldUser), else the
   // scheduler's, else "Priority" while in SCHED. Shared by fill_info and the listing rows.
-  std::string pending_reason(uint64_t id, job::JobState state, std::string_view own,
-                             bool in_scheduler) const;
+  std::string pending_reason(uint64_t id, job::JobState state, std::string_view own, bool in_scheduler) const;
   // Topology (topology_setup.cc). configure_topology loads [topology].file, adds a placer
   // per topology and expands hostlist functions in partition node lists.
   Status configure_topology();
@@ -322,7 +314,7 @@ class Controller final : public HookContext {
 
   uint64_t next_id_ = 1;
   std::unordered_map<uint64_t, std::unique_ptr<JobRecord>> jobs_;
-  ListingRows listing_;  // what `corral queue` shows of jobs_, kept as they change
+  ListingRows listing_;           // what `corral queue` shows of jobs_, kept as they change
   std::vector<NodeEntry> nodes_;  // by scheduler index
   std::unordered_map<std::string, uint32_t> node_index_;
   std::map<std::string, std::shared_ptr<AgentLink>> links_;
@@ -359,7 +351,7 @@ class Controller final : public HookContext {
   // Output of recently finished interactive jobs, for clients that attach late.
   std::map<uint64_t, std::vector<OutputChunk>> recent_output_;
   mutable std::unordered_map<uint32_t, std::string> usernames_;  // guarded by mu_
-  std::shared_ptr<const nlohmann::json> last_doc_;  // the last jobspec serialized
+  std::shared_ptr<const nlohmann::json> last_doc_;               // the last jobspec serialized
   std::shared_ptr<const std::string> last_doc_text_;
   std::shared_ptr<const job::Jobspec> last_limited_from_, last_limited_;
 };

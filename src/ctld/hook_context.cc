@@ -1,8 +1,8 @@
 // What hooks may do to a job: post events, raise exceptions, hold the job with
 // dependencies and named prolog/epilog actions, add task environment, rewrite the jobspec,
 // run commands on its nodes, drain nodes, set timers.
-#include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
+#include <nlohmann/json.hpp>
 
 #include "ctld/controller.h"
 
@@ -30,8 +30,7 @@ void Controller::post_event(uint64_t jobid, std::string name, std::string contex
   post(jobid, job::make_event(std::move(name), std::move(context_json)));
 }
 
-void Controller::raise_exception(uint64_t jobid, std::string type, int severity,
-                                 std::string note) {
+void Controller::raise_exception(uint64_t jobid, std::string type, int severity, std::string note) {
   json ctx{{"type", type}, {"severity", severity}, {"note", note}, {"userid", owner_uid_}};
   spdlog::info("job {}: exception {} (severity {}): {}", jobid, type, severity, note);
   post(jobid, job::make_event("exception", ctx.dump()));
@@ -50,8 +49,7 @@ void Controller::prolog_start(uint64_t jobid, std::string description) {
 }
 
 void Controller::prolog_finish(uint64_t jobid, std::string description, int status) {
-  post(jobid, job::make_event("prolog-finish",
-                              json{{"description", description}, {"status", status}}.dump()));
+  post(jobid, job::make_event("prolog-finish", json{{"description", description}, {"status", status}}.dump()));
 }
 
 void Controller::epilog_start(uint64_t jobid, std::string description) {
@@ -59,8 +57,7 @@ void Controller::epilog_start(uint64_t jobid, std::string description) {
 }
 
 void Controller::epilog_finish(uint64_t jobid, std::string description, int status) {
-  post(jobid, job::make_event("epilog-finish",
-                              json{{"description", description}, {"status", status}}.dump()));
+  post(jobid, job::make_event("epilog-finish", json{{"description", description}, {"status", status}}.dump()));
 }
 
 void Controller::set_task_env(uint64_t jobid, std::string key, std::string value) {
@@ -77,15 +74,13 @@ Status Controller::rewrite_jobspec(uint64_t jobid, const std::string& jobspec_js
   auto it = jobs_.find(jobid);
   if (it == jobs_.end()) return not_found("no such active job");
   JobRecord& job = *it->second;
-  if (job.state() >= job::JobState::RUN)
-    return invalid("the jobspec can only change before the job is allocated");
+  if (job.state() >= job::JobState::RUN) return invalid("the jobspec can only change before the job is allocated");
   auto spec = job::parse_jobspec(jobspec_json);
   if (!spec) return spec.error();
   job.jobspec_text = std::make_shared<const std::string>(job::jobspec_to_string(*spec));
   job.spec = std::make_shared<const job::Jobspec>(std::move(*spec));
   // The new jobspec is part of the eventlog, so a replay sees the same request.
-  post(jobid, job::make_event("jobspec-update", json{{"jobspec", json::parse(*job.jobspec_text)}}
-                                                    .dump()));
+  post(jobid, job::make_event("jobspec-update", json{{"jobspec", json::parse(*job.jobspec_text)}}.dump()));
   if (job.in_scheduler) {
     sched_.dequeue(jobid);
     job.in_scheduler = false;
@@ -94,10 +89,8 @@ Status Controller::rewrite_jobspec(uint64_t jobid, const std::string& jobspec_js
   return {};
 }
 
-void Controller::run_on_nodes(uint64_t jobid, const std::string& kind,
-                              const std::string& command, double timeout,
-                              const std::vector<std::string>& nodes,
-                              const std::map<std::string, std::string>& env) {
+void Controller::run_on_nodes(uint64_t jobid, const std::string& kind, const std::string& command, double timeout,
+                              const std::vector<std::string>& nodes, const std::map<std::string, std::string>& env) {
   auto& pending = perilogs_[{jobid, kind}];
   for (const auto& n : nodes) {
     pending.insert(n);
@@ -130,8 +123,7 @@ bool Controller::node_drained(const std::string& node) const {
   return it != node_index_.end() && nodes_[it->second].drained;
 }
 
-void Controller::save_state(std::string_view hook, const std::string& key,
-                            const std::string& value) {
+void Controller::save_state(std::string_view hook, const std::string& key, const std::string& value) {
   store_->put_hook_state(std::string(hook), key, value);
 }
 
@@ -139,8 +131,7 @@ void Controller::erase_state(std::string_view hook, const std::string& key) {
   store_->erase_hook_state(std::string(hook), key);
 }
 
-grpc::Status Controller::hook_query(const Caller& c, const v1::HookQueryRequest& req,
-                                    v1::HookQueryReply* rep) {
+grpc::Status Controller::hook_query(const Caller& c, const v1::HookQueryRequest& req, v1::HookQueryReply* rep) {
   HookQuery q{req.what(), req.args_json().empty() ? "{}" : req.args_json(), c.uid, is_admin(c)};
   if (!json::accept(q.args_json))
     return {grpc::StatusCode::INVALID_ARGUMENT, "hook query: the arguments are not valid JSON"};
@@ -155,8 +146,7 @@ grpc::Status Controller::hook_query(const Caller& c, const v1::HookQueryRequest&
     return grpc::Status::OK;
   }
   return {grpc::StatusCode::NOT_FOUND,
-          fmt::format("no hook '{}' is loaded in corrald (is it enabled in the configuration?)",
-                      req.hook())};
+          fmt::format("no hook '{}' is loaded in corrald (is it enabled in the configuration?)", req.hook())};
 }
 
 void Controller::at(double when, std::function<void()> fn) {

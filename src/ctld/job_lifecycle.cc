@@ -6,14 +6,14 @@
 #include <algorithm>
 
 #include <fmt/format.h>
-#include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
+#include <nlohmann/json.hpp>
 
 #include "ctld/controller.h"
 #include "ctld/job_summary.h"
-#include "net/message_limits.h"
 #include "job/key_wrap.h"
 #include "job/step_cred.h"
+#include "net/message_limits.h"
 #include "util/hostlist.h"
 #include "util/natural_sort.h"
 
@@ -187,11 +187,9 @@ void Controller::advance(JobRecord& job) {
       enqueue(job);
       break;
     case JobState::RUN:
-      if (!job.exec_tasks.empty() && job.exited.size() == job.exec_tasks.size() &&
-          !job.status.finished)
+      if (!job.exec_tasks.empty() && job.exited.size() == job.exec_tasks.size() && !job.status.finished)
         post(job.id, job::make_event("finish", finish_context(job)));
-      else if (job.status.prolog_actions.empty() && job.exec_tasks.empty() &&
-               !job.status.started)
+      else if (job.status.prolog_actions.empty() && job.exec_tasks.empty() && !job.status.started)
         start_exec(job);
       break;
     case JobState::CLEANUP:
@@ -257,8 +255,8 @@ void Controller::requeue(JobRecord& job) {
     send_to_node(node, msg);
   }
   spdlog::info("job {}: requeued after a node failure ({})", job.id, job.status.exception_note);
-  post(job.id, job::make_event("requeue", json{{"attempt", job.status.requeues + 1},
-                                                 {"note", job.status.exception_note}}.dump()));
+  post(job.id, job::make_event("requeue",
+                               json{{"attempt", job.status.requeues + 1}, {"note", job.status.exception_note}}.dump()));
 }
 
 std::string Controller::finish_context(const JobRecord& job) const {
@@ -268,9 +266,7 @@ std::string Controller::finish_context(const JobRecord& job) const {
   return ctx.dump();
 }
 
-bool Controller::first_node_only(const job::Jobspec& spec) {
-  return !spec.batch_script.empty() || spec.alloc;
-}
+bool Controller::first_node_only(const job::Jobspec& spec) { return !spec.batch_script.empty() || spec.alloc; }
 
 std::map<std::string, unsigned> Controller::plan_exec(const JobRecord& job) const {
   std::map<std::string, unsigned> plan;
@@ -290,8 +286,7 @@ void Controller::start_exec(JobRecord& job) {
   if (!job.R || job.status.fatal_exception || job.status.prolog_failed) return;
   job.exec_tasks = plan_exec(job);
   json incarnations = json::object();
-  for (const auto& [node, n] : job.exec_tasks)
-    incarnations[node] = nodes_[node_index_.at(node)].incarnation;
+  for (const auto& [node, n] : job.exec_tasks) incarnations[node] = nodes_[node_index_.at(node)].incarnation;
   // The step manager's address and the port share go into the start event, so that a
   // restarted controller still knows them (absorb reads them back).
   JobSteps& js = job_steps_[job.id];
@@ -321,7 +316,8 @@ void Controller::start_exec(JobRecord& job) {
 std::string Controller::wrapped_job_key(uint64_t jobid, const AgentLink* link) const {
   if (cluster_key_.empty() || link == nullptr || link->session_key().empty()) return {};
   auto wrapped = job::wrap_key(link->session_key(), job::derive_job_key(cluster_key_, jobid));
-  if (!wrapped) spdlog::error("job {}: cannot wrap its key for agent {}: {}", jobid, link->agent_id(), wrapped.message());
+  if (!wrapped)
+    spdlog::error("job {}: cannot wrap its key for agent {}: {}", jobid, link->agent_id(), wrapped.message());
   return wrapped ? *wrapped : std::string();
 }
 
@@ -427,12 +423,10 @@ void Controller::add_step_manager_fields(const JobRecord& job, v1::StartJob& sj)
     jn->set_name(n.name);
     jn->set_cores(n.cores.encode());
     jn->set_gpus(n.gpus.encode());
-    if (auto it = node_index_.find(n.name); it != node_index_.end())
-      jn->set_agent(nodes_[it->second].step_uri);
+    if (auto it = node_index_.find(n.name); it != node_index_.end()) jn->set_agent(nodes_[it->second].step_uri);
     add_topology_env(topo, n.name, *jn->mutable_env());
   }
-  if (auto js = job_steps_.find(job.id); js != job_steps_.end())
-    sj.set_mpi_port_share(js->second.mpi_ports);
+  if (auto js = job_steps_.find(job.id); js != job_steps_.end()) sj.set_mpi_port_share(js->second.mpi_ports);
   sj.set_mpi_ports_per_step(cfg_.steps.mpi_ports_per_step);
   sj.set_fanout_width(cfg_.steps.fanout_width);
 }
@@ -463,8 +457,8 @@ void Controller::free_resources(JobRecord& job) {
     if (!cfg_.housekeeping.empty() && node.link) {
       node.housekeeping.insert(job.id);
       update_usable(node);  // no new work on the node until its housekeeping finishes
-      run_on_nodes(job.id, "housekeeping", cfg_.housekeeping, cfg_.housekeeping_timeout,
-                   {n.name}, {{"CORRAL_JOB_USERID", std::to_string(job.userid)}});
+      run_on_nodes(job.id, "housekeeping", cfg_.housekeeping, cfg_.housekeeping_timeout, {n.name},
+                   {{"CORRAL_JOB_USERID", std::to_string(job.userid)}});
     } else {
       sched_.release_node(job.id, *idx);
     }
@@ -641,8 +635,8 @@ void Controller::enqueue(JobRecord& job) {
   pj.duration = job.spec->duration;
   if (pj.req.max_leaves > 0) {
     // --switches=COUNT@TIME: wait at most TIME (capped by the site) from submission.
-    double wait = job.spec->switch_wait < 0 ? cfg_.max_switch_wait
-                                            : std::min(job.spec->switch_wait, cfg_.max_switch_wait);
+    double wait =
+        job.spec->switch_wait < 0 ? cfg_.max_switch_wait : std::min(job.spec->switch_wait, cfg_.max_switch_wait);
     pj.switches_until = job.status.t_submit + wait;
     if (pj.switches_until > now()) at(pj.switches_until, [this] { poke_scheduler(); });
   }
@@ -676,9 +670,8 @@ void Controller::run_schedule() {
     // so the nodelist reads naturally and task ranks follow node names.
     std::vector<size_t> order(R.nodes.size());
     for (size_t i = 0; i < order.size(); ++i) order[i] = i;
-    std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
-      return natural_less(R.nodes[a].name, R.nodes[b].name);
-    });
+    std::sort(order.begin(), order.end(),
+              [&](size_t a, size_t b) { return natural_less(R.nodes[a].name, R.nodes[b].name); });
     job::ResourceSet sorted = R;
     std::vector<unsigned> sorted_tasks(tasks.size());
     for (size_t i = 0; i < order.size(); ++i) {

@@ -62,8 +62,20 @@ class TableBuilder {
   }
 
  private:
-  enum Column { kUser, kName, kState, kResult, kReason, kNodelist, kPartition,
-                kExceptionType, kExceptionNote, kCwd, kDeps, kColumns };
+  enum Column {
+    kUser,
+    kName,
+    kState,
+    kResult,
+    kReason,
+    kNodelist,
+    kPartition,
+    kExceptionType,
+    kExceptionNote,
+    kCwd,
+    kDeps,
+    kColumns
+  };
 
   // Neighbouring jobs mostly repeat a column's value (one submission's jobs), so the
   // previous value of the same column is checked before the dictionary.
@@ -106,17 +118,15 @@ class RowTableBuilder {
   void reserve(size_t rows) {
     const int n = static_cast<int>(rows);
     t_->mutable_id()->Reserve(n);
-    for (auto* c : {t_->mutable_userid(), t_->mutable_username(), t_->mutable_name(),
-                    t_->mutable_state(), t_->mutable_result(), t_->mutable_reason(),
-                    t_->mutable_urgency(), t_->mutable_nodelist(), t_->mutable_nnodes(),
-                    t_->mutable_ntasks(), t_->mutable_ncores(), t_->mutable_ngpus(),
-                    t_->mutable_partition(), t_->mutable_exception_type(),
-                    t_->mutable_exception_note(), t_->mutable_cwd(),
-                    t_->mutable_dependencies()})
+    for (auto* c :
+         {t_->mutable_userid(), t_->mutable_username(), t_->mutable_name(), t_->mutable_state(), t_->mutable_result(),
+          t_->mutable_reason(), t_->mutable_urgency(), t_->mutable_nodelist(), t_->mutable_nnodes(),
+          t_->mutable_ntasks(), t_->mutable_ncores(), t_->mutable_ngpus(), t_->mutable_partition(),
+          t_->mutable_exception_type(), t_->mutable_exception_note(), t_->mutable_cwd(), t_->mutable_dependencies()})
       c->Reserve(n);
     t_->mutable_priority()->Reserve(n);
-    for (auto* c : {t_->mutable_t_submit(), t_->mutable_t_run(), t_->mutable_t_cleanup(),
-                    t_->mutable_t_inactive(), t_->mutable_duration()})
+    for (auto* c : {t_->mutable_t_submit(), t_->mutable_t_run(), t_->mutable_t_cleanup(), t_->mutable_t_inactive(),
+                    t_->mutable_duration()})
       c->Reserve(n);
     t_->mutable_waitstatus()->Reserve(n);
   }
@@ -326,8 +336,8 @@ grpc::Status Controller::list_job_table(const Caller& c, const v1::ListJobsReque
     table.new_slice(pool);
     if (next == 0) table.reserve(std::min(limit, jobs_.size()));
     const auto& rows = listing_.rows();
-    auto row = std::lower_bound(rows.begin(), rows.end(), next,
-                                [](const ListingRow& r, uint64_t id) { return r.id < id; });
+    auto row =
+        std::lower_bound(rows.begin(), rows.end(), next, [](const ListingRow& r, uint64_t id) { return r.id < id; });
     for (size_t scanned = 0; row != rows.end() && scanned < kListingScanSlice; ++row, ++scanned) {
       if (!row->live || !(static_cast<uint32_t>(row->state) & *mask)) continue;
       if (!v.sees_job(row->userid) || (!users.empty() && !users.count(row->userid)) ||
@@ -337,7 +347,8 @@ grpc::Status Controller::list_job_table(const Caller& c, const v1::ListJobsReque
       // A row's own reason is in the text pool; only the others are worked out here.
       std::string reason =
           row->reason == 0 ? pending_reason(row->id, row->state, {}, row->ask_scheduler) : std::string();
-      table.add(*row, [this](uint32_t uid) { return username(uid); }, reason, v.sees_details(row->userid));
+      table.add(
+          *row, [this](uint32_t uid) { return username(uid); }, reason, v.sees_details(row->userid));
     }
     if (row == rows.end()) return grpc::Status::OK;
     next = row->id;

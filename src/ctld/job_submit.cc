@@ -44,8 +44,7 @@ Result<std::vector<std::shared_ptr<const job::Jobspec>>> Controller::parse_submi
         specs.push_back(shared);
         continue;
       }
-      auto spec = job::parse_jobspec(templated ? replace_all(text, "{cc}", std::to_string(id))
-                                               : text);
+      auto spec = job::parse_jobspec(templated ? replace_all(text, "{cc}", std::to_string(id)) : text);
       if (!spec) return invalid("jobspec: " + spec.message());
       auto p = std::make_shared<const job::Jobspec>(std::move(*spec));
       if (!templated) shared = p;
@@ -88,8 +87,7 @@ std::string Controller::partition_of(const job::Jobspec& spec) const {
   return spec.partition.empty() ? default_partition_ : spec.partition;
 }
 
-Result<topology::Request> Controller::make_request(const job::Jobspec& spec,
-                                                    uint64_t jobid) const {
+Result<topology::Request> Controller::make_request(const job::Jobspec& spec, uint64_t jobid) const {
   topology::Request r;
   r.jobid = jobid;
   r.nnodes = spec.nnodes;
@@ -103,8 +101,7 @@ Result<topology::Request> Controller::make_request(const job::Jobspec& spec,
   if (pit == partitions_.end()) {
     std::string names;
     for (const auto& [n, v] : partitions_) names += (names.empty() ? "" : ", ") + n;
-    return invalid(fmt::format("partition '{}' does not exist (partitions: {})", part,
-                               names.empty() ? "none" : names));
+    return invalid(fmt::format("partition '{}' does not exist (partitions: {})", part, names.empty() ? "none" : names));
   }
   r.placer = placer_of(part);
   r.max_leaves = spec.switches;
@@ -128,15 +125,13 @@ Result<topology::Request> Controller::make_request(const job::Jobspec& spec,
     for (const auto& h : wanted.hosts()) {
       auto i = sched_.node_index(h);
       if (!i) return invalid(fmt::format("requested node {} does not exist", h));
-      if (excluded.count(*i))
-        return invalid(fmt::format("node {} is both requested and excluded", h));
+      if (excluded.count(*i)) return invalid(fmt::format("node {} is both requested and excluded", h));
       if (!std::count(pit->second.begin(), pit->second.end(), *i))
         return invalid(fmt::format("requested node {} is not in partition {}", h, part));
       r.required_nodes.push_back(*i);
     }
     const topology::Topology* topo = topology_of(part);
-    if (auto why = topology::block_request_error(r);
-        why && topo && topo->kind == topology::Kind::block)
+    if (auto why = topology::block_request_error(r); why && topo && topo->kind == topology::Kind::block)
       return invalid(*why);
     // A node list from switch{}/block{} functions is only known here; like a plain -w
     // without -N, it sets the node count (one task per node unless more were asked for).
@@ -160,8 +155,9 @@ Status Controller::admit(const Caller& c, const job::Jobspec& spec) {
     return invalid(fmt::format("time limit {} exceeds the maximum of {}", format_duration(limit),
                                format_duration(cfg_.max_time_limit)));
   if (spec.requeue.value_or(false) && (spec.alloc || spec.output.path.empty()))
-    return invalid("--requeue: an allocation (corral alloc) or a job whose output goes to its client (corral run) "
-                   "cannot run again; use corral batch, or corral submit with -o FILE");
+    return invalid(
+        "--requeue: an allocation (corral alloc) or a job whose output goes to its client (corral run) "
+        "cannot run again; use corral batch, or corral submit with -o FILE");
   auto req = make_request(spec, 0);
   if (!req) return req.error();
   if (auto why = sched_.unsatisfiable(*req)) return invalid("unsatisfiable request: " + *why);
@@ -170,8 +166,7 @@ Status Controller::admit(const Caller& c, const job::Jobspec& spec) {
   return {};
 }
 
-uint64_t Controller::create_job(const Caller& c, std::shared_ptr<const job::Jobspec> spec,
-                                unsigned urgency) {
+uint64_t Controller::create_job(const Caller& c, std::shared_ptr<const job::Jobspec> spec, unsigned urgency) {
   auto rec = std::make_unique<JobRecord>();
   rec->id = next_id_++;
   rec->userid = c.uid;
@@ -201,8 +196,7 @@ uint64_t Controller::create_job(const Caller& c, std::shared_ptr<const job::Jobs
   uint64_t id = rec->id;
   store_->insert_job(id, c.uid, rec->jobspec_text);
   jobs_.emplace(id, std::move(rec));  // counted by the caller (UserLimits::jobs_added)
-  json ctx{{"userid", c.uid}, {"urgency", urgency}, {"flags", 0}, {"version", 1},
-           {"groupid", c.gid}};
+  json ctx{{"userid", c.uid}, {"urgency", urgency}, {"flags", 0}, {"version", 1}, {"groupid", c.gid}};
   post(id, job::make_event("submit", ctx.dump()));
   post(id, job::make_event("validate"));
   return id;

@@ -32,8 +32,7 @@ std::string summary_to_json(const v1::JobInfo& i) {
          {"cwd", i.cwd()},
          {"cpu_seconds", i.cpu_seconds()},
          {"requeues", i.requeues()},
-         {"dependencies", std::vector<std::string>(i.dependencies().begin(),
-                                                   i.dependencies().end())}};
+         {"dependencies", std::vector<std::string>(i.dependencies().begin(), i.dependencies().end())}};
   return j.dump();
 }
 
@@ -66,8 +65,7 @@ bool summary_from_json(const std::string& text, v1::JobInfo* i) {
     i->set_cwd(j.value("cwd", ""));
     i->set_cpu_seconds(j.value("cpu_seconds", 0.0));
     i->set_requeues(j.value("requeues", 0u));
-    for (const auto& d : j.value("dependencies", std::vector<std::string>{}))
-      i->add_dependencies(d);
+    for (const auto& d : j.value("dependencies", std::vector<std::string>{})) i->add_dependencies(d);
   } catch (const json::exception&) {
     return false;
   }

@@ -135,8 +135,8 @@ void ListingRows::build(ListingRow& row, const hook::JobRecord& job) {
 
 // Drops the row's hold on its text (all indices are 0 in a row never built).
 void ListingRows::release(ListingRow& row) {
-  for (uint32_t* i : {&row.name, &row.result, &row.reason, &row.nodelist, &row.partition,
-                      &row.exception_type, &row.exception_note, &row.cwd, &row.dependencies}) {
+  for (uint32_t* i : {&row.name, &row.result, &row.reason, &row.nodelist, &row.partition, &row.exception_type,
+                      &row.exception_note, &row.cwd, &row.dependencies}) {
     text_.release(*i);
     *i = 0;
   }
@@ -145,8 +145,7 @@ void ListingRows::release(ListingRow& row) {
 void ListingRows::compact() {
   std::erase_if(rows_, [](const ListingRow& r) { return !r.live; });
   if (!sorted_)
-    std::sort(rows_.begin(), rows_.end(),
-              [](const ListingRow& a, const ListingRow& b) { return a.id < b.id; });
+    std::sort(rows_.begin(), rows_.end(), [](const ListingRow& a, const ListingRow& b) { return a.id < b.id; });
   // After a burst of jobs the arrays shrink again (bench/memory counts what stays).
   if (rows_.capacity() > 2 * rows_.size() + 1024) rows_.shrink_to_fit();
   pos_ = {};

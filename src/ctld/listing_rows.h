@@ -39,8 +39,8 @@ struct ListingRow {
   uint64_t id = 0;
   uint32_t userid = 0;
   job::JobState state = job::JobState::NEW;
-  bool live = true;    // false once the job is gone (removed at the next compaction)
-  bool stale = true;   // the job changed since this row was built
+  bool live = true;            // false once the job is gone (removed at the next compaction)
+  bool stale = true;           // the job changed since this row was built
   bool ask_scheduler = false;  // pending, no reason of its own, in the scheduler
   uint32_t urgency = 0;
   int64_t priority = 0;
@@ -48,8 +48,8 @@ struct ListingRow {
   uint32_t nnodes = 0, ntasks = 0, ncores = 0, ngpus = 0;
   int32_t waitstatus = -1;
   // TextPool indices.
-  uint32_t name = 0, result = 0, reason = 0, nodelist = 0, partition = 0,
-           exception_type = 0, exception_note = 0, cwd = 0, dependencies = 0;
+  uint32_t name = 0, result = 0, reason = 0, nodelist = 0, partition = 0, exception_type = 0, exception_note = 0,
+           cwd = 0, dependencies = 0;
 };
 
 class ListingRows {

@@ -2,8 +2,8 @@
 #include <signal.h>
 #include <sys/stat.h>
 
-#include <cerrno>
 #include <algorithm>
+#include <cerrno>
 #include <condition_variable>
 #include <cstring>
 #include <filesystem>
@@ -11,29 +11,26 @@
 #include <mutex>
 #include <thread>
 
-#include <CLI/CLI.hpp>
 #include <grpcpp/server_builder.h>
 #include <spdlog/sinks/basic_file_sink.h>
 #include <spdlog/spdlog.h>
+#include <CLI/CLI.hpp>
 
 #include "ctld/config.h"
 #include "ctld/controller.h"
-#include "ctld/dependency_hook.h"
-#include "net/message_limits.h"
-#include "net/credentials.h"
-#include "net/tls.h"
-#include "net/peer_listener.h"
-#include "ctld/perilog_hook.h"
+#include "ctld/hooks/registry.h"
 #include "ctld/rpc_service.h"
-#include "ctld/time_limit_hook.h"
-#include "fabric/slingshot/slingshot_hook.h"
+#include "net/credentials.h"
+#include "net/message_limits.h"
+#include "net/peer_listener.h"
+#include "net/tls.h"
 #include "util/fd_hygiene.h"
 #include "util/stop_signals.h"
 
 namespace {
 
-using corral::Status;
 using corral::io_error;
+using corral::Status;
 
 struct Options {
   std::string config;
@@ -41,12 +38,11 @@ struct Options {
   std::string socket, state_dir, log_file, log_level = "info";
 };
 
-// corral-slingshot is installed next to corrald unless [slingshot] command says otherwise.
-std::string default_slingshot_command() {
+// corrald's own directory: hooks' node commands are installed beside it.
+std::string program_dir() {
   std::error_code ec;
   auto exe = std::filesystem::read_symlink("/proc/self/exe", ec);
-  if (ec) return "corral-slingshot";
-  return (exe.parent_path() / "corral-slingshot").string();
+  return ec ? std::string() : exe.parent_path().string();
 }
 
 void setup_logging(const Options& o) {
@@ -94,9 +90,14 @@ int run(const Options& o) {
   std::vector<std::string> sets = o.sets;
   if (!o.socket.empty()) sets.push_back("controller.socket=\"" + o.socket + "\"");
   if (!o.state_dir.empty()) sets.push_back("controller.state-dir=\"" + o.state_dir + "\"");
-  auto cfg = ctld::load_config(o.config, sets);
+  auto cfg = ctld::load_config(o.config, sets, ctld::hook_sections());
   if (!cfg) {
     std::cerr << "corrald: " << cfg.message() << "\n";
+    return 2;
+  }
+  auto hooks = ctld::make_hooks(*cfg, hook::HookSetup{program_dir()});
+  if (!hooks) {
+    std::cerr << "corrald: " << hooks.message() << "\n";
     return 2;
   }
   if (auto st = make_private_state_dir(cfg->state_dir, cfg->socket); !st) {
@@ -113,20 +114,7 @@ int run(const Options& o) {
     return 1;
   }
   ctld::Controller ctl(*cfg, std::move(*store));
-  ctl.add_hook(ctld::make_dependency_hook());
-  ctl.add_hook(std::make_unique<ctld::TimeLimitHook>());
-  ctl.add_hook(std::make_unique<ctld::PerilogHook>(ctld::PerilogConfig{
-      cfg->prolog, cfg->epilog, cfg->prolog_timeout, cfg->epilog_timeout}));
-  if (cfg->slingshot.enabled) {
-    auto sc = cfg->slingshot;
-    if (sc.command.empty()) sc.command = default_slingshot_command();
-    auto hook = fabric::slingshot::SlingshotHook::create(std::move(sc));
-    if (!hook) {
-      std::cerr << "corrald: [slingshot] " << hook.message() << "\n";
-      return 2;
-    }
-    ctl.add_hook(std::move(*hook));
-  }
+  for (auto& h : *hooks) ctl.add_hook(std::move(h));
   if (auto st = ctl.start(); !st.ok()) {
     std::cerr << "corrald: " << st.message() << "\n";
     return 1;
@@ -183,8 +171,7 @@ int run(const Options& o) {
                  creds->name());
   }
   (*listener)->start(server.get());
-  spdlog::info("corrald {} listening on {} (state in {})", CORRAL_VERSION, cfg->socket,
-               cfg->state_dir);
+  spdlog::info("corrald {} listening on {} (state in {})", CORRAL_VERSION, cfg->socket, cfg->state_dir);
 
   // Wait for SIGTERM/SIGINT or a Shutdown request.
   std::mutex mu;
@@ -221,11 +208,11 @@ int main(int argc, char** argv) {
   corral::block_stop_signals();
 
   Options o;
-  CLI::App app{"corrald: the corral controller. It owns the job queue, the scheduler, the node "
-               "inventory and the persistent state, and serves clients and node agents on a "
-               "Unix socket."};
-  app.add_option("-c,--config", o.config, "TOML configuration file (see docs/admin.md)")
-      ->check(CLI::ExistingFile);
+  CLI::App app{
+      "corrald: the corral controller. It owns the job queue, the scheduler, the node "
+      "inventory and the persistent state, and serves clients and node agents on a "
+      "Unix socket."};
+  app.add_option("-c,--config", o.config, "TOML configuration file (see docs/admin.md)")->check(CLI::ExistingFile);
   app.add_option("--set", o.sets, "Override a configuration key: section.key=value (repeatable)");
   app.add_option("--socket", o.socket, "Unix socket to listen on (controller.socket)");
   app.add_option("--state-dir", o.state_dir, "Directory of the state database (controller.state-dir)");

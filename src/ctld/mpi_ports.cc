@@ -6,8 +6,8 @@
 #include <utility>
 
 #include <fmt/format.h>
-#include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
+#include <nlohmann/json.hpp>
 
 #include "ctld/controller.h"
 
@@ -18,10 +18,10 @@ std::string Controller::take_mpi_share(const JobRecord& job) {
   auto share = mpi_pool_->split(cfg_.steps.mpi_ports_per_job);
   if (share) return share->encode();
   // Running without ports beats not running: only MPIs that need fixed ports suffer.
-  auto why = fmt::format("no MPI ports left in steps.mpi-ports {} ({} free, {} per job): the "
-                         "job runs without CORRAL_MPI_PORTS",
-                         cfg_.steps.mpi_ports, mpi_pool_->free_count(),
-                         cfg_.steps.mpi_ports_per_job);
+  auto why = fmt::format(
+      "no MPI ports left in steps.mpi-ports {} ({} free, {} per job): the "
+      "job runs without CORRAL_MPI_PORTS",
+      cfg_.steps.mpi_ports, mpi_pool_->free_count(), cfg_.steps.mpi_ports_per_job);
   spdlog::warn("job {}: {}", job.id, why);
   post(job.id, job::make_event("mpi-ports", nlohmann::json{{"warning", why}}.dump()));
   return "";
@@ -59,14 +59,12 @@ void Controller::rebuild_mpi_pool() {
   (void)mpi_pool_->split(whole->size());
   uint32_t next = whole->first;
   for (const auto& r : out) {
-    if (r.first > next)
-      (void)mpi_pool_->release({static_cast<uint16_t>(next), static_cast<uint16_t>(r.first - 1)});
+    if (r.first > next) (void)mpi_pool_->release({static_cast<uint16_t>(next), static_cast<uint16_t>(r.first - 1)});
     next = std::max<uint32_t>(next, uint32_t{r.last} + 1);
   }
-  if (next <= whole->last)
-    (void)mpi_pool_->release({static_cast<uint16_t>(next), whole->last});
-  spdlog::info("MPI ports: {} share(s) of running jobs restored, {} of {} ports free",
-               out.size(), mpi_pool_->free_count(), whole->size());
+  if (next <= whole->last) (void)mpi_pool_->release({static_cast<uint16_t>(next), whole->last});
+  spdlog::info("MPI ports: {} share(s) of running jobs restored, {} of {} ports free", out.size(),
+               mpi_pool_->free_count(), whole->size());
 }
 
 }  // namespace corral::ctld

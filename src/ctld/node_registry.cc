@@ -21,9 +21,10 @@ NodeEntry& Controller::ensure_node(const v1::NodeResources& res) {
   if (it != node_index_.end()) {
     NodeEntry& n = nodes_[it->second];
     if (n.cores != res.cores() || n.gpus != res.gpus() || n.memory_mb != res.memory_mb())
-      spdlog::warn("node {} registered with different resources ({} cores, {} gpus, {} MiB);"
-                   " keeping the recorded ones until corrald restarts",
-                   res.name(), res.cores(), res.gpus(), res.memory_mb());
+      spdlog::warn(
+          "node {} registered with different resources ({} cores, {} gpus, {} MiB);"
+          " keeping the recorded ones until corrald restarts",
+          res.name(), res.cores(), res.gpus(), res.memory_mb());
     return n;
   }
   sched::NodeConfig nc{res.name(), res.cores(), res.gpus(), res.memory_mb()};
@@ -57,8 +58,7 @@ NodeEntry& Controller::ensure_node(const v1::NodeResources& res) {
 }
 
 void Controller::persist_node(const NodeEntry& n) {
-  store::NodeRecord r{n.name, n.cores, n.gpus, n.memory_mb, n.drained, n.reason,
-                      n.reason_time, n.reason_userid};
+  store::NodeRecord r{n.name, n.cores, n.gpus, n.memory_mb, n.drained, n.reason, n.reason_time, n.reason_userid};
   store_->put_node(r);
 }
 
@@ -123,15 +123,32 @@ grpc::Status Controller::check_node_claim(const Caller& c, const v1::Register& r
   return grpc::Status::OK;
 }
 
-grpc::Status Controller::agent_register(const Caller& c, const v1::Register& reg,
-                                        grpc::ServerContext* ctx,
+namespace {
+
+// What an agent's hooks say a node has is shown to every user: kept small.
+grpc::Status check_hardware(const v1::NodeResources& r) {
+  if (r.hardware_size() > kMaxNodeHardwareEntries)
+    return {grpc::StatusCode::INVALID_ARGUMENT, fmt::format("register: node '{}' reports more than {} hardware entries",
+                                                            r.name(), kMaxNodeHardwareEntries)};
+  for (const auto& [hook, what] : r.hardware())
+    if (hook.empty() || hook.size() > 64 || what.size() > kMaxNodeHardwareText)
+      return {grpc::StatusCode::INVALID_ARGUMENT,
+              fmt::format("register: node '{}': a hardware entry needs a hook name of 1-64 bytes and at most {} "
+                          "bytes of text",
+                          r.name(), kMaxNodeHardwareText)};
+  return grpc::Status::OK;
+}
+
+}  // namespace
+
+grpc::Status Controller::agent_register(const Caller& c, const v1::Register& reg, grpc::ServerContext* ctx,
                                         std::shared_ptr<AgentLink>* out,
                                         const google::protobuf::RepeatedPtrField<v1::TaskOutput>& spooled,
                                         std::string session_key) {
   if (!is_admin(c)) {
     std::string why = fmt::format("uid {} may not register node agents (only root or uid {})", c.uid, owner_uid_);
-    spdlog::warn("refused agent {}{}: {}", reg.agent_id().substr(0, 256),
-                 c.origin.empty() ? "" : " at " + c.origin, why);
+    spdlog::warn("refused agent {}{}: {}", reg.agent_id().substr(0, 256), c.origin.empty() ? "" : " at " + c.origin,
+                 why);
     return {grpc::StatusCode::PERMISSION_DENIED, why};
   }
   if (reg.nodes_size() == 0) return {grpc::StatusCode::INVALID_ARGUMENT, "register: no nodes"};
@@ -144,12 +161,11 @@ grpc::Status Controller::agent_register(const Caller& c, const v1::Register& reg
     if (r.name().empty() || r.cores() == 0)
       return {grpc::StatusCode::INVALID_ARGUMENT,
               fmt::format("register: node '{}' needs a name and at least one core", r.name())};
+    if (auto st = check_hardware(r); !st.ok()) return st;
     auto it = node_index_.find(r.name());
-    if (it != node_index_.end() && nodes_[it->second].link &&
-        nodes_[it->second].link->agent_id() != reg.agent_id())
+    if (it != node_index_.end() && nodes_[it->second].link && nodes_[it->second].link->agent_id() != reg.agent_id())
       return {grpc::StatusCode::ALREADY_EXISTS,
-              fmt::format("node {} is already served by agent {}", r.name(),
-                          nodes_[it->second].link->agent_id())};
+              fmt::format("node {} is already served by agent {}", r.name(), nodes_[it->second].link->agent_id())};
   }
   if (auto old = links_.find(reg.agent_id()); old != links_.end()) old->second->close();
   std::vector<std::string> names;
@@ -174,6 +190,7 @@ grpc::Status Controller::agent_register(const Caller& c, const v1::Register& reg
     n.link = link;
     n.incarnation = reg.incarnation();
     n.step_uri = reg.step_uri();
+    n.hardware = {r.hardware().begin(), r.hardware().end()};
     n.down_reason.clear();
     // A held StartJob was built before this agent was known (no incarnation, no step
     // manager address): reconcile_agent sends a fresh one instead.
@@ -186,8 +203,8 @@ grpc::Status Controller::agent_register(const Caller& c, const v1::Register& reg
   }
   spdlog::info("agent {} registered {} node(s)", reg.agent_id(), reg.nodes_size());
   if (!spooled.empty())
-    spdlog::info("agent {} delivers {} piece(s) of task output kept while it could not reach us",
-                 reg.agent_id(), spooled.size());
+    spdlog::info("agent {} delivers {} piece(s) of task output kept while it could not reach us", reg.agent_id(),
+                 spooled.size());
   for (const auto& o : spooled) take_output(*link, o);
   ack_output(*link);
   reconcile_agent(reg);
@@ -232,8 +249,7 @@ void Controller::reconcile_agent(const v1::Register& reg) {
       auto it = jobs_.find(id);
       if (it == jobs_.end()) continue;
       JobRecord& job = *it->second;
-      if (!job.exec_tasks.count(n.name) || job.exited.count(n.name) || known.count({id, n.name}))
-        continue;
+      if (!job.exec_tasks.count(n.name) || job.exited.count(n.name) || known.count({id, n.name})) continue;
       // The same agent process never got StartJob (corrald died first), or the job
       // started while the node had no agent (a restarted corrald before the agent came
       // back: the StartJob was held): send it again.
@@ -250,8 +266,7 @@ void Controller::reconcile_agent(const v1::Register& reg) {
       touch(job);
       // Last: the exception is applied at once and may end and retire the job.
       if (!job.status.fatal_exception)
-        raise_exception(id, "node-fail", 0,
-                        fmt::format("the tasks on {} were lost (its agent restarted)", n.name));
+        raise_exception(id, "node-fail", 0, fmt::format("the tasks on {} were lost (its agent restarted)", n.name));
     }
   }
   // One StartJob per job for all of this agent's nodes, as the first one was.
@@ -302,8 +317,7 @@ void Controller::reconcile_housekeeping(const v1::Register& reg) {
       if (now_running.count(id)) continue;
       sched_.release_node(id, n.index);
       auto pit = perilogs_.find({id, "housekeeping"});
-      if (pit != perilogs_.end() && pit->second.erase(n.name) && pit->second.empty())
-        perilogs_.erase(pit);
+      if (pit != perilogs_.end() && pit->second.erase(n.name) && pit->second.empty()) perilogs_.erase(pit);
     }
     for (uint64_t id : now_running) perilogs_[{id, "housekeeping"}].insert(n.name);
     n.housekeeping = std::move(now_running);
@@ -318,8 +332,8 @@ void Controller::housekeeping_done(const v1::PerilogResult& p) {
   if (idx == node_index_.end()) return;
   NodeEntry& n = nodes_[idx->second];
   if (p.waitstatus() != 0 || p.timed_out())
-    drain_node(n.name, fmt::format("housekeeping failed after job {}{}", p.jobid(),
-                                   p.timed_out() ? " (timed out)" : ""));
+    drain_node(n.name,
+               fmt::format("housekeeping failed after job {}{}", p.jobid(), p.timed_out() ? " (timed out)" : ""));
   sched_.release_node(p.jobid(), n.index);
   n.housekeeping.erase(p.jobid());
   update_usable(n);
@@ -419,9 +433,10 @@ void Controller::check_heartbeats() {
   const bool isolated = silent >= 2 && silent * 2 > links_.size();
   if (isolated != isolated_) {
     if (isolated) {
-      spdlog::warn("{} of {} agents silent for over {:.0f}s: this controller looks cut off from the cluster; "
-                   "their nodes stay up for controller.isolation-timeout ({:.0f}s)",
-                   silent, links_.size(), cfg_.node_timeout, cfg_.isolation_timeout);
+      spdlog::warn(
+          "{} of {} agents silent for over {:.0f}s: this controller looks cut off from the cluster; "
+          "their nodes stay up for controller.isolation-timeout ({:.0f}s)",
+          silent, links_.size(), cfg_.node_timeout, cfg_.isolation_timeout);
     } else {
       spdlog::info("most agents are heard from again; the others have controller.node-timeout from now");
       isolation_ended_ = t;
@@ -474,28 +489,25 @@ grpc::Status Controller::list_nodes(const v1::ListNodesRequest& req, v1::ListNod
     for (uint64_t j : n.jobs) ni->add_jobs(j);
     if (n.link) ni->set_agent(n.link->agent_id());
     ni->set_housekeeping(!n.housekeeping.empty());
+    ni->mutable_hardware()->insert(n.hardware.begin(), n.hardware.end());
   }
   return grpc::Status::OK;
 }
 
-grpc::Status Controller::set_node_state(const Caller& c, const v1::NodeStateRequest& req,
-                                        v1::NodeStateReply* rep) {
+grpc::Status Controller::set_node_state(const Caller& c, const v1::NodeStateRequest& req, v1::NodeStateReply* rep) {
   const bool drain = req.action() == v1::NodeStateRequest::DRAIN;
   if (!is_admin(c))
     return {grpc::StatusCode::PERMISSION_DENIED,
-            fmt::format("only root or the instance owner may {} nodes",
-                        drain ? "drain" : "resume")};
+            fmt::format("only root or the instance owner may {} nodes", drain ? "drain" : "resume")};
   auto plain = expand_nodes(req.hostlist(), default_partition_);
   if (!plain) return {grpc::StatusCode::INVALID_ARGUMENT, "hostlist: " + plain.message()};
   auto hl = Hostlist::parse(*plain);
   if (!hl) return {grpc::StatusCode::INVALID_ARGUMENT, "hostlist: " + hl.message()};
   if (hl->empty()) return {grpc::StatusCode::INVALID_ARGUMENT, "no nodes given"};
-  if (drain && req.reason().empty())
-    return {grpc::StatusCode::INVALID_ARGUMENT, "a reason is required to drain nodes"};
+  if (drain && req.reason().empty()) return {grpc::StatusCode::INVALID_ARGUMENT, "a reason is required to drain nodes"};
   std::lock_guard lk(mu_);
   for (const auto& h : hl->hosts())
-    if (!node_index_.count(h))
-      return {grpc::StatusCode::NOT_FOUND, fmt::format("no such node: {}", h)};
+    if (!node_index_.count(h)) return {grpc::StatusCode::NOT_FOUND, fmt::format("no such node: {}", h)};
   const Hostlist targets = hl->uniq();
   for (const auto& h : targets.hosts()) {
     NodeEntry& n = nodes_[node_index_[h]];
@@ -506,8 +518,7 @@ grpc::Status Controller::set_node_state(const Caller& c, const v1::NodeStateRequ
     persist_node(n);
     update_usable(n);
     rep->add_nodes(h);
-    spdlog::info("node {} {} by uid {}{}", h, drain ? "drained" : "resumed", c.uid,
-                 drain ? ": " + req.reason() : "");
+    spdlog::info("node {} {} by uid {}{}", h, drain ? "drained" : "resumed", c.uid, drain ? ": " + req.reason() : "");
     if (!drain)
       for (auto& hk : hooks_) hk->on_node_resume(*this, h);
   }
@@ -515,8 +526,8 @@ grpc::Status Controller::set_node_state(const Caller& c, const v1::NodeStateRequ
   outbox_.seal();
   Status st = store_->flush();
   if (!st.ok() && st.error().code == Errc::unavailable)
-    return {grpc::StatusCode::UNAVAILABLE, "recorded, and saved once corrald can write its state again: " +
-                                               st.message()};
+    return {grpc::StatusCode::UNAVAILABLE,
+            "recorded, and saved once corrald can write its state again: " + st.message()};
   if (!st.ok()) return {grpc::StatusCode::INTERNAL, st.message()};
   return grpc::Status::OK;
 }

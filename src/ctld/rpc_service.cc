@@ -14,7 +14,7 @@ namespace {
 grpc::Status refused(const Result<Caller>& c) { return {grpc::StatusCode::UNAUTHENTICATED, c.message()}; }
 const grpc::Status kWatchBehind{grpc::StatusCode::RESOURCE_EXHAUSTED,
                                 "watch ended: the client read too slowly and too much was queued for it"};
-}
+}  // namespace
 
 // On the Unix socket the kernel says who connected; over TCP the request's credential
 // does (forged, expired and replayed ones are refused). A refusal is logged with the peer's
@@ -34,32 +34,27 @@ Result<Caller> RpcService::caller(grpc::ServerContext* ctx) const {
   return Caller{id->uid, id->gid, id->origin.empty() ? "unknown" : id->origin};
 }
 
-grpc::Status RpcService::Submit(grpc::ServerContext* ctx, const v1::SubmitRequest* req,
-                                v1::SubmitReply* rep) {
+grpc::Status RpcService::Submit(grpc::ServerContext* ctx, const v1::SubmitRequest* req, v1::SubmitReply* rep) {
   auto c = caller(ctx);
   return c ? ctl_.submit(*c, *req, rep) : refused(c);
 }
 
-grpc::Status RpcService::Cancel(grpc::ServerContext* ctx, const v1::CancelRequest* req,
-                                v1::CancelReply* rep) {
+grpc::Status RpcService::Cancel(grpc::ServerContext* ctx, const v1::CancelRequest* req, v1::CancelReply* rep) {
   auto c = caller(ctx);
   return c ? ctl_.cancel(*c, *req, rep) : refused(c);
 }
 
-grpc::Status RpcService::ListJobs(grpc::ServerContext* ctx, const v1::ListJobsRequest* req,
-                                  v1::ListJobsReply* rep) {
+grpc::Status RpcService::ListJobs(grpc::ServerContext* ctx, const v1::ListJobsRequest* req, v1::ListJobsReply* rep) {
   auto c = caller(ctx);
   return c ? ctl_.list_jobs(*c, *req, rep) : refused(c);
 }
 
-grpc::Status RpcService::ListJobTable(grpc::ServerContext* ctx, const v1::ListJobsRequest* req,
-                                      v1::JobTable* rep) {
+grpc::Status RpcService::ListJobTable(grpc::ServerContext* ctx, const v1::ListJobsRequest* req, v1::JobTable* rep) {
   auto c = caller(ctx);
   return c ? ctl_.list_job_table(*c, *req, rep) : refused(c);
 }
 
-grpc::Status RpcService::GetJob(grpc::ServerContext* ctx, const v1::GetJobRequest* req,
-                                v1::JobInfo* rep) {
+grpc::Status RpcService::GetJob(grpc::ServerContext* ctx, const v1::GetJobRequest* req, v1::JobInfo* rep) {
   auto c = caller(ctx);
   return c ? ctl_.get_job(*c, *req, rep) : refused(c);
 }
@@ -78,8 +73,7 @@ grpc::Status RpcService::Watch(grpc::ServerContext* ctx, const v1::WatchRequest*
   }
 }
 
-grpc::Status RpcService::ListNodes(grpc::ServerContext*, const v1::ListNodesRequest* req,
-                                   v1::ListNodesReply* rep) {
+grpc::Status RpcService::ListNodes(grpc::ServerContext*, const v1::ListNodesRequest* req, v1::ListNodesReply* rep) {
   return ctl_.list_nodes(*req, rep);
 }
 
@@ -94,40 +88,34 @@ grpc::Status RpcService::GetTopology(grpc::ServerContext*, const v1::GetTopology
   return ctl_.get_topology(*req, rep);
 }
 
-grpc::Status RpcService::HookQuery(grpc::ServerContext* ctx, const v1::HookQueryRequest* req,
-                                   v1::HookQueryReply* rep) {
+grpc::Status RpcService::HookQuery(grpc::ServerContext* ctx, const v1::HookQueryRequest* req, v1::HookQueryReply* rep) {
   auto c = caller(ctx);
   return c ? ctl_.hook_query(*c, *req, rep) : refused(c);
 }
 
-grpc::Status RpcService::Ping(grpc::ServerContext* ctx, const v1::PingRequest*,
-                              v1::PingReply* rep) {
+grpc::Status RpcService::Ping(grpc::ServerContext* ctx, const v1::PingRequest*, v1::PingReply* rep) {
   auto c = caller(ctx);
   return c ? ctl_.ping(*c, rep) : refused(c);
 }
 
-grpc::Status RpcService::ListSteps(grpc::ServerContext* ctx, const v1::ListStepsRequest* req,
-                                   v1::ListStepsReply* rep) {
+grpc::Status RpcService::ListSteps(grpc::ServerContext* ctx, const v1::ListStepsRequest* req, v1::ListStepsReply* rep) {
   auto c = caller(ctx);
   return c ? ctl_.list_steps(*c, *req, rep) : refused(c);
 }
 
-grpc::Status RpcService::History(grpc::ServerContext* ctx, const v1::HistoryRequest* req,
-                                 v1::HistoryReply* rep) {
+grpc::Status RpcService::History(grpc::ServerContext* ctx, const v1::HistoryRequest* req, v1::HistoryReply* rep) {
   auto c = caller(ctx);
   return c ? ctl_.history(*c, *req, rep) : refused(c);
 }
 
-grpc::Status RpcService::Shutdown(grpc::ServerContext* ctx, const v1::ShutdownRequest*,
-                                  v1::ShutdownReply*) {
+grpc::Status RpcService::Shutdown(grpc::ServerContext* ctx, const v1::ShutdownRequest*, v1::ShutdownReply*) {
   auto c = caller(ctx);
   return c ? ctl_.shutdown(*c) : refused(c);
 }
 
 // The agent's stream: this thread reads, a second one writes the link's batches.
-grpc::Status RpcService::AgentStream(
-    grpc::ServerContext* ctx,
-    grpc::ServerReaderWriter<v1::ControllerMessage, v1::AgentMessage>* stream) {
+grpc::Status RpcService::AgentStream(grpc::ServerContext* ctx,
+                                     grpc::ServerReaderWriter<v1::ControllerMessage, v1::AgentMessage>* stream) {
   auto c = caller(ctx);
   if (!c) return refused(c);
   auto session_key = job::generate_key();
@@ -144,10 +132,10 @@ grpc::Status RpcService::AgentStream(
   }
   v1::AgentMessage first;
   if (!stream->Read(&first)) return grpc::Status::OK;
-  if (!first.has_register_())
-    return {grpc::StatusCode::INVALID_ARGUMENT, "the first agent message must be register"};
+  if (!first.has_register_()) return {grpc::StatusCode::INVALID_ARGUMENT, "the first agent message must be register"};
   std::shared_ptr<AgentLink> link;
-  if (auto st = ctl_.agent_register(*c, first.register_(), ctx, &link, first.output(), std::move(*session_key)); !st.ok())
+  if (auto st = ctl_.agent_register(*c, first.register_(), ctx, &link, first.output(), std::move(*session_key));
+      !st.ok())
     return st;
   std::thread writer([&] {
     v1::ControllerMessage out;

@@ -60,12 +60,12 @@ void to_proto(const store::StepRecord& r, v1::StepInfo* s) {
 Result<std::string> result_name(std::string name) {
   for (auto& ch : name) ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
   if (name == "CANCELLED") name = "CANCELED";
-  constexpr std::array<std::string_view, 5> kResults{"COMPLETED", "FAILED", "CANCELED",
-                                                     "TIMEOUT", "OUT_OF_MEMORY"};
+  constexpr std::array<std::string_view, 5> kResults{"COMPLETED", "FAILED", "CANCELED", "TIMEOUT", "OUT_OF_MEMORY"};
   if (std::find(kResults.begin(), kResults.end(), name) == kResults.end())
-    return invalid(fmt::format("history: unknown result \"{}\" (use COMPLETED, FAILED, "
-                               "CANCELED, TIMEOUT or OUT_OF_MEMORY)",
-                               name));
+    return invalid(
+        fmt::format("history: unknown result \"{}\" (use COMPLETED, FAILED, "
+                    "CANCELED, TIMEOUT or OUT_OF_MEMORY)",
+                    name));
   return name;
 }
 
@@ -78,8 +78,7 @@ void Controller::store_steps(const std::string& agent_id,
   for (const auto& s : steps) {
     // A record that cannot be stored is acknowledged anyway: resending it would not help.
     if (s.jobid() == 0 || !job::parse_step_name(s.step()))
-      spdlog::warn("agent {}: dropping a step record with job {} step \"{}\"", agent_id,
-                   s.jobid(), s.step());
+      spdlog::warn("agent {}: dropping a step record with job {} step \"{}\"", agent_id, s.jobid(), s.step());
     else
       store_->put_step(to_record(s));
     auto* ref = ack.add_steps_stored();
@@ -93,8 +92,7 @@ void Controller::store_steps(const std::string& agent_id,
 
 // Called with mu_ held. The step manager (in the agent of the job's first node) does the
 // signalling; the controller checks who asks.
-void Controller::cancel_steps(const Caller& c, const v1::CancelRequest& req,
-                              v1::CancelReply* rep) {
+void Controller::cancel_steps(const Caller& c, const v1::CancelRequest& req, v1::CancelReply* rep) {
   for (const auto& ref : req.steps()) {
     auto* r = rep->add_results();
     r->set_jobid(ref.jobid());
@@ -111,8 +109,7 @@ void Controller::cancel_steps(const Caller& c, const v1::CancelRequest& req,
     }
     const JobRecord& job = *it->second;
     if (!is_admin(c) && job.userid != c.uid) {
-      r->set_error(fmt::format("permission denied: job {} belongs to {}", job.id,
-                               username(job.userid)));
+      r->set_error(fmt::format("permission denied: job {} belongs to {}", job.id, username(job.userid)));
       continue;
     }
     if (job.state() != JobState::RUN || !job.status.started || !job.R) {
@@ -131,8 +128,7 @@ void Controller::cancel_steps(const Caller& c, const v1::CancelRequest& req,
   }
 }
 
-grpc::Status Controller::list_steps(const Caller& c, const v1::ListStepsRequest& req,
-                                    v1::ListStepsReply* rep) {
+grpc::Status Controller::list_steps(const Caller& c, const v1::ListStepsRequest& req, v1::ListStepsReply* rep) {
   // One job's steps are anyone's to list (like the queue); all steps only the caller's.
   std::optional<uint32_t> only_user;
   if (req.jobid() == 0 && !is_admin(c)) only_user = c.uid;

@@ -2,8 +2,8 @@
 // the topology each partition places on, hostlist functions in node lists, and the
 // GetTopology answer behind `corral topo show`.
 #include <fmt/format.h>
-#include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
+#include <nlohmann/json.hpp>
 
 #include "ctld/controller.h"
 #include "util/hostlist.h"
@@ -26,9 +26,8 @@ Status Controller::configure_topology() {
     if (!p.topology.empty()) {
       t = topo_.find(p.topology);
       if (!t)
-        return invalid(fmt::format("partition {}: topology '{}' is not defined in {}", p.name,
-                                   p.topology, cfg_.topology_file.empty() ? "[topology].file (none set)"
-                                                                          : cfg_.topology_file));
+        return invalid(fmt::format("partition {}: topology '{}' is not defined in {}", p.name, p.topology,
+                                   cfg_.topology_file.empty() ? "[topology].file (none set)" : cfg_.topology_file));
     }
     partition_placer_[p.name] = t ? topo_placer_[t->name] : 0;
     if (t && topology::has_topology_functions(p.nodes)) {
@@ -39,8 +38,7 @@ Status Controller::configure_topology() {
   }
   if (!topo_.topologies.empty())
     spdlog::info("topology: {} topolog{} from {}, default {}", topo_.topologies.size(),
-                 topo_.topologies.size() == 1 ? "y" : "ies", cfg_.topology_file,
-                 topo_.default_topology()->name);
+                 topo_.topologies.size() == 1 ? "y" : "ies", cfg_.topology_file, topo_.default_topology()->name);
   return {};
 }
 
@@ -56,13 +54,14 @@ const topology::Topology* Controller::topology_of(const std::string& partition) 
   return nullptr;
 }
 
-Result<std::string> Controller::expand_nodes(const std::string& expr,
-                                             const std::string& partition) const {
+Result<std::string> Controller::expand_nodes(const std::string& expr, const std::string& partition) const {
   if (!topology::has_topology_functions(expr)) return expr;
   const topology::Topology* t = topology_of(partition);
   if (!t)
-    return invalid(fmt::format("{}: switch{{}}, block{{}} and ...with{{}} need a topology, and "
-                               "none is configured", expr));
+    return invalid(
+        fmt::format("{}: switch{{}}, block{{}} and ...with{{}} need a topology, and "
+                    "none is configured",
+                    expr));
   return topology::expand_topology_functions(expr, *t);
 }
 
@@ -72,9 +71,8 @@ struct UseCounts {
   unsigned total = 0, idle = 0, allocated = 0, mixed = 0, unavailable = 0;
 };
 
-json unit_json(const std::string& name, std::string_view type, unsigned level,
-               const std::string& parent, const std::vector<std::string>& nodes,
-               const UseCounts& u) {
+json unit_json(const std::string& name, std::string_view type, unsigned level, const std::string& parent,
+               const std::vector<std::string>& nodes, const UseCounts& u) {
   return {{"name", name},
           {"type", type},
           {"level", level},
@@ -89,16 +87,14 @@ json unit_json(const std::string& name, std::string_view type, unsigned level,
 
 }  // namespace
 
-grpc::Status Controller::get_topology(const v1::GetTopologyRequest& req,
-                                      v1::GetTopologyReply* rep) {
+grpc::Status Controller::get_topology(const v1::GetTopologyRequest& req, v1::GetTopologyReply* rep) {
   std::lock_guard lk(mu_);
   auto count = [&](const std::vector<std::string>& nodes) {
     UseCounts u;
     for (const auto& name : nodes) {
       ++u.total;
       auto it = node_index_.find(name);
-      const topology::NodeState* st = it == node_index_.end() ? nullptr
-                                                               : &sched_.node_state(it->second);
+      const topology::NodeState* st = it == node_index_.end() ? nullptr : &sched_.node_state(it->second);
       if (!st || !st->usable)
         ++u.unavailable;
       else if (st->jobs == 0)
@@ -126,10 +122,8 @@ grpc::Status Controller::get_topology(const v1::GetTopologyRequest& req,
       auto nodes = t.all_nodes();
       units.push_back(unit_json(t.name, topology::kind_name(t.kind), 0, "", nodes, count(nodes)));
     }
-    out["topologies"].push_back({{"name", t.name},
-                                 {"kind", topology::kind_name(t.kind)},
-                                 {"default", &t == def},
-                                 {"units", std::move(units)}});
+    out["topologies"].push_back(
+        {{"name", t.name}, {"kind", topology::kind_name(t.kind)}, {"default", &t == def}, {"units", std::move(units)}});
   }
   if (!req.name().empty() && out["topologies"].empty())
     return {grpc::StatusCode::NOT_FOUND, fmt::format("no topology named '{}'", req.name())};

@@ -78,8 +78,7 @@ void Subscriber::close() {
 
 bool Subscriber::next(v1::WatchReply& reply, int timeout_ms) {
   std::unique_lock lk(mu_);
-  cv_.wait_for(lk, std::chrono::milliseconds(timeout_ms),
-               [&] { return !queue_.empty() || done_; });
+  cv_.wait_for(lk, std::chrono::milliseconds(timeout_ms), [&] { return !queue_.empty() || done_; });
   constexpr size_t kMaxBatch = 4096;
   while (!queue_.empty() && static_cast<size_t>(reply.items_size()) < kMaxBatch) {
     *reply.add_items() = std::move(queue_.front());

@@ -20,8 +20,8 @@ namespace corral::ctld {
 v1::JobEvent to_proto(uint64_t jobid, const job::Event& ev);
 
 struct WatchFilter {
-  std::set<uint64_t> jobids;     // empty: all jobs
-  std::set<std::string> names;   // empty: all events
+  std::set<uint64_t> jobids;    // empty: all jobs
+  std::set<std::string> names;  // empty: all events
   bool output = false;
   bool until_inactive = false;
   Viewer viewer;  // whose eyes: other users' event details and output are withheld

@@ -36,8 +36,7 @@ class HookContext {
   virtual std::optional<std::string> inactive_result(uint64_t jobid) const = 0;
 
   virtual void post_event(uint64_t jobid, std::string name, std::string context_json) = 0;
-  virtual void raise_exception(uint64_t jobid, std::string type, int severity,
-                               std::string note) = 0;
+  virtual void raise_exception(uint64_t jobid, std::string type, int severity, std::string note) = 0;
   virtual void add_dependency(uint64_t jobid, std::string description) = 0;
   virtual void remove_dependency(uint64_t jobid, std::string description) = 0;
   virtual void prolog_start(uint64_t jobid, std::string description) = 0;
@@ -54,10 +53,8 @@ class HookContext {
 
   // Runs `command` as root on `nodes`; each node's outcome comes back through
   // JobHook::on_perilog with this `kind`.
-  virtual void run_on_nodes(uint64_t jobid, const std::string& kind,
-                            const std::string& command, double timeout,
-                            const std::vector<std::string>& nodes,
-                            const std::map<std::string, std::string>& env) = 0;
+  virtual void run_on_nodes(uint64_t jobid, const std::string& kind, const std::string& command, double timeout,
+                            const std::vector<std::string>& nodes, const std::map<std::string, std::string>& env) = 0;
   virtual void drain_node(const std::string& node, const std::string& reason) = 0;
   // True when `node` is drained (by an admin or a hook).
   virtual bool node_drained(const std::string& node) const = 0;
@@ -69,19 +66,23 @@ class HookContext {
   // State a hook must keep beyond the eventlogs that are replayed at start (for example
   // cleanups that outlive their job): stored with the next group commit under
   // (hook name, key) and handed back through JobHook::on_load after a restart.
-  virtual void save_state(std::string_view hook, const std::string& key,
-                          const std::string& value) = 0;
+  virtual void save_state(std::string_view hook, const std::string& key, const std::string& value) = 0;
   virtual void erase_state(std::string_view hook, const std::string& key) = 0;
 };
 
 using SavedState = std::vector<std::pair<std::string, std::string>>;  // key, value
+
+// What a hook's factory gets besides its configuration section (settings.h).
+struct HookSetup {
+  std::string program_dir;  // corrald's own directory: a hook's node command is installed beside it
+};
 
 // A request from `corral <hook> ...` (the HookQuery RPC).
 struct HookQuery {
   std::string what;       // e.g. "pool", "clean"
   std::string args_json;  // "{}" when none
   uint32_t uid = 0;
-  bool admin = false;     // root or the controller's owner
+  bool admin = false;  // root or the controller's owner
 };
 
 class JobHook {

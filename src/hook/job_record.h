@@ -61,7 +61,7 @@ struct JobRecord {
   std::string reason;  // Dependency / BeginTime / JobHeldUser, or "" (ask the scheduler)
   bool in_scheduler = false;
   bool counts_as_running = false;  // against limits.max-running-jobs (queued or holding resources)
-  bool unsaved = false;  // just submitted, not yet durable: never scheduled until it is
+  bool unsaved = false;            // just submitted, not yet durable: never scheduled until it is
   bool dirty = false;
 
   job::JobState state() const { return status.state; }

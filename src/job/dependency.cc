@@ -7,8 +7,7 @@
 namespace corral::job {
 namespace {
 
-constexpr std::array<std::string_view, 4> kJobSchemes = {"after", "afterany", "afterok",
-                                                         "afternotok"};
+constexpr std::array<std::string_view, 4> kJobSchemes = {"after", "afterany", "afterok", "afternotok"};
 
 bool is_job_scheme(std::string_view scheme) {
   for (auto s : kJobSchemes) {
@@ -57,8 +56,7 @@ Status parse_item(std::string_view item, std::vector<Dependency>& out) {
     return {};
   }
   if (colon == std::string_view::npos) {
-    return invalid("dependency " + quoted(item) + ": missing job id (e.g. " +
-                   std::string(scheme) + ":12)");
+    return invalid("dependency " + quoted(item) + ": missing job id (e.g. " + std::string(scheme) + ":12)");
   }
   std::string_view rest = item.substr(colon + 1);
   while (true) {
@@ -94,8 +92,7 @@ Result<Dependency> parse_dependency_uri(std::string_view uri) {
   }
   auto colon = uri.find(':');
   std::string_view scheme = uri.substr(0, colon);
-  std::string_view value =
-      colon == std::string_view::npos ? std::string_view() : uri.substr(colon + 1);
+  std::string_view value = colon == std::string_view::npos ? std::string_view() : uri.substr(colon + 1);
   if (scheme.empty()) return invalid("dependency " + quoted(uri) + ": missing type");
   if (scheme == "singleton") {
     if (!value.empty()) {
@@ -110,8 +107,7 @@ Result<Dependency> parse_dependency_uri(std::string_view uri) {
   }
   if (!is_job_scheme(scheme)) return unknown_scheme(uri, scheme);
   if (colon == std::string_view::npos) {
-    return invalid("dependency " + quoted(uri) + ": missing job id (e.g. " +
-                   std::string(scheme) + ":12)");
+    return invalid("dependency " + quoted(uri) + ": missing job id (e.g. " + std::string(scheme) + ":12)");
   }
   auto id = parse_jobid(uri, value);
   if (!id) return id.error();
@@ -120,8 +116,7 @@ Result<Dependency> parse_dependency_uri(std::string_view uri) {
 
 Result<std::vector<Dependency>> parse_dependencies(std::string_view text) {
   if (text.find('?') != std::string_view::npos) {
-    return invalid("dependency " + quoted(text) +
-                   ": '?' (any of) is not supported; only all of (',') is");
+    return invalid("dependency " + quoted(text) + ": '?' (any of) is not supported; only all of (',') is");
   }
   std::vector<Dependency> deps;
   std::string_view rest = text;

@@ -11,9 +11,9 @@
 namespace corral::job {
 
 struct Dependency {
-  std::string scheme;  // after, afterok, afternotok, afterany, begin-time, singleton
-  uint64_t jobid = 0;  // for after*
-  double time = 0;     // for begin-time (epoch seconds)
+  std::string scheme;       // after, afterok, afternotok, afterany, begin-time, singleton
+  uint64_t jobid = 0;       // for after*
+  double time = 0;          // for begin-time (epoch seconds)
   std::string uri() const;  // "afterok:12", "begin-time:1700000000.0"
 };
 

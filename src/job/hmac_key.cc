@@ -17,8 +17,7 @@ namespace corral::job {
 namespace {
 
 constexpr std::string_view kHexDigits = "0123456789abcdef";
-constexpr std::string_view kB64Alphabet =
-    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+constexpr std::string_view kB64Alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
 constexpr size_t kMaxKeyFileBytes = 4096;  // a key is tens of bytes; more is a wrong file
 
 int hex_value(char c) {
@@ -88,8 +87,7 @@ Result<std::string> read_all(const std::string& path, int fd) {
   for (;;) {
     ssize_t n = ::read(fd, buf, sizeof buf);
     if (n < 0 && errno == EINTR) continue;
-    if (n < 0)
-      return io_error(fmt::format("cannot read key file {}: {}", path, std::strerror(errno)));
+    if (n < 0) return io_error(fmt::format("cannot read key file {}: {}", path, std::strerror(errno)));
     if (n == 0) return text;
     text.append(buf, static_cast<size_t>(n));
     if (text.size() > kMaxKeyFileBytes) {
@@ -155,8 +153,7 @@ std::string base64url_encode(std::string_view bytes) {
   out.reserve((bytes.size() * 4 + 2) / 3);
   size_t i = 0;
   for (; i + 3 <= bytes.size(); i += 3) {
-    uint32_t v = (uint32_t(uint8_t(bytes[i])) << 16) | (uint32_t(uint8_t(bytes[i + 1])) << 8) |
-                 uint8_t(bytes[i + 2]);
+    uint32_t v = (uint32_t(uint8_t(bytes[i])) << 16) | (uint32_t(uint8_t(bytes[i + 1])) << 8) | uint8_t(bytes[i + 2]);
     for (int shift = 18; shift >= 0; shift -= 6) out += kB64Alphabet[(v >> shift) & 63];
   }
   size_t rest = bytes.size() - i;
@@ -223,8 +220,7 @@ Result<std::string> load_key_file(const std::string& path) {
   auto text = read_all(path, fd.get());
   if (!text) return text.error();
   auto key = from_hex(trim(*text));
-  if (!key)
-    return invalid(fmt::format("key file {} does not hold a hex key: {}", path, key.message()));
+  if (!key) return invalid(fmt::format("key file {} does not hold a hex key: {}", path, key.message()));
   if (key->size() < kMinKeyBytes) {
     return invalid(
         fmt::format("key file {} holds a {}-byte key; at least {} bytes ({} hex "
@@ -236,14 +232,13 @@ Result<std::string> load_key_file(const std::string& path) {
 
 Status write_key_file(const std::string& path, std::string_view key) {
   if (key.size() < kMinKeyBytes) {
-    return invalid(fmt::format("refusing to write a {}-byte key to {}; keys need at least {} bytes",
-                               key.size(), path, kMinKeyBytes));
+    return invalid(fmt::format("refusing to write a {}-byte key to {}; keys need at least {} bytes", key.size(), path,
+                               kMinKeyBytes));
   }
   Fd fd(::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600));
   if (fd.get() < 0 && errno == EEXIST) {
-    return Error{
-        Errc::already_exists,
-        fmt::format("key file {} already exists; remove it first to replace the key", path)};
+    return Error{Errc::already_exists,
+                 fmt::format("key file {} already exists; remove it first to replace the key", path)};
   }
   if (fd.get() < 0) {
     return io_error(fmt::format("cannot create key file {}: {}", path, std::strerror(errno)));
@@ -253,8 +248,7 @@ Status write_key_file(const std::string& path, std::string_view key) {
   while (done < text.size()) {
     ssize_t n = ::write(fd.get(), text.data() + done, text.size() - done);
     if (n < 0 && errno == EINTR) continue;
-    if (n < 0)
-      return io_error(fmt::format("cannot write key file {}: {}", path, std::strerror(errno)));
+    if (n < 0) return io_error(fmt::format("cannot write key file {}: {}", path, std::strerror(errno)));
     done += static_cast<size_t>(n);
   }
   if (::fsync(fd.get()) != 0) {

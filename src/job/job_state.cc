@@ -12,12 +12,11 @@ namespace {
 using json = nlohmann::json;
 
 constexpr uint32_t bit(JobState s) { return static_cast<uint32_t>(s); }
-constexpr uint32_t kPending = bit(JobState::DEPEND) | bit(JobState::PRIORITY) |
-                              bit(JobState::SCHED);
+constexpr uint32_t kPending = bit(JobState::DEPEND) | bit(JobState::PRIORITY) | bit(JobState::SCHED);
 constexpr uint32_t kBeforeRun = bit(JobState::NEW) | kPending;
 constexpr uint32_t kActive = kBeforeRun | bit(JobState::RUN) | bit(JobState::CLEANUP);
 constexpr int64_t kMaxUrgency = 31;  // RFC 30
-constexpr int kMaxSeverity = 7;       // RFC 21 exception severities 0..7
+constexpr int kMaxSeverity = 7;      // RFC 21 exception severities 0..7
 
 struct StateInfo {
   JobState state;
@@ -34,9 +33,7 @@ constexpr std::array<StateInfo, 7> kStates = {{
     {JobState::INACTIVE, "INACTIVE", "I"},
 }};
 
-Error event_error(const Event& ev, const std::string& what) {
-  return invalid("event " + ev.name + ": " + what);
-}
+Error event_error(const Event& ev, const std::string& what) { return invalid("event " + ev.name + ": " + what); }
 
 Status require_state(const JobStatus& s, const Event& ev, uint32_t mask) {
   if (bit(s.state) & mask) return {};
@@ -50,8 +47,7 @@ void enter(JobStatus& s, JobState state, double t) {
 }
 
 // Context accessors: absent keys are nullopt, keys of the wrong type are errors.
-Result<std::optional<std::string>> ctx_string(const json& ctx, const Event& ev,
-                                              const char* key) {
+Result<std::optional<std::string>> ctx_string(const json& ctx, const Event& ev, const char* key) {
   auto it = ctx.find(key);
   if (it == ctx.end()) return std::optional<std::string>();
   if (!it->is_string()) return event_error(ev, std::string("context.") + key + " must be a string");
@@ -185,8 +181,7 @@ Status on_prolog_start(JobStatus& s, const Event& ev, const json& ctx) {
   return {};
 }
 
-Status finish_action(std::set<std::string>& actions, const Event& ev, const json& ctx,
-                     bool& failed) {
+Status finish_action(std::set<std::string>& actions, const Event& ev, const json& ctx, bool& failed) {
   auto d = required_string(ctx, ev, "description");
   if (!d) return d.error();
   auto status = ctx_int(ctx, ev, "status");
@@ -396,8 +391,7 @@ Result<uint32_t> parse_state_mask(std::string_view name) {
 }
 
 Status apply_event(JobStatus& status, const Event& ev) {
-  auto h = std::find_if(kHandlers.begin(), kHandlers.end(),
-                        [&](const EventHandler& e) { return e.name == ev.name; });
+  auto h = std::find_if(kHandlers.begin(), kHandlers.end(), [&](const EventHandler& e) { return e.name == ev.name; });
   // Unknown events (debug, hook events such as "cray-slingshot") carry information
   // for their readers and never change the state.
   if (h == kHandlers.end() || h->fn == nullptr) return {};

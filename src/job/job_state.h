@@ -27,7 +27,7 @@ enum class JobState : uint8_t {
   INACTIVE = 64,
 };
 
-std::string_view state_name(JobState s);  // "SCHED"
+std::string_view state_name(JobState s);    // "SCHED"
 std::string_view state_abbrev(JobState s);  // "S" (as flux jobs prints)
 // Accepts names case-insensitively and groups: "pending" (DEPEND|PRIORITY|SCHED),
 // "running" (RUN|CLEANUP), "active" (all but INACTIVE), "inactive". Returns a bitmask.
@@ -36,25 +36,25 @@ Result<uint32_t> parse_state_mask(std::string_view name);
 // What the eventlog says about a job: enough to resume it after a restart.
 struct JobStatus {
   JobState state = JobState::NEW;
-  bool submitted = false;                  // submit event seen
-  bool allocated = false;                  // alloc event seen (resources must be freed)
-  std::set<std::string> dependencies;      // outstanding dependency-add descriptions
-  std::set<std::string> prolog_actions;    // prolog-start without prolog-finish
-  std::set<std::string> epilog_actions;    // epilog-start without epilog-finish
-  bool prolog_failed = false;              // a prolog-finish had a non-zero status
-  bool started = false;                    // start event seen
-  bool finished = false;                   // finish event seen
-  int waitstatus = -1;                     // from finish
-  bool released = false;                   // release with final=true
-  bool freed = false;                      // free event
+  bool submitted = false;                // submit event seen
+  bool allocated = false;                // alloc event seen (resources must be freed)
+  std::set<std::string> dependencies;    // outstanding dependency-add descriptions
+  std::set<std::string> prolog_actions;  // prolog-start without prolog-finish
+  std::set<std::string> epilog_actions;  // epilog-start without epilog-finish
+  bool prolog_failed = false;            // a prolog-finish had a non-zero status
+  bool started = false;                  // start event seen
+  bool finished = false;                 // finish event seen
+  int waitstatus = -1;                   // from finish
+  bool released = false;                 // release with final=true
+  bool freed = false;                    // free event
   int64_t priority = 0;
   unsigned urgency = 16;
   bool fatal_exception = false;
-  std::string exception_type;              // the first fatal exception's type
+  std::string exception_type;  // the first fatal exception's type
   std::string exception_note;
-  bool out_of_memory = false;              // an "oom" exception (any severity) was raised
-  bool canceled = false;                   // a "cancel" exception was raised (never requeued)
-  unsigned requeues = 0;                   // requeue events: the run now is attempt `requeues`
+  bool out_of_memory = false;  // an "oom" exception (any severity) was raised
+  bool canceled = false;       // a "cancel" exception was raised (never requeued)
+  unsigned requeues = 0;       // requeue events: the run now is attempt `requeues`
   double t_submit = 0, t_run = 0, t_cleanup = 0, t_inactive = 0;
 };
 

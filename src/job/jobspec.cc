@@ -16,8 +16,8 @@
 #include <utility>
 
 #include <fmt/format.h>
-#include <nlohmann/json.hpp>
 #include <yaml-cpp/yaml.h>
+#include <nlohmann/json.hpp>
 
 #include "job/dependency.h"
 #include "job/rlimit.h"
@@ -43,9 +43,7 @@ Error wrong_type(const std::string& path, const std::string& expected, const jso
   return at(path, "must be " + expected + ", got " + show(got));
 }
 
-std::string index_path(const std::string& path, size_t i) {
-  return path + "[" + std::to_string(i) + "]";
-}
+std::string index_path(const std::string& path, size_t i) { return path + "[" + std::to_string(i) + "]"; }
 
 // JSON parsing stores non-negative integers as unsigned, YAML conversion and callers
 // building documents may use signed ones: accept both.
@@ -120,8 +118,7 @@ class Reader {
   Status read_exec(const json& exec);
   Status read_shell(const json& shell);
   Status read_rlimits(const json& limits, const std::string& path);
-  Status read_file_stream(const json& parent, const std::string& path, const char* key,
-                          std::string& out);
+  Status read_file_stream(const json& parent, const std::string& path, const char* key, std::string& out);
 
   const json& doc_;
   Jobspec spec_;
@@ -135,8 +132,7 @@ Result<Jobspec> Reader::read() {
       return at(key, "unknown key (a jobspec has version, resources, tasks and attributes)");
     }
   }
-  for (auto step : {&Reader::read_version, &Reader::read_resources, &Reader::read_attributes,
-                    &Reader::read_tasks}) {
+  for (auto step : {&Reader::read_version, &Reader::read_resources, &Reader::read_attributes, &Reader::read_tasks}) {
     if (auto st = (this->*step)(); !st) return st.error();
   }
   if (spec_.name.empty()) {
@@ -175,8 +171,8 @@ Status Reader::read_node(const json& node, const std::string& path) {
   auto count = positive_int(node.value("count", json()), path + ".count");
   if (!count) return count.status();
   if (*count > kMaxTasks) {
-    return at(path + ".count", std::to_string(*count) + " nodes is more than the limit of " +
-                                   std::to_string(kMaxTasks));
+    return at(path + ".count",
+              std::to_string(*count) + " nodes is more than the limit of " + std::to_string(kMaxTasks));
   }
   spec_.nnodes = static_cast<unsigned>(*count);
   if (const json* ex = child(node, "exclusive")) {
@@ -201,8 +197,8 @@ Status Reader::read_slot(const json& slot, const std::string& path) {
   auto count = positive_int(slot.value("count", json()), path + ".count");
   if (!count) return count.status();
   if (*count > kMaxTasks) {
-    return at(path + ".count", std::to_string(*count) + " slots is more than the limit of " +
-                                   std::to_string(kMaxTasks));
+    return at(path + ".count",
+              std::to_string(*count) + " slots is more than the limit of " + std::to_string(kMaxTasks));
   }
   slot_.count = *count;
   const json* label = child(slot, "label");
@@ -231,16 +227,14 @@ Status Reader::read_slot_child(const json& r, const std::string& path) {
                        : *type == "node" ? "; a node must be outside the slot"
                                          : "";
     return at(path + ".type", "unknown resource type \"" + *type +
-                                  "\" inside a slot (jobspec version 1 allows core and gpu" +
-                                  hint + ")");
+                                  "\" inside a slot (jobspec version 1 allows core and gpu" + hint + ")");
   }
   if (*target != 0) return at(path + ".type", "a slot may contain only one " + *type);
   if (child(r, "with") != nullptr) return at(path + ".with", "a " + *type + " has no children");
   auto count = positive_int(r.value("count", json()), path + ".count");
   if (!count) return count.status();
   if (*count > kMaxPerTask) {
-    return at(path + ".count", std::to_string(*count) + " " + *type +
-                                   "s per task is more than the limit of " +
+    return at(path + ".count", std::to_string(*count) + " " + *type + "s per task is more than the limit of " +
                                    std::to_string(kMaxPerTask));
   }
   *target = *count;
@@ -268,8 +262,7 @@ Status Reader::read_tasks() {
   auto slot = string_field(task.value("slot", json()), "tasks[0].slot");
   if (!slot) return slot.status();
   if (*slot != slot_.label) {
-    return at("tasks[0].slot", "\"" + *slot + "\" is not a slot label (the slot is labeled \"" +
-                                   slot_.label + "\")");
+    return at("tasks[0].slot", "\"" + *slot + "\" is not a slot label (the slot is labeled \"" + slot_.label + "\")");
   }
   const json* count = child(task, "count");
   if (count == nullptr) return at("tasks[0].count", "missing (e.g. {\"per_slot\": 1})");
@@ -277,8 +270,7 @@ Status Reader::read_tasks() {
 }
 
 Status Reader::read_task_count(const json& count, const std::string& path) {
-  if (!count.is_object() || count.size() != 1 ||
-      !(count.contains("per_slot") || count.contains("total"))) {
+  if (!count.is_object() || count.size() != 1 || !(count.contains("per_slot") || count.contains("total"))) {
     return wrong_type(path, "an object with either per_slot or total", count);
   }
   uint64_t nodes = spec_.nnodes == 0 ? 1 : spec_.nnodes;
@@ -290,10 +282,9 @@ Status Reader::read_task_count(const json& count, const std::string& path) {
     auto per_slot = positive_int(count["per_slot"], path + ".per_slot");
     if (!per_slot) return per_slot.status();
     if (slot_.cores % *per_slot != 0 || slot_.gpus % *per_slot != 0) {
-      return at(path + ".per_slot", std::to_string(*per_slot) +
-                                        " tasks cannot evenly share a slot's " +
-                                        std::to_string(slot_.cores) + " cores and " +
-                                        std::to_string(slot_.gpus) + " gpus");
+      return at(path + ".per_slot", std::to_string(*per_slot) + " tasks cannot evenly share a slot's " +
+                                        std::to_string(slot_.cores) + " cores and " + std::to_string(slot_.gpus) +
+                                        " gpus");
     }
     spec_.cores_per_task = static_cast<unsigned>(slot_.cores / *per_slot);
     spec_.gpus_per_task = static_cast<unsigned>(slot_.gpus / *per_slot);
@@ -302,20 +293,18 @@ Status Reader::read_task_count(const json& count, const std::string& path) {
     auto total = positive_int(count["total"], path + ".total");
     if (!total) return total.status();
     if (*total > slots) {
-      return at(path + ".total", std::to_string(*total) + " tasks need " +
-                                     std::to_string(*total) + " slots but the resources give " +
-                                     std::to_string(slots));
+      return at(path + ".total", std::to_string(*total) + " tasks need " + std::to_string(*total) +
+                                     " slots but the resources give " + std::to_string(slots));
     }
     if (*total < spec_.nnodes) {
-      return at(path + ".total", std::to_string(*total) + " tasks cannot cover " +
-                                     std::to_string(spec_.nnodes) +
+      return at(path + ".total", std::to_string(*total) + " tasks cannot cover " + std::to_string(spec_.nnodes) +
                                      " nodes (every node needs at least one task)");
     }
     ntasks = *total;
   }
   if (ntasks > kMaxTasks) {
-    return at(path, "the job asks for " + std::to_string(ntasks) +
-                        " tasks, more than the limit of " + std::to_string(kMaxTasks));
+    return at(path, "the job asks for " + std::to_string(ntasks) + " tasks, more than the limit of " +
+                        std::to_string(kMaxTasks));
   }
   spec_.ntasks = static_cast<unsigned>(ntasks);
   return {};
@@ -355,10 +344,11 @@ Status Reader::read_system(const json& sys) {
   }
   if (auto st = read_system_strings(sys); !st) return st;
   using Section = Status (Reader::*)(const json&);
-  const std::pair<const char*, Section> sections[] = {
-      {"environment", &Reader::read_environment}, {"dependencies", &Reader::read_dependencies},
-      {"constraints", &Reader::read_constraints}, {"exec", &Reader::read_exec},
-      {"shell", &Reader::read_shell}};
+  const std::pair<const char*, Section> sections[] = {{"environment", &Reader::read_environment},
+                                                      {"dependencies", &Reader::read_dependencies},
+                                                      {"constraints", &Reader::read_constraints},
+                                                      {"exec", &Reader::read_exec},
+                                                      {"shell", &Reader::read_shell}};
   for (const auto& [key, fn] : sections) {
     if (const json* v = child(sys, key)) {
       if (auto st = (this->*fn)(*v); !st) return st;
@@ -453,8 +443,7 @@ Status Reader::read_dependencies(const json& deps) {
 Status Reader::read_constraints(const json& c) {
   const std::string path = "attributes.system.constraints";
   if (auto st = object_field(c, path); !st) return st;
-  for (auto [key, out] : {std::pair{"hostlist", &spec_.requested_nodes},
-                          std::pair{"exclude", &spec_.excluded_nodes}}) {
+  for (auto [key, out] : {std::pair{"hostlist", &spec_.requested_nodes}, std::pair{"exclude", &spec_.excluded_nodes}}) {
     const json* v = child(c, key);
     if (v == nullptr) continue;
     auto s = string_field(*v, path + "." + key);
@@ -504,14 +493,12 @@ Status Reader::read_exec(const json& exec) {
     return {};
   }
   auto d = non_negative_number(*run, run_path);
-  if (!d) return at(run_path, "must be a duration like \"1s\" or a non-negative number, got " +
-                                  show(*run));
+  if (!d) return at(run_path, "must be a duration like \"1s\" or a non-negative number, got " + show(*run));
   spec_.mock_duration = *d;
   return {};
 }
 
-Status Reader::read_file_stream(const json& parent, const std::string& path, const char* key,
-                                std::string& out) {
+Status Reader::read_file_stream(const json& parent, const std::string& path, const char* key, std::string& out) {
   const json* s = child(parent, key);
   if (s == nullptr) return {};
   std::string p = path + "." + key;
@@ -613,16 +600,20 @@ Status check_nesting(std::string_view text, bool yaml) {
       size_t indent = 0;
       while (i + indent < text.size() && text[i + indent] == ' ') ++indent;
       if (indent > kMaxIndent)
-        return invalid(fmt::format("jobspec is indented more than {} columns (line starting at byte {})",
-                                   kMaxIndent, i));
+        return invalid(
+            fmt::format("jobspec is indented more than {} columns (line starting at byte {})", kMaxIndent, i));
     }
     if (!yaml && in_string) {
-      if (escaped) escaped = false;
-      else if (c == '\\') escaped = true;
-      else if (c == '"') in_string = false;
+      if (escaped)
+        escaped = false;
+      else if (c == '\\')
+        escaped = true;
+      else if (c == '"')
+        in_string = false;
       continue;
     }
-    if (c == '"' && !yaml) in_string = true;
+    if (c == '"' && !yaml)
+      in_string = true;
     else if (c == '[' || c == '{') {
       if (++depth > kMaxDepth)
         return invalid(fmt::format("jobspec is nested more than {} levels deep (at byte {})", kMaxDepth, i));
@@ -645,10 +636,14 @@ bool valid_utf8(std::string_view s) {
     }
     size_t n = 0;  // continuation bytes
     uint32_t cp = 0;
-    if ((c >> 5) == 0x6) n = 1, cp = c & 0x1fu;
-    else if ((c >> 4) == 0xe) n = 2, cp = c & 0x0fu;
-    else if ((c >> 3) == 0x1e) n = 3, cp = c & 0x07u;
-    else return false;
+    if ((c >> 5) == 0x6)
+      n = 1, cp = c & 0x1fu;
+    else if ((c >> 4) == 0xe)
+      n = 2, cp = c & 0x0fu;
+    else if ((c >> 3) == 0x1e)
+      n = 3, cp = c & 0x07u;
+    else
+      return false;
     if (s.size() - i <= n) return false;
     for (size_t k = 1; k <= n; ++k) {
       const auto cc = static_cast<unsigned char>(s[i + k]);
@@ -708,8 +703,8 @@ Result<json> parse_yaml(std::string_view text) {
   try {
     return YamlCopy{}(YAML::Load(std::string(text)), 0);
   } catch (const YAML::Exception& e) {
-    return invalid("jobspec is not valid YAML: line " + std::to_string(e.mark.line + 1) +
-                   ", column " + std::to_string(e.mark.column + 1) + ": " + e.msg);
+    return invalid("jobspec is not valid YAML: line " + std::to_string(e.mark.line + 1) + ", column " +
+                   std::to_string(e.mark.column + 1) + ": " + e.msg);
   }
 }
 
@@ -761,8 +756,6 @@ Result<Jobspec> parse_jobspec(std::string_view text) {
   return jobspec_from_document(*doc);
 }
 
-std::string jobspec_to_string(const Jobspec& spec) {
-  return spec.document ? spec.document->dump() : std::string("{}");
-}
+std::string jobspec_to_string(const Jobspec& spec) { return spec.document ? spec.document->dump() : std::string("{}"); }
 
 }  // namespace corral::job

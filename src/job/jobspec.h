@@ -26,12 +26,12 @@ struct OutputSpec {
 // options under attributes.system.shell.options, user attributes) stays in `document`.
 struct Jobspec {
   // resources: RFC 25 allows "slot" under an optional "node".
-  unsigned nnodes = 0;          // 0: as many as needed
-  unsigned ntasks = 1;          // total tasks (slot count x node count when per-node)
+  unsigned nnodes = 0;  // 0: as many as needed
+  unsigned ntasks = 1;  // total tasks (slot count x node count when per-node)
   unsigned cores_per_task = 1;
   unsigned gpus_per_task = 0;
-  uint64_t mem_per_node_mb = 0; // 0: no requirement
-  bool exclusive = false;       // whole nodes
+  uint64_t mem_per_node_mb = 0;  // 0: no requirement
+  bool exclusive = false;        // whole nodes
 
   std::vector<std::string> command;  // tasks[0].command
   std::string batch_script;          // attributes.system.batch.script; non-empty: batch job
@@ -41,22 +41,22 @@ struct Jobspec {
   // attributes.system.requeue: run again when a node failure ends the run (Slurm's
   // --requeue / --no-requeue); absent: the site's [job] requeue.
   std::optional<bool> requeue;
-  std::string cwd;                   // attributes.system.cwd
+  std::string cwd;                                 // attributes.system.cwd
   std::map<std::string, std::string> environment;  // attributes.system.environment
-  double duration = 0;               // attributes.system.duration, seconds; 0 = no limit
-  std::string name;                  // attributes.system.job.name (default: command basename)
-  std::string partition;             // attributes.system.queue
-  std::string requested_nodes;       // attributes.system.constraints.hostlist (hostlist)
-  std::string excluded_nodes;        // attributes.system.constraints.exclude (hostlist)
+  double duration = 0;                             // attributes.system.duration, seconds; 0 = no limit
+  std::string name;                                // attributes.system.job.name (default: command basename)
+  std::string partition;                           // attributes.system.queue
+  std::string requested_nodes;                     // attributes.system.constraints.hostlist (hostlist)
+  std::string excluded_nodes;                      // attributes.system.constraints.exclude (hostlist)
   // attributes.system.constraints.switches {count, max_wait}: --switches=COUNT@TIME
-  unsigned switches = 0;             // at most this many leaf switches / base blocks; 0 = any
-  double switch_wait = -1;           // seconds to wait for them; <0 = the site maximum
+  unsigned switches = 0;                  // at most this many leaf switches / base blocks; 0 = any
+  double switch_wait = -1;                // seconds to wait for them; <0 = the site maximum
   std::vector<std::string> dependencies;  // attributes.system.dependencies: RFC 26 URIs
-  double begin_time = 0;             // attributes.system.begin-time (epoch seconds), 0 = now
-  double mock_duration = -1;         // attributes.system.exec.test.run_duration; <0 = real
-  OutputSpec output;                 // attributes.system.shell.options.output.stdout.path
-  OutputSpec error;                  // ...stderr.path; empty path = same as stdout
-  std::string input;                 // ...input.stdin.path; empty = /dev/null
+  double begin_time = 0;                  // attributes.system.begin-time (epoch seconds), 0 = now
+  double mock_duration = -1;              // attributes.system.exec.test.run_duration; <0 = real
+  OutputSpec output;                      // attributes.system.shell.options.output.stdout.path
+  OutputSpec error;                       // ...stderr.path; empty path = same as stdout
+  std::string input;                      // ...input.stdin.path; empty = /dev/null
 
   std::shared_ptr<const nlohmann::json> document;  // the whole validated document
 
@@ -76,14 +76,14 @@ std::string jobspec_to_string(const Jobspec& spec);
 // What the command line asks for; build_jobspec turns it into a document.
 struct JobRequest {
   unsigned nnodes = 0;
-  unsigned ntasks = 0;             // 0: one per node (or 1)
+  unsigned ntasks = 0;  // 0: one per node (or 1)
   unsigned cores_per_task = 1;
   unsigned gpus_per_task = 0;
   uint64_t mem_per_node_mb = 0;
   bool exclusive = false;
   std::vector<std::string> command;
   std::string batch_script;
-  bool alloc = false;              // an allocation; without a command, ["true"] stands in
+  bool alloc = false;  // an allocation; without a command, ["true"] stands in
   std::optional<bool> requeue;
   std::string cwd;
   std::map<std::string, std::string> environment;
@@ -99,7 +99,7 @@ struct JobRequest {
   double mock_duration = -1;
   std::string output, error, input;
   std::vector<std::pair<std::string, std::string>> options;  // --setopt key=value
-  std::vector<std::pair<std::string, int64_t>> rlimits;  // name -> soft limit (-1 unlimited)
+  std::vector<std::pair<std::string, int64_t>> rlimits;      // name -> soft limit (-1 unlimited)
 };
 Result<Jobspec> build_jobspec(const JobRequest& req);
 

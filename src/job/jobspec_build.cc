@@ -44,8 +44,7 @@ Status set_option(json& options, const std::string& key, const std::string& valu
   size_t start = 0;
   while (true) {
     auto dot = key.find('.', start);
-    std::string part = key.substr(start, dot == std::string::npos ? std::string::npos
-                                                                   : dot - start);
+    std::string part = key.substr(start, dot == std::string::npos ? std::string::npos : dot - start);
     if (part.empty()) return invalid("--setopt " + key + ": empty name in the option key");
     if (!node->is_object()) {
       return invalid("--setopt " + key + ": \"" + key.substr(0, start - 1) +
@@ -132,8 +131,8 @@ Result<json> system_attributes(const JobRequest& req) {
 Status resources_and_tasks(const JobRequest& req, json& doc) {
   unsigned ntasks = req.ntasks != 0 ? req.ntasks : (req.nnodes != 0 ? req.nnodes : 1);
   if (req.nnodes > ntasks) {
-    return invalid("--nodes " + std::to_string(req.nnodes) + " is more than --ntasks " +
-                   std::to_string(ntasks) + ": every node needs at least one task");
+    return invalid("--nodes " + std::to_string(req.nnodes) + " is more than --ntasks " + std::to_string(ntasks) +
+                   ": every node needs at least one task");
   }
   if (req.exclusive && req.nnodes == 0) {
     return invalid("--exclusive needs a node count (--nodes): whole nodes are allocated");
@@ -151,8 +150,10 @@ Status resources_and_tasks(const JobRequest& req, json& doc) {
   bool even = req.nnodes == 0 || ntasks % req.nnodes == 0;
   json count = even ? json{{"per_slot", 1}} : json{{"total", ntasks}};
   json task = {{"slot", "task"}, {"count", std::move(count)}};
-  if (!req.command.empty()) task["command"] = req.command;
-  else if (req.alloc) task["command"] = json::array({"true"});  // never run: a placeholder
+  if (!req.command.empty())
+    task["command"] = req.command;
+  else if (req.alloc)
+    task["command"] = json::array({"true"});  // never run: a placeholder
   doc["tasks"] = json::array({std::move(task)});
   return {};
 }

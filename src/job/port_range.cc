@@ -34,8 +34,7 @@ Result<PortRange> PortRange::parse(std::string_view text) {
   if (dash == std::string_view::npos) return PortRange{*first, *first};
   auto last = parse_port(text.substr(dash + 1), text);
   if (!last) return last.error();
-  if (*last < *first)
-    return invalid("port range \"" + std::string(text) + "\": it ends before it starts");
+  if (*last < *first) return invalid("port range \"" + std::string(text) + "\": it ends before it starts");
   return PortRange{*first, *last};
 }
 
@@ -44,9 +43,7 @@ std::string PortRange::encode() const {
   return std::to_string(first) + "-" + std::to_string(last);
 }
 
-std::string mpi_ports_env(const PortRange& ports) {
-  return std::string(kMpiPortsVar) + "=" + ports.encode();
-}
+std::string mpi_ports_env(const PortRange& ports) { return std::string(kMpiPortsVar) + "=" + ports.encode(); }
 
 Result<PortRange> PortFreeList::take(uint32_t n) {
   if (n == 0) return invalid("asked for 0 ports; ask for at least one");
@@ -60,15 +57,14 @@ Result<PortRange> PortFreeList::take(uint32_t n) {
     }
     return got;
   }
-  return unavailable("no " + std::to_string(n) + " contiguous free ports in " + whole_.encode() +
-                     " (" + std::to_string(free_count()) + " free in all)");
+  return unavailable("no " + std::to_string(n) + " contiguous free ports in " + whole_.encode() + " (" +
+                     std::to_string(free_count()) + " free in all)");
 }
 
 Status PortFreeList::give_back(PortRange block) {
   if (block.last < block.first || !whole_.contains(block))
     return invalid("ports " + block.encode() + " are not part of " + whole_.encode());
-  auto next = std::find_if(free_.begin(), free_.end(),
-                           [&](const PortRange& f) { return f.first > block.first; });
+  auto next = std::find_if(free_.begin(), free_.end(), [&](const PortRange& f) { return f.first > block.first; });
   bool overlaps_prev = next != free_.begin() && std::prev(next)->last >= block.first;
   bool overlaps_next = next != free_.end() && next->first <= block.last;
   if (overlaps_prev || overlaps_next)
@@ -97,9 +93,8 @@ uint32_t PortFreeList::free_count() const {
 
 Result<PortRange> PortPool::split(uint32_t count_per_share) {
   if (count_per_share > free_.whole().size())
-    return invalid("MPI port shares of " + std::to_string(count_per_share) +
-                   " ports do not fit the configured range " + free_.whole().encode() + " (" +
-                   std::to_string(free_.whole().size()) + " ports)");
+    return invalid("MPI port shares of " + std::to_string(count_per_share) + " ports do not fit the configured range " +
+                   free_.whole().encode() + " (" + std::to_string(free_.whole().size()) + " ports)");
   auto got = free_.take(count_per_share);
   if (!got && got.error().code == Errc::unavailable)
     return unavailable("the MPI port range is exhausted: " + got.message());
@@ -109,8 +104,8 @@ Result<PortRange> PortPool::split(uint32_t count_per_share) {
 Result<PortRange> PortShare::take(uint32_t n) {
   auto got = free_.take(n);
   if (!got && got.error().code == Errc::unavailable && n > free_.whole().size())
-    return invalid("the step asks for " + std::to_string(n) + " MPI ports; the job's share " +
-                   free_.whole().encode() + " has only " + std::to_string(free_.whole().size()));
+    return invalid("the step asks for " + std::to_string(n) + " MPI ports; the job's share " + free_.whole().encode() +
+                   " has only " + std::to_string(free_.whole().size()));
   return got;
 }
 

@@ -18,15 +18,13 @@ namespace {
 // Far above any cluster, far below what would exhaust memory ("0-4294967295").
 constexpr size_t kMaxRanks = 1u << 20;
 
-
 using json = nlohmann::json;
 
 std::vector<const RNode*> by_rank(const ResourceSet& r) {
   std::vector<const RNode*> nodes;
   nodes.reserve(r.nodes.size());
   for (const auto& n : r.nodes) nodes.push_back(&n);
-  std::stable_sort(nodes.begin(), nodes.end(),
-                   [](const RNode* a, const RNode* b) { return a->rank < b->rank; });
+  std::stable_sort(nodes.begin(), nodes.end(), [](const RNode* a, const RNode* b) { return a->rank < b->rank; });
   return nodes;
 }
 
@@ -107,8 +105,7 @@ Status parse_r_lite(const json& r_lite, std::map<uint32_t, RNode>& nodes) {
     for (uint32_t rank : ranks->to_vector()) {
       proto.rank = rank;
       if (!nodes.emplace(rank, proto).second) {
-        return invalid(path + ".rank: rank " + std::to_string(rank) +
-                       " appears in more than one entry");
+        return invalid(path + ".rank: rank " + std::to_string(rank) + " appears in more than one entry");
       }
     }
   }
@@ -126,8 +123,8 @@ Status parse_nodelist(const json& list, std::map<uint32_t, RNode>& nodes) {
     hosts.append(*hl);
   }
   if (hosts.count() != nodes.size()) {
-    return invalid("execution.nodelist: names " + std::to_string(hosts.count()) +
-                   " hosts but R_lite has " + std::to_string(nodes.size()) + " ranks");
+    return invalid("execution.nodelist: names " + std::to_string(hosts.count()) + " hosts but R_lite has " +
+                   std::to_string(nodes.size()) + " ranks");
   }
   size_t i = 0;
   for (auto& [rank, node] : nodes) node.name = hosts.hosts()[i++];
@@ -161,8 +158,7 @@ Result<double> parse_time(const json& exec, const char* key) {
   auto it = exec.find(key);
   if (it == exec.end() || it->is_null()) return 0.0;
   if (!it->is_number() || !std::isfinite(it->get<double>()) || it->get<double>() < 0) {
-    return invalid(std::string("execution.") + key + ": must be a non-negative number, got " +
-                   quoted(*it));
+    return invalid(std::string("execution.") + key + ": must be a non-negative number, got " + quoted(*it));
   }
   return it->get<double>();
 }
@@ -172,8 +168,7 @@ Result<ResourceSet> parse_document(const json& doc) {
   auto version = doc.find("version");
   if (version == doc.end() || !version->is_number_integer() || version->get<int64_t>() != 1) {
     return invalid("version: unsupported R version " +
-                   (version == doc.end() ? std::string("(missing)") : quoted(*version)) +
-                   " (corral reads version 1)");
+                   (version == doc.end() ? std::string("(missing)") : quoted(*version)) + " (corral reads version 1)");
   }
   auto exec = doc.find("execution");
   if (exec == doc.end() || !exec->is_object()) return invalid("execution: must be an object");
@@ -222,12 +217,9 @@ unsigned ResourceSet::ngpus() const {
 
 std::string to_json(const ResourceSet& r) {
   auto nodes = by_rank(r);
-  json exec = {{"R_lite", encode_r_lite(nodes)},
-               {"starttime", r.starttime},
-               {"expiration", r.expiration}};
+  json exec = {{"R_lite", encode_r_lite(nodes)}, {"starttime", r.starttime}, {"expiration", r.expiration}};
   // The nodelist is only meaningful when every rank has a name.
-  bool named = std::all_of(nodes.begin(), nodes.end(),
-                           [](const RNode* n) { return !n->name.empty(); });
+  bool named = std::all_of(nodes.begin(), nodes.end(), [](const RNode* n) { return !n->name.empty(); });
   if (named) {
     std::vector<std::string> names;
     names.reserve(nodes.size());

@@ -12,7 +12,7 @@
 namespace corral::job {
 
 struct RNode {
-  uint32_t rank = 0;     // position in the job's name-sorted nodelist
+  uint32_t rank = 0;  // position in the job's name-sorted nodelist
   std::string name;
   IdSet cores;
   IdSet gpus;
@@ -22,7 +22,7 @@ struct RNode {
 struct ResourceSet {
   std::vector<RNode> nodes;  // in rank order
   double starttime = 0;
-  double expiration = 0;     // 0: none
+  double expiration = 0;  // 0: none
 
   std::string nodelist() const;  // hostlist of the node names, ranged
   unsigned ncores() const;

@@ -2,10 +2,10 @@
 
 #include <fmt/format.h>
 
+#include <openssl/sha.h>
 #include <cmath>
 #include <limits>
 #include <nlohmann/json.hpp>
-#include <openssl/sha.h>
 #include <vector>
 
 #include "job/hmac_key.h"
@@ -24,9 +24,7 @@ constexpr std::string_view kJobKeyContext = "corral job key v1\n";
 constexpr size_t kMacBytes = 32;
 constexpr size_t kMaxTokenBytes = 1 << 20;  // bounds work on hostile input
 
-Error malformed(std::string_view what) {
-  return invalid(fmt::format("malformed step credential: {}", what));
-}
+Error malformed(std::string_view what) { return invalid(fmt::format("malformed step credential: {}", what)); }
 
 std::string mac_of(std::string_view key, std::string_view payload_b64) {
   std::string msg(kMacContext);
@@ -120,8 +118,7 @@ Status parse_cores_entry(const json& e, const Hostlist& nodes, StepCred& c) {
   if (!set) return malformed("cores: " + set.message());
   for (const auto& h : hosts->hosts()) {
     if (!nodes.contains(h)) {
-      return malformed(
-          fmt::format("cores are given for node {}, which is not in nodes {}", h, nodes.encode()));
+      return malformed(fmt::format("cores are given for node {}, which is not in nodes {}", h, nodes.encode()));
     }
     if (!c.cores.emplace(h, *set).second) {
       return malformed(fmt::format("cores are given twice for node {}", h));
@@ -147,8 +144,7 @@ Result<StepCred> parse_payload(std::string_view text) {
   FieldReader r(j);
   uint64_t version = r.uint("v", std::numeric_limits<uint32_t>::max());
   if (!r.problem() && version != kVersion) {
-    return malformed(
-        fmt::format("version {} is not supported (this corral reads {})", version, kVersion));
+    return malformed(fmt::format("version {} is not supported (this corral reads {})", version, kVersion));
   }
   StepCred c;
   c.jobid = r.uint("job", std::numeric_limits<uint64_t>::max());
@@ -175,12 +171,10 @@ struct Token {
 Result<Token> split_token(std::string_view token) {
   if (token.empty()) return malformed("the token is empty");
   if (token.size() > kMaxTokenBytes) {
-    return malformed(fmt::format("the token is {} bytes, more than the {} allowed", token.size(),
-                                 kMaxTokenBytes));
+    return malformed(fmt::format("the token is {} bytes, more than the {} allowed", token.size(), kMaxTokenBytes));
   }
   auto dot = token.find('.');
-  if (dot == std::string_view::npos)
-    return malformed("expected <payload>.<signature>, no '.' found");
+  if (dot == std::string_view::npos) return malformed("expected <payload>.<signature>, no '.' found");
   if (token.find('.', dot + 1) != std::string_view::npos) return malformed("more than one '.'");
   Token t;
   t.payload_b64 = token.substr(0, dot);
@@ -216,22 +210,22 @@ Status check_claims(const StepCred& c, const VerifyPolicy& p) {
     return denied(fmt::format("step credential is for job {}, not job {}", c.jobid, *p.jobid));
   }
   if (p.stepid && *p.stepid != c.stepid) {
-    return denied(fmt::format("step credential is for step {}.{}, not step {}.{}", c.jobid,
-                              c.stepid, c.jobid, *p.stepid));
+    return denied(
+        fmt::format("step credential is for step {}.{}, not step {}.{}", c.jobid, c.stepid, c.jobid, *p.stepid));
   }
   if (c.uid != p.uid) {
     return denied(fmt::format("step credential is for uid {}, not {}", c.uid, p.uid));
   }
   if (p.launch_digest && *p.launch_digest != c.launch_digest) {
-    return denied("step credential does not cover this launch: its command, environment, working "
-                  "directory or files differ from what the step manager signed");
+    return denied(
+        "step credential does not cover this launch: its command, environment, working "
+        "directory or files differ from what the step manager signed");
   }
   if (p.node.empty()) return {};
   // Parsed when the payload was read, so this cannot fail here.
   auto nodes = Hostlist::parse(c.nodes);
   if (!nodes || !nodes->contains(p.node)) {
-    return denied(
-        fmt::format("step credential does not include node {} (it covers {})", p.node, c.nodes));
+    return denied(fmt::format("step credential does not include node {} (it covers {})", p.node, c.nodes));
   }
   return {};
 }
@@ -264,16 +258,14 @@ std::string sign_step_cred(const StepCred& cred, std::string_view key) {
   return payload_b64 + "." + mac;
 }
 
-Result<StepCred> verify_step_cred(std::string_view token, std::string_view key,
-                                  const VerifyPolicy& policy) {
+Result<StepCred> verify_step_cred(std::string_view token, std::string_view key, const VerifyPolicy& policy) {
   if (auto s = check_key(key); !s) return s.error();
   auto parts = split_token(token);
   if (!parts) return parts.error();
   return verify_parts(*parts, key, policy);
 }
 
-Result<StepCred> verify_step_cred_with_cluster_key(std::string_view token,
-                                                   std::string_view cluster_key,
+Result<StepCred> verify_step_cred_with_cluster_key(std::string_view token, std::string_view cluster_key,
                                                    const VerifyPolicy& policy) {
   if (auto s = check_key(cluster_key); !s) return s.error();
   auto parts = split_token(token);

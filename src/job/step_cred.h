@@ -41,12 +41,12 @@ struct StepCred {
 };
 
 struct VerifyPolicy {
-  double now = 0;                  // seconds since the epoch, on the checking node's clock
-  uint32_t uid = 0;                // the uid the launch request runs as
-  std::string node;                // the node doing the check; empty: not checked here
-  double clock_skew = 5.0;         // seconds of disagreement between clocks that is tolerated
-  std::optional<uint64_t> jobid;   // when set, the credential must be for this job
-  std::optional<uint32_t> stepid;  // when set, the credential must be for this step
+  double now = 0;                            // seconds since the epoch, on the checking node's clock
+  uint32_t uid = 0;                          // the uid the launch request runs as
+  std::string node;                          // the node doing the check; empty: not checked here
+  double clock_skew = 5.0;                   // seconds of disagreement between clocks that is tolerated
+  std::optional<uint64_t> jobid;             // when set, the credential must be for this job
+  std::optional<uint32_t> stepid;            // when set, the credential must be for this step
   std::optional<std::string> launch_digest;  // when set, the credential must cover it
 };
 
@@ -55,13 +55,11 @@ std::string sign_step_cred(const StepCred& cred, std::string_view key);
 
 // Malformed tokens are invalid_argument ("malformed step credential: ..."); a bad signature,
 // expiry, another user, job, step or node are permission_denied naming the failed check.
-Result<StepCred> verify_step_cred(std::string_view token, std::string_view key,
-                                  const VerifyPolicy& policy);
+Result<StepCred> verify_step_cred(std::string_view token, std::string_view key, const VerifyPolicy& policy);
 
 // Derives the job key from the job id the (still unauthenticated) token claims; a changed
 // job id changes the key, so the signature check still catches it.
-Result<StepCred> verify_step_cred_with_cluster_key(std::string_view token,
-                                                   std::string_view cluster_key,
+Result<StepCred> verify_step_cred_with_cluster_key(std::string_view token, std::string_view cluster_key,
                                                    const VerifyPolicy& policy);
 
 // SHA-256 of `data` as 64 lowercase hex digits.

@@ -22,8 +22,7 @@ Result<uint32_t> parse_step_name(std::string_view text) {
 
 Result<JobStep> parse_job_step(std::string_view text) {
   auto dot = text.find('.');
-  if (dot == std::string_view::npos)
-    return invalid("'" + std::string(text) + "': expected JOBID.STEP, e.g. 42.0");
+  if (dot == std::string_view::npos) return invalid("'" + std::string(text) + "': expected JOBID.STEP, e.g. 42.0");
   uint64_t jobid = 0;
   auto jt = text.substr(0, dot);
   auto [end, ec] = std::from_chars(jt.data(), jt.data() + jt.size(), jobid);

@@ -29,8 +29,9 @@ bool send_all(int fd, std::string_view data) {
 }
 
 Error down(const std::string& socket, const std::string& why) {
-  return Error{Errc::unavailable,
-               fmt::format("cluster-key credential from corral-authd at {}: {} (is corral-authd running?)", socket, why)};
+  return Error{
+      Errc::unavailable,
+      fmt::format("cluster-key credential from corral-authd at {}: {} (is corral-authd running?)", socket, why)};
 }
 
 }  // namespace
@@ -80,7 +81,8 @@ Result<std::string> authd_sign(const std::string& socket, const AuthdRequest& re
   ::setsockopt(fd.get(), SOL_SOCKET, SO_SNDTIMEO, &limit, sizeof limit);
   addr.sun_family = AF_UNIX;
   std::memcpy(addr.sun_path, socket.c_str(), socket.size() + 1);
-  if (::connect(fd.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) return down(socket, std::strerror(errno));
+  if (::connect(fd.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0)
+    return down(socket, std::strerror(errno));
   if (!send_all(fd.get(), encode_authd_request(req))) return down(socket, "the request could not be sent");
   std::string answer;
   if (!read_exactly(fd.get(), answer, kAuthdAnswerHeader)) return down(socket, "no answer");

@@ -40,9 +40,9 @@ std::optional<std::string> ctr(std::string_view key, std::string_view iv, std::s
     return std::nullopt;
   std::string out(in.size(), '\0');
   int n = 0;
-  if (!in.empty() && EVP_EncryptUpdate(ctx.get(), reinterpret_cast<unsigned char*>(out.data()), &n,
-                                       reinterpret_cast<const unsigned char*>(in.data()),
-                                       static_cast<int>(in.size())) != 1)
+  if (!in.empty() &&
+      EVP_EncryptUpdate(ctx.get(), reinterpret_cast<unsigned char*>(out.data()), &n,
+                        reinterpret_cast<const unsigned char*>(in.data()), static_cast<int>(in.size())) != 1)
     return std::nullopt;
   return out;
 }
@@ -72,8 +72,7 @@ Error refused(std::string_view why) { return denied(fmt::format("cluster-key cre
 }  // namespace
 
 int64_t cluster_cred_now() {
-  return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch())
-      .count();
+  return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
 Result<std::string> seal_cluster_cred(std::string_view cluster_key, ClusterCred c, int64_t now) {

@@ -20,7 +20,7 @@
 namespace corral::net {
 
 inline constexpr std::string_view kClusterCredPrefix = "corral1.";
-inline constexpr uint32_t kClusterCredTtl = 60;  // seconds: used at once, and the replay cache stays small
+inline constexpr uint32_t kClusterCredTtl = 60;       // seconds: used at once, and the replay cache stays small
 inline constexpr int64_t kClusterCredClockSkew = 60;  // a credential "from the future" is taken this far
 inline constexpr size_t kClusterCredNonceBytes = 16;
 inline constexpr size_t kMaxClusterCredPayload = 1024;
@@ -32,7 +32,7 @@ struct ClusterCred {
   std::string origin;                    // IPv4 address of the signing host ("" if unknown)
   int64_t issued = 0;                    // Unix seconds
   uint32_t ttl = kClusterCredTtl;
-  std::string nonce;                     // kClusterCredNonceBytes random bytes: the replay key
+  std::string nonce;  // kClusterCredNonceBytes random bytes: the replay key
   std::string payload;
 };
 

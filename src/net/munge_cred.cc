@@ -30,26 +30,22 @@ Result<Ctx> context(const std::string& socket) {
   return ctx;
 }
 
-std::string where(const std::string& socket) {
-  return socket.empty() ? std::string(kDefaultMungeSocket) : socket;
-}
+std::string where(const std::string& socket) { return socket.empty() ? std::string(kDefaultMungeSocket) : socket; }
 
 Result<std::string> encode(Ctx ctx, const std::string& socket, std::string_view payload) {
   char* cred = nullptr;
-  const munge_err_t err =
-      ::munge_encode(&cred, ctx.get(), payload.data(), static_cast<int>(payload.size()));
+  const munge_err_t err = ::munge_encode(&cred, ctx.get(), payload.data(), static_cast<int>(payload.size()));
   std::unique_ptr<char, MemFree> owned(cred);
   if (err != EMUNGE_SUCCESS) {
     const Errc code = err == EMUNGE_SOCKET ? Errc::unavailable : Errc::internal;
-    return Error{code, fmt::format("MUNGE credential from munged at {}: {}", where(socket),
-                                   munge_ctx_strerror(ctx.get()))};
+    return Error{code,
+                 fmt::format("MUNGE credential from munged at {}: {}", where(socket), munge_ctx_strerror(ctx.get()))};
   }
   return std::string(cred);
 }
 
 // Decodes `cred`; its payload must start with `prefix` (and be only that unless `rest`).
-Result<Identity> decode(const std::string& socket, std::string_view cred, std::string_view prefix,
-                             std::string* rest) {
+Result<Identity> decode(const std::string& socket, std::string_view cred, std::string_view prefix, std::string* rest) {
   if (cred.empty()) return denied("no MUNGE credential");
   if (cred.size() > kMaxMungeCredential) return denied("the MUNGE credential is too long");
   auto ctx = context(socket);
@@ -62,16 +58,15 @@ Result<Identity> decode(const std::string& socket, std::string_view cred, std::s
   const munge_err_t err = ::munge_decode(text.c_str(), ctx->get(), &buf, &len, &uid, &gid);
   std::unique_ptr<void, MemFree> owned(buf);
   if (err == EMUNGE_SOCKET)
-    return Error{Errc::unavailable, fmt::format("cannot check the MUNGE credential: munged at {}: {}",
-                                                where(socket), munge_ctx_strerror(ctx->get()))};
-  if (err != EMUNGE_SUCCESS)
-    return denied(fmt::format("MUNGE credential refused: {}", munge_ctx_strerror(ctx->get())));
+    return Error{Errc::unavailable, fmt::format("cannot check the MUNGE credential: munged at {}: {}", where(socket),
+                                                munge_ctx_strerror(ctx->get()))};
+  if (err != EMUNGE_SUCCESS) return denied(fmt::format("MUNGE credential refused: {}", munge_ctx_strerror(ctx->get())));
   const std::string_view got(static_cast<const char*>(buf), buf == nullptr ? 0 : static_cast<size_t>(len));
   if (got.substr(0, prefix.size()) != prefix || (rest == nullptr && got.size() != prefix.size()))
     return denied("the MUNGE credential was not made for a corral request");
   if (rest != nullptr) rest->assign(got.substr(prefix.size()));
   Identity id{static_cast<uint32_t>(uid), static_cast<uint32_t>(gid), {}};
-  struct in_addr addr{};
+  struct in_addr addr {};
   char dotted[INET_ADDRSTRLEN] = {};
   if (munge_ctx_get(ctx->get(), MUNGE_OPT_ADDR4, &addr) == EMUNGE_SUCCESS && addr.s_addr != 0 &&
       ::inet_ntop(AF_INET, &addr, dotted, sizeof dotted) != nullptr)

@@ -21,15 +21,14 @@ namespace corral::net {
 Result<std::unique_ptr<PeerListener>> PeerListener::open(const std::string& path, size_t fd_limit) {
   sockaddr_un addr{};
   if (path.size() >= sizeof(addr.sun_path))
-    return invalid(fmt::format("socket path {} is longer than {} bytes", path,
-                               sizeof(addr.sun_path) - 1));
+    return invalid(fmt::format("socket path {} is longer than {} bytes", path, sizeof(addr.sun_path) - 1));
   int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (fd < 0) return io_error(fmt::format("socket: {}", std::strerror(errno)));
   addr.sun_family = AF_UNIX;
   std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
   ::unlink(path.c_str());
-  if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) < 0 ||
-      ::chmod(path.c_str(), 0777) < 0 || ::listen(fd, 512) < 0) {
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) < 0 || ::chmod(path.c_str(), 0777) < 0 ||
+      ::listen(fd, 512) < 0) {
     int e = errno;
     ::close(fd);
     return io_error(fmt::format("cannot listen on {}: {}", path, std::strerror(e)));

@@ -182,6 +182,7 @@ v1::AgentMessage Agent::begin_register(uint64_t session) {
     r->set_cores(n.cores);
     r->set_gpus(n.gpus);
     r->set_memory_mb(n.memory_mb);
+    for (auto& [hook, what] : config_.hooks->hardware(n.name)) (*r->mutable_hardware())[hook] = std::move(what);
   }
   reg->set_step_uri(config_.step_uri);
   jobs_->fill_register(*reg);

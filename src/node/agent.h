@@ -8,7 +8,6 @@
 #include <optional>
 
 #include "node/agent_config.h"
-#include "node/event_loop.h"
 #include "node/job_exec.h"
 #include "node/job_fence.h"
 #include "node/job_keys.h"
@@ -17,8 +16,9 @@
 #include "node/step_manager.h"
 #include "node/step_node.h"
 #include "node/task_cgroups.h"
-#include "util/unique_fd.h"
+#include "util/event_loop.h"
 #include "util/result.h"
+#include "util/unique_fd.h"
 
 namespace corral::node {
 
@@ -55,8 +55,8 @@ class Agent {
 
  private:
   void arm_sweep();
-  Status open_cgroups();  // config_.cgroups; logs whether tasks are contained
-  void open_spool();      // STATE_DIR/output.spool, for output while the controller is away
+  Status open_cgroups();    // config_.cgroups; logs whether tasks are contained
+  void open_spool();        // STATE_DIR/output.spool, for output while the controller is away
   void end_of_iteration();  // flushes the outbox; step records that linger get a timer
   void on_signal();
   void reap();

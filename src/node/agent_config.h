@@ -9,12 +9,13 @@
 
 #include "net/credentials.h"
 #include "node/hardware.h"
+#include "node/node_hooks.h"
 
 namespace corral::node {
 
 struct AgentConfig {
   std::string agent_id;
-  std::string incarnation;  // unique per process start: tells the controller we restarted
+  std::string incarnation;          // unique per process start: tells the controller we restarted
   std::vector<NodeHardware> nodes;  // the nodes this process hosts
   std::string controller_uri;       // given to jobs as CORRAL_URI
   std::string step_uri;             // where this agent serves StepService (Register.step_uri)
@@ -23,9 +24,8 @@ struct AgentConfig {
   bool as_root = false;             // tasks of other users go through corral-imp
   double kill_grace = 2.0;          // SIGTERM -> SIGKILL delay (shutdown, perilog timeouts)
   bool handle_termination = true;   // SIGTERM/SIGINT shut the agent down (off in tests)
-  // The Slingshot NIC backend (fabric/slingshot open_cxi_device spec): "sim:DIR[:CONFIG]",
-  // "libcxi" or "none". Given to prolog/epilog commands as CORRAL_CXI.
-  std::string cxi = "none";
+  // The node halves of fabric and storage hooks (node/hooks/registry.cc), started.
+  std::shared_ptr<const NodeHooks> hooks = std::make_shared<NodeHooks>();
   // Task containment (TaskCgroups::open): "none", "auto" or a cgroup v2 directory.
   std::string cgroups = "none";
   uint64_t job_pids_max = 0;  // pids.max of each job's cgroup; 0: none

@@ -55,8 +55,7 @@ int write_text(const std::string& path, const std::string& text) {
   return err;
 }
 
-Status write_limit(const std::string& dir, const std::string& file, const std::string& value,
-                   bool optional = false) {
+Status write_limit(const std::string& dir, const std::string& file, const std::string& value, bool optional = false) {
   const int err = write_text(dir + "/" + file, value);
   if (err == 0 || (optional && err == ENOENT)) return {};
   return io_error(fmt::format("cannot set {} to {} in {}: {}", file, value, dir, std::strerror(err)));
@@ -81,8 +80,7 @@ const std::vector<std::string>& limit_controllers() {
   return kControllers;
 }
 
-std::vector<std::string> enable_v2_controllers(const std::string& base, const std::string& root,
-                                               std::string* missing) {
+std::vector<std::string> enable_v2_controllers(const std::string& base, const std::string& root, std::string* missing) {
   auto available = [&] { return words(read_text(root + "/cgroup.controllers")); };
   std::vector<std::string> have = available();
   std::vector<std::string> why;
@@ -91,8 +89,7 @@ std::vector<std::string> enable_v2_controllers(const std::string& base, const st
     // The parent may have the controller without handing it down yet (a systemd unit
     // with Delegate=yes whose processes live in a subgroup): ask for it.
     const int err = write_text(base + "/cgroup.subtree_control", "+" + c);
-    if (err != 0)
-      why.push_back(fmt::format("{} ({} does not delegate it: {})", c, base, std::strerror(err)));
+    if (err != 0) why.push_back(fmt::format("{} ({} does not delegate it: {})", c, base, std::strerror(err)));
   }
   have = available();
   std::vector<std::string> enabled;

@@ -35,8 +35,7 @@ const std::vector<std::string>& limit_controllers();
 // Turns on, for the children of a v2 ROOT, the limit controllers that ROOT's parent
 // delegates (and, where the parent allows it, the ones it does not yet). Returns those now
 // enabled; `missing` says for the others why not.
-std::vector<std::string> enable_v2_controllers(const std::string& base, const std::string& root,
-                                               std::string* missing);
+std::vector<std::string> enable_v2_controllers(const std::string& base, const std::string& root, std::string* missing);
 
 // The v1 hierarchies of the limit controllers not in `have`: for each, the directory of
 // this process's own cgroup there (where ROOT's parent goes).

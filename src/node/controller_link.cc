@@ -18,12 +18,12 @@
 
 #include "corral.grpc.pb.h"
 #include "job/hmac_key.h"
-#include "net/message_limits.h"
 #include "net/grpc_credential.h"
-#include "net/tls.h"
+#include "net/message_limits.h"
 #include "net/resolve.h"
+#include "net/tls.h"
 #include "node/agent.h"
-#include "node/event_loop.h"
+#include "util/event_loop.h"
 
 namespace corral::node {
 
@@ -50,7 +50,7 @@ struct ControllerLink::Impl {
   bool stopping = false;
   bool stream_dead = false;
   uint64_t session = 0;
-  std::deque<v1::AgentMessage> queue;  // of `session`
+  std::deque<v1::AgentMessage> queue;      // of `session`
   grpc::ClientContext* context = nullptr;  // the live stream's, for cancellation
   std::atomic<double> heartbeat{kDefaultHeartbeat};
   std::thread thread;
@@ -154,9 +154,12 @@ struct ControllerLink::Impl {
   }
 
   void note_down(const std::string& why) {
-    if (state == LinkState::connected) spdlog::warn("lost the controller at {}: {} (reconnecting)", uri, why);
-    else if (state == LinkState::starting) spdlog::warn("cannot reach the controller at {}: {} (retrying)", uri, why);
-    else if (why != last_error) spdlog::debug("controller at {} still unreachable: {}", uri, why);
+    if (state == LinkState::connected)
+      spdlog::warn("lost the controller at {}: {} (reconnecting)", uri, why);
+    else if (state == LinkState::starting)
+      spdlog::warn("cannot reach the controller at {}: {} (retrying)", uri, why);
+    else if (why != last_error)
+      spdlog::debug("controller at {} still unreachable: {}", uri, why);
     state = LinkState::down;
     last_error = why;
   }

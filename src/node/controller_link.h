@@ -11,10 +11,13 @@
 
 #include "corral.pb.h"
 
+namespace corral {
+class EventLoop;
+}  // namespace corral
+
 namespace corral::node {
 
 class Agent;
-class EventLoop;
 
 class ControllerLink {
  public:

@@ -24,8 +24,8 @@ Result<std::vector<int>> cpus_of_cores(const NodeHardware& node, const std::stri
   return out;
 }
 
-std::vector<std::vector<int>> task_cpus(const AgentConfig& config, const std::string& name,
-                                        const std::string& cores, uint32_t ntasks) {
+std::vector<std::vector<int>> task_cpus(const AgentConfig& config, const std::string& name, const std::string& cores,
+                                        uint32_t ntasks) {
   std::vector<std::vector<int>> out(ntasks);
   const NodeHardware* hw = config.node(name);
   if (!config.cpu_bind || hw == nullptr || hw->core_cpus.empty() || ntasks == 0 || cores.empty()) return out;

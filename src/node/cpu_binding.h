@@ -21,8 +21,8 @@ Result<std::vector<int>> cpus_of_cores(const NodeHardware& node, const std::stri
 // equal consecutive shares when the cores divide evenly (each rank on cores of its own,
 // like Slurm's --cpu-bind=cores), else all of them for every task. Empty: unbound
 // (binding off, a virtual node, or bad cores, which are logged).
-std::vector<std::vector<int>> task_cpus(const AgentConfig& config, const std::string& name,
-                                        const std::string& cores, uint32_t ntasks);
+std::vector<std::vector<int>> task_cpus(const AgentConfig& config, const std::string& name, const std::string& cores,
+                                        uint32_t ntasks);
 
 // "0-3,8": the form corral-imp takes and /proc/PID/status prints (Cpus_allowed_list).
 std::string cpu_list_text(const std::vector<int>& cpus);

@@ -7,7 +7,8 @@ namespace corral::node {
 
 Status check_fanout_width(size_t width) {
   if (width < 2)
-    return invalid("fan-out width " + std::to_string(width) + " is too small: a launch tree needs a width of at least 2");
+    return invalid("fan-out width " + std::to_string(width) +
+                   " is too small: a launch tree needs a width of at least 2");
   return {};
 }
 

@@ -10,9 +10,9 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <optional>
 #include <string>
-#include <cstdint>
 #include <utility>
 #include <vector>
 
@@ -52,9 +52,9 @@ class FanoutTree {
   size_t size() const { return nodes_.size(); }
   size_t width() const { return width_; }
   const std::vector<size_t>& children(size_t i) const { return nodes_.at(i).children; }
-  std::optional<size_t> parent(size_t i) const;  // nullopt for the root
+  std::optional<size_t> parent(size_t i) const;                // nullopt for the root
   size_t level(size_t i) const { return nodes_.at(i).level; }  // hops from the root
-  size_t depth() const { return depth_; }                       // hops to the deepest node
+  size_t depth() const { return depth_; }                      // hops to the deepest node
   // Node i and everything below it: the contiguous range [i, subtree_end(i)).
   size_t subtree_end(size_t i) const { return nodes_.at(i).end; }
   // What node i sends: one batch per child, the child first, then its whole subtree.

@@ -64,7 +64,8 @@ Result<NodeHardware> discover_hardware() {
   long pages = ::sysconf(_SC_PHYS_PAGES), page_size = ::sysconf(_SC_PAGESIZE);
   hwloc_obj_t root = hwloc_get_root_obj(raw);
   uint64_t hwloc_bytes = root != nullptr ? root->total_memory : 0;
-  uint64_t kernel_bytes = pages > 0 && page_size > 0 ? static_cast<uint64_t>(pages) * static_cast<uint64_t>(page_size) : 0;
+  uint64_t kernel_bytes =
+      pages > 0 && page_size > 0 ? static_cast<uint64_t>(pages) * static_cast<uint64_t>(page_size) : 0;
   hw.memory_mb = std::max(hwloc_bytes, kernel_bytes) / (1024 * 1024);
   hw.gpus = count_gpus(raw);
   return hw;

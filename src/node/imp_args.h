@@ -99,8 +99,10 @@ inline std::optional<std::string> parse_imp_args(const std::vector<std::string>&
       (a == "--uid" ? out.uid : out.gid) = n;
     } else if (a == "--env-fd" || a == "--status-fd" || a == "--note-fd" || a == "--keep-fd") {
       if (!imp_detail::parse_number(v, 1 << 20, n) || n < 3) return "invalid " + a + " '" + v + "'";
-      if (a == "--keep-fd") out.keep_fds.push_back(static_cast<int>(n));
-      else (a == "--env-fd" ? out.env_fd : a == "--status-fd" ? out.status_fd : out.note_fd) = static_cast<int>(n);
+      if (a == "--keep-fd")
+        out.keep_fds.push_back(static_cast<int>(n));
+      else
+        (a == "--env-fd" ? out.env_fd : a == "--status-fd" ? out.status_fd : out.note_fd) = static_cast<int>(n);
     } else if (a == "--rlimit") {
       const size_t eq = v.find('=');
       long resource = 0, value = 0;

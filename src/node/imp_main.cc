@@ -102,7 +102,8 @@ void set_limits(const std::vector<std::pair<int, long long>>& limits) {
     rlimit lim{};
     if (::getrlimit(resource, &lim) != 0) fail(126, "getrlimit " + std::to_string(resource), errno);
     rlim_t want = value < 0 ? RLIM_INFINITY : static_cast<rlim_t>(value);
-    lim.rlim_cur = lim.rlim_max != RLIM_INFINITY && (want == RLIM_INFINITY || want > lim.rlim_max) ? lim.rlim_max : want;
+    lim.rlim_cur =
+        lim.rlim_max != RLIM_INFINITY && (want == RLIM_INFINITY || want > lim.rlim_max) ? lim.rlim_max : want;
     if (::setrlimit(resource, &lim) != 0) fail(126, "cannot set resource limit " + std::to_string(resource), errno);
   }
 }
@@ -132,8 +133,8 @@ void close_the_rest(const std::vector<int>& keep) {
   if (::close_range(3, ~0U, CLOSE_RANGE_CLOEXEC) != 0) {
     // Kernels before 5.11: one descriptor at a time, as far as the limit reaches.
     rlimit lim{};
-    const int top = ::getrlimit(RLIMIT_NOFILE, &lim) == 0 && lim.rlim_cur < (1u << 20) ? static_cast<int>(lim.rlim_cur)
-                                                                                    : (1 << 20);
+    const int top =
+        ::getrlimit(RLIMIT_NOFILE, &lim) == 0 && lim.rlim_cur < (1u << 20) ? static_cast<int>(lim.rlim_cur) : (1 << 20);
     for (int fd = 3; fd < top; ++fd) {
       int flags = ::fcntl(fd, F_GETFD);
       if (flags >= 0 && (flags & FD_CLOEXEC) == 0 && ::fcntl(fd, F_SETFD, flags | FD_CLOEXEC) != 0)
@@ -142,7 +143,8 @@ void close_the_rest(const std::vector<int>& keep) {
   }
   for (int fd : keep) {
     int flags = ::fcntl(fd, F_GETFD);
-    if (flags < 0 || ::fcntl(fd, F_SETFD, flags & ~FD_CLOEXEC) != 0) fail(126, "descriptor " + std::to_string(fd), errno);
+    if (flags < 0 || ::fcntl(fd, F_SETFD, flags & ~FD_CLOEXEC) != 0)
+      fail(126, "descriptor " + std::to_string(fd), errno);
   }
 }
 
@@ -178,8 +180,7 @@ int main(int argc, char** argv) {
   if (!a.cpus.empty()) bind_cpus(a.cpus);
   drop_privileges(static_cast<uid_t>(a.uid), static_cast<gid_t>(a.gid));
   set_limits(a.rlimits);
-  if (!a.cwd.empty() && ::chdir(a.cwd.c_str()) != 0)
-    fail(126, "cannot change directory to '" + a.cwd + "'", errno);
+  if (!a.cwd.empty() && ::chdir(a.cwd.c_str()) != 0) fail(126, "cannot change directory to '" + a.cwd + "'", errno);
   setup_stdio(a);
   write_note(note);
 

@@ -9,8 +9,8 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 #include <optional>
 
@@ -21,7 +21,6 @@
 #include "node/cpu_binding.h"
 #include "node/job_fence.h"
 #include "node/output_pattern.h"
-#include "node/slingshot_task_env.h"
 #include "node/task_cgroups.h"
 #include "node/task_env.h"
 #include "node/task_launcher.h"
@@ -39,11 +38,9 @@ double now_seconds() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 constexpr double kCgroupWait = 0.05;  // seconds between looks at an earlier run's draining cgroup
-constexpr int kMaxDrainReads = 16;  // bounded so an escaped writer cannot stall the loop
+constexpr int kMaxDrainReads = 16;    // bounded so an escaped writer cannot stall the loop
 
-EnvMap to_env_map(const google::protobuf::Map<std::string, std::string>& m) {
-  return EnvMap(m.begin(), m.end());
-}
+EnvMap to_env_map(const google::protobuf::Map<std::string, std::string>& m) { return EnvMap(m.begin(), m.end()); }
 
 // Creates `path` (which must not exist) with `mode`, owned by `owner` when given.
 Status write_file(const std::string& path, const std::string& text, mode_t mode,
@@ -209,7 +206,7 @@ Result<std::string> JobExecutor::write_batch_script(Job& job, const v1::StartJob
   std::string dir = config_.state_dir + "/job-" + std::to_string(job.id);
   if (::mkdir(dir.c_str(), 0711) != 0 && errno != EEXIST)
     return io_error("cannot create '" + dir + "': " + std::strerror(errno));
-  struct stat st{};
+  struct stat st {};
   if (::lstat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != ::geteuid())
     return io_error("'" + dir + "' is not a directory of the agent's own");
   ::chmod(dir.c_str(), 0711);
@@ -217,7 +214,8 @@ Result<std::string> JobExecutor::write_batch_script(Job& job, const v1::StartJob
   std::string path = dir + "/script";
   ::unlink(path.c_str());  // left by an agent that died before the job's forget
   const bool give = config_.as_root && ::geteuid() != msg.userid();
-  auto written = write_file(path, spec.batch_script, 0700, give ? std::optional(std::pair(msg.userid(), msg.groupid())) : std::nullopt);
+  auto written = write_file(path, spec.batch_script, 0700,
+                            give ? std::optional(std::pair(msg.userid(), msg.groupid())) : std::nullopt);
   if (!written) return written.error();
   return path;
 }
@@ -225,7 +223,7 @@ Result<std::string> JobExecutor::write_batch_script(Job& job, const v1::StartJob
 void JobExecutor::start_real(Job& job, const v1::StartJob& msg, const job::Jobspec& spec) {
   UserInfo user;
   {
-    struct passwd pw{};
+    struct passwd pw {};
     struct passwd* found = nullptr;
     std::vector<char> buf(16384);
     if (::getpwuid_r(msg.userid(), &pw, buf.data(), buf.size(), &found) == 0 && found != nullptr) {
@@ -243,9 +241,12 @@ void JobExecutor::start_real(Job& job, const v1::StartJob& msg, const job::Jobsp
     if (wants_script) {
       auto path = write_batch_script(job, msg, spec);
       // A script without "#!" is run by the shell, as sbatch users expect.
-      if (!path) setup_error = path.message();
-      else if (spec.batch_script.rfind("#!", 0) == 0) argv = {*path};
-      else argv = {"/bin/sh", *path};
+      if (!path)
+        setup_error = path.message();
+      else if (spec.batch_script.rfind("#!", 0) == 0)
+        argv = {*path};
+      else
+        argv = {"/bin/sh", *path};
     }
   } else if (spec.command.empty()) {
     setup_error = "the jobspec has no command";
@@ -305,7 +306,7 @@ void JobExecutor::start_node(Job& job, uint32_t ni, const v1::NodeTasks& nt, con
   // `corral run` inside the job finds its step manager through this.
   if (!msg.stepmgr().empty()) extra["CORRAL_STEPMGR"] = msg.stepmgr();
   EnvMap node_env = build_node_env(spec.environment, je, extra);
-  if (auto st = add_slingshot_env(config_.cxi, node.name, msg.userid(), extra, node_env); !st) {
+  if (auto st = config_.hooks->task_env(node.name, msg.userid(), extra, node_env); !st) {
     out_.started(job.id, node.name);
     fail_node(job, node, st.message());
     return;
@@ -349,8 +350,8 @@ void JobExecutor::start_node(Job& job, uint32_t ni, const v1::NodeTasks& nt, con
     }
     if (!spec.input.empty()) req.input_path = resolve_path(expand_output_pattern(spec.input, vars), cwd);
     if (!spec.output.path.empty()) req.output_path = resolve_path(expand_output_pattern(spec.output.path, vars), cwd);
-    req.error_path = spec.error.path.empty() ? req.output_path
-                                             : resolve_path(expand_output_pattern(spec.error.path, vars), cwd);
+    req.error_path =
+        spec.error.path.empty() ? req.output_path : resolve_path(expand_output_pattern(spec.error.path, vars), cwd);
     if (use_imp) {
       req.imp_path = config_.imp_path;
       req.uid = msg.userid();
@@ -544,8 +545,10 @@ void JobExecutor::place_notes(const Job& job, const Node& node, const v1::StartJ
   std::string text;
   for (const auto& n : msg.notes()) text += n + "\n";
   if (text.empty()) return;
-  if (req.error_path.empty()) out_.output(job.id, node.first_rank, node.name, true, text, false);
-  else req.stderr_note = std::move(text);
+  if (req.error_path.empty())
+    out_.output(job.id, node.first_rank, node.name, true, text, false);
+  else
+    req.stderr_note = std::move(text);
 }
 
 void JobExecutor::watch_stream(uint64_t jobid, uint32_t ni, uint32_t ti, bool is_err, int fd) {
@@ -609,8 +612,7 @@ void JobExecutor::task_exited(Job& job, Node& node, Task& task, int waitstatus, 
     task.status.reset();
   }
   for (bool is_err : {false, true}) {
-    for (int i = 0; i < kMaxDrainReads && read_stream(job, node, task, is_err); ++i) {
-    }
+    for (int i = 0; i < kMaxDrainReads && read_stream(job, node, task, is_err); ++i) {}
     close_stream(job, node, task, is_err);
   }
   if (--node.live == 0 && node.deferred.empty()) report_node(job, node);
@@ -679,7 +681,8 @@ std::optional<uint32_t> JobExecutor::attempt_of(uint64_t jobid) const {
 }
 
 bool JobExecutor::for_earlier_run(const v1::SignalJob& msg) const {
-  if (auto w = waiting_runs_.find(msg.jobid()); w != waiting_runs_.end()) return w->second.start.attempt() != msg.attempt();
+  if (auto w = waiting_runs_.find(msg.jobid()); w != waiting_runs_.end())
+    return w->second.start.attempt() != msg.attempt();
   auto held = attempt_of(msg.jobid());
   return held && *held != msg.attempt();
 }
@@ -699,7 +702,8 @@ void JobExecutor::start_waiting_run(uint64_t jobid) {
 }
 
 void JobExecutor::signal(const v1::SignalJob& msg) {
-  if (auto w = waiting_runs_.find(msg.jobid()); w != waiting_runs_.end() && w->second.start.attempt() == msg.attempt()) {
+  if (auto w = waiting_runs_.find(msg.jobid());
+      w != waiting_runs_.end() && w->second.start.attempt() == msg.attempt()) {
     w->second.signals.push_back(msg);  // for the next run; the earlier one is being killed
     return;
   }
@@ -750,8 +754,10 @@ const std::vector<std::string>& JobExecutor::cgroup_of(Job& job) {
   if (job.cgroup) return *job.cgroup;
   job.cgroup.emplace();
   if (cgroups_ == nullptr) return *job.cgroup;
-  if (auto dir = cgroups_->create(job.id, TaskCgroups::kJobUnit); dir) job.cgroup = std::move(*dir);
-  else spdlog::warn("job {}: tasks run uncontained: {}", job.id, dir.message());
+  if (auto dir = cgroups_->create(job.id, TaskCgroups::kJobUnit); dir)
+    job.cgroup = std::move(*dir);
+  else
+    spdlog::warn("job {}: tasks run uncontained: {}", job.id, dir.message());
   return *job.cgroup;
 }
 
@@ -763,13 +769,15 @@ void JobExecutor::limit_job(const Job& job, const v1::StartJob& msg) {
     if (hw == nullptr) continue;
     limits.memory_bytes += t.memory_mb() * 1024 * 1024;
     if (!config_.cpu_bind) continue;
-    if (auto cpus = cpus_of_cores(*hw, t.cores()); cpus) limits.cpus.insert(limits.cpus.end(), cpus->begin(), cpus->end());
+    if (auto cpus = cpus_of_cores(*hw, t.cores()); cpus)
+      limits.cpus.insert(limits.cpus.end(), cpus->begin(), cpus->end());
   }
   std::sort(limits.cpus.begin(), limits.cpus.end());
   limits.cpus.erase(std::unique(limits.cpus.begin(), limits.cpus.end()), limits.cpus.end());
   if (!limits.any()) return;
   // A job that cannot be held to its limits still runs (as without cgroups), and says why here.
-  if (auto st = cgroups_->limit_job(job.id, limits); !st) spdlog::warn("job {}: runs without its limits: {}", job.id, st.message());
+  if (auto st = cgroups_->limit_job(job.id, limits); !st)
+    spdlog::warn("job {}: runs without its limits: {}", job.id, st.message());
 }
 
 void JobExecutor::forget(uint64_t jobid) {

@@ -15,12 +15,12 @@
 #include <vector>
 
 #include "node/agent_config.h"
-#include "node/event_loop.h"
 #include "node/outbox.h"
 #include "node/pmi_server.h"
 #include "node/task_launcher.h"
-#include "util/unique_fd.h"
+#include "util/event_loop.h"
 #include "util/result.h"
+#include "util/unique_fd.h"
 
 namespace corral::job {
 struct Jobspec;
@@ -103,15 +103,15 @@ class JobExecutor {
     uint64_t id = 0;
     std::vector<Node> nodes;
     std::optional<EventLoop::TimerId> mock_timer, kill_timer, retry_timer;
-    double retry_delay = 0;  // seconds; grows while launches keep waiting
-    std::string script_dir;  // batch jobs: removed on forget
+    double retry_delay = 0;                          // seconds; grows while launches keep waiting
+    std::string script_dir;                          // batch jobs: removed on forget
     std::optional<std::vector<std::string>> cgroup;  // created with the first task (empty: none)
-    bool contained = false;  // has a cgroup directory with its limits (not mock jobs)
-    uint64_t oom_kills = 0;  // reported so far
+    bool contained = false;                          // has a cgroup directory with its limits (not mock jobs)
+    uint64_t oom_kills = 0;                          // reported so far
     size_t unreported = 0;
     bool alloc = false;
     uint32_t attempt = 0;  // StartJob.attempt
-    int worst = 0;  // over the nodes reported so far
+    int worst = 0;         // over the nodes reported so far
     double cpu_seconds = 0;
   };
   struct TaskRef {

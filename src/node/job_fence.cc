@@ -12,7 +12,7 @@
 #include "corral.grpc.pb.h"
 #include "net/grpc_credential.h"
 #include "net/tls.h"
-#include "node/event_loop.h"
+#include "util/event_loop.h"
 
 namespace corral::node {
 
@@ -48,8 +48,8 @@ struct JobFenceTable::Impl {
     if (req.nodes() == 0) return invalid("JobFence: the barrier names no nodes");
     if (b.nodes == 0) b.nodes = req.nodes();
     if (b.nodes != req.nodes())
-      return invalid("JobFence: node " + req.node() + " expects " + std::to_string(req.nodes()) +
-                     " nodes at barrier " + std::to_string(req.seq()) + ", others " + std::to_string(b.nodes));
+      return invalid("JobFence: node " + req.node() + " expects " + std::to_string(req.nodes()) + " nodes at barrier " +
+                     std::to_string(req.seq()) + ", others " + std::to_string(b.nodes));
     if (!b.seen.emplace(req.node(), true).second)
       return invalid("JobFence: node " + req.node() + " entered barrier " + std::to_string(req.seq()) + " twice");
     for (const auto& [k, v] : req.kvs()) b.kvs.insert_or_assign(k, v);
@@ -87,8 +87,7 @@ Result<PmiKvs> JobFenceTable::contribute(const v1::JobFenceRequest& req, const s
 
 void JobFenceTable::drop_job(uint64_t jobid) {
   std::lock_guard lock(impl_->mu);
-  for (auto it = impl_->barriers.lower_bound({jobid, 0}); it != impl_->barriers.end() && it->first.first == jobid;
-       ++it)
+  for (auto it = impl_->barriers.lower_bound({jobid, 0}); it != impl_->barriers.end() && it->first.first == jobid; ++it)
     if (!it->second.complete) it->second.error = "job " + std::to_string(jobid) + " ended";
   impl_->cv.notify_all();
 }
@@ -122,8 +121,7 @@ struct JobFenceExchange::Impl {
 };
 
 JobFenceExchange::JobFenceExchange(EventLoop& loop, std::string stepmgr_uri, uint64_t jobid, std::string node,
-                                   uint32_t nodes, std::shared_ptr<net::Credentials> creds,
-                                   const std::string& tls_ca)
+                                   uint32_t nodes, std::shared_ptr<net::Credentials> creds, const std::string& tls_ca)
     : impl_(std::make_unique<Impl>(loop, stepmgr_uri, jobid, std::move(node), nodes, std::move(creds), tls_ca)) {}
 
 JobFenceExchange::~JobFenceExchange() {
@@ -140,9 +138,9 @@ void JobFenceExchange::fence(PmiKvs local_puts, Done done) {
   for (auto& [k, v] : local_puts) (*req.mutable_kvs())[k] = std::move(v);
   auto ctx = std::make_unique<grpc::ClientContext>();
   ctx->set_wait_for_ready(true);  // the step manager's agent may still be starting its server
-  Status cred = impl_->creds ? net::add_credential(*ctx, impl_->uri, *impl_->creds)
-               : net::over_network(impl_->uri) ? Status(Error{Errc::internal, "no credentials for a call over TCP"})
-                                               : Status();
+  Status cred = impl_->creds                    ? net::add_credential(*ctx, impl_->uri, *impl_->creds)
+                : net::over_network(impl_->uri) ? Status(Error{Errc::internal, "no credentials for a call over TCP"})
+                                                : Status();
   if (!cred) {
     impl_->loop.post([done = std::move(done), e = cred.error()]() mutable {
       done(Error{Errc::unavailable, "the step manager's barrier: " + e.message});

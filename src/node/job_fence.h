@@ -14,9 +14,11 @@
 #include "node/pmi_exchange.h"
 #include "util/result.h"
 
-namespace corral::node {
-
+namespace corral {
 class EventLoop;
+}  // namespace corral
+
+namespace corral::node {
 
 // Thread-safe: used by the StepService's handler threads.
 class JobFenceTable {
@@ -44,8 +46,8 @@ class JobFenceExchange final : public PmiExchange {
  public:
   // `creds`: for a step manager over TCP, whose requests carry a credential (null: a step
   // manager on a Unix socket only).
-  JobFenceExchange(EventLoop& loop, std::string stepmgr_uri, uint64_t jobid, std::string node,
-                   uint32_t nodes, std::shared_ptr<net::Credentials> creds = nullptr, const std::string& tls_ca = {});
+  JobFenceExchange(EventLoop& loop, std::string stepmgr_uri, uint64_t jobid, std::string node, uint32_t nodes,
+                   std::shared_ptr<net::Credentials> creds = nullptr, const std::string& tls_ca = {});
   ~JobFenceExchange() override;
   JobFenceExchange(const JobFenceExchange&) = delete;
   JobFenceExchange& operator=(const JobFenceExchange&) = delete;

@@ -10,19 +10,19 @@
 
 #include <cerrno>
 #include <chrono>
-#include <cstring>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <memory>
 #include <set>
 #include <string>
 
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
 #include <grpcpp/grpcpp.h>
 #include <spdlog/sinks/basic_file_sink.h>
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
+#include <CLI/CLI.hpp>
 
 #include "job/hmac_key.h"
 #include "net/credentials.h"
@@ -30,11 +30,12 @@
 #include "net/tls.h"
 #include "node/agent.h"
 #include "node/controller_link.h"
-#include "node/event_loop.h"
 #include "node/hardware.h"
+#include "node/hooks/registry.h"
 #include "node/orphans.h"
 #include "node/state_lock.h"
 #include "node/step_service.h"
+#include "util/event_loop.h"
 #include "util/fd_hygiene.h"
 #include "util/hostlist.h"
 #include "util/stop_signals.h"
@@ -60,8 +61,6 @@ struct Options {
   std::string agent_id;
   std::string log_level = "info";
   std::string log_file;
-  std::string cxi = "auto";
-  std::string cxi_sim_config;
   std::string listen;
   std::string tls_ca, tls_cert, tls_key;
   std::string key_file;
@@ -95,8 +94,8 @@ Status setup_logging(const Options& o) {
       const mode_t old = ::umask(077);
       logger = spdlog::basic_logger_mt("corral-node", o.log_file);
       ::umask(old);
-    }
-    else logger = spdlog::stderr_color_mt("corral-node");
+    } else
+      logger = spdlog::stderr_color_mt("corral-node");
   } catch (const spdlog::spdlog_ex& e) {
     return io_error("--log-file: " + std::string(e.what()));
   }
@@ -161,23 +160,6 @@ void block_signals() {
 void ensure_std_fds() {
   for (int fd = 0; fd < 3; ++fd)
     if (::fcntl(fd, F_GETFD) < 0 && ::open("/dev/null", O_RDWR) < 0) return;
-}
-
-// --cxi and --cxi-sim-config as an open_cxi_device spec.
-Result<std::string> cxi_spec(const Options& o, const std::string& state_dir) {
-  std::string kind = o.cxi;
-  if (kind == "auto") kind = ::access("/dev/cxi0", F_OK) == 0 ? "libcxi" : "sim";
-  if (!o.cxi_sim_config.empty() && kind != "sim")
-    return invalid("--cxi-sim-config applies to simulated NICs only (--cxi sim), not --cxi " + kind);
-  if (kind == "libcxi" || kind == "none") return kind;
-  if (kind != "sim") return invalid("--cxi: unknown backend '" + o.cxi + "' (auto, libcxi, sim, none)");
-  std::error_code ec;
-  auto dir = std::filesystem::absolute(state_dir, ec).string() + "/cxi";
-  if (o.cxi_sim_config.empty()) return "sim:" + dir;
-  auto cfg = std::filesystem::absolute(o.cxi_sim_config, ec);
-  if (ec || ::access(cfg.c_str(), R_OK) != 0)
-    return invalid("--cxi-sim-config: cannot read '" + o.cxi_sim_config + "'");
-  return "sim:" + dir + ":" + cfg.string();
 }
 
 // --listen as the address other agents and clients use: "unix:/abs/path" or host:port,
@@ -245,8 +227,7 @@ int main(int argc, char** argv) {
   CLI::App app{
       "corral-node: the corral node agent. Registers its nodes with the controller (corrald) and runs\n"
       "the jobs, signals and prolog/epilog scripts the controller sends."};
-  app.add_option("--controller", o.controller,
-                 "The controller's address: unix:/path/to/corrald.sock or host:port")
+  app.add_option("--controller", o.controller, "The controller's address: unix:/path/to/corrald.sock or host:port")
       ->required();
   app.add_option("--nodes", o.nodes,
                  "Test mode: host all these virtual nodes (a hostlist such as node[1-16]) in this process, "
@@ -266,13 +247,11 @@ int main(int argc, char** argv) {
   app.add_option("--agent-id", o.agent_id, "Stable name of this agent (default: the hostlist of its nodes)");
   app.add_option("--log-level", o.log_level, "trace, debug, info, warn, error, critical or off")->capture_default_str();
   app.add_option("--log-file", o.log_file, "Log to this file instead of stderr");
-  app.add_option("--cxi", o.cxi,
-                 "Slingshot NICs: auto (libcxi where /dev/cxi0 exists, else simulated), libcxi, "
-                 "sim (simulated NICs, state under STATE_DIR/cxi) or none")
-      ->capture_default_str();
-  app.add_option("--cxi-sim-config", o.cxi_sim_config,
-                 "TOML file shaping the simulated NICs: count, capacity, system services, faults "
-                 "(docs/slingshot-nic.md)");
+  // Each fabric or storage hook's own options (--cxi ...), under its name in --help.
+  NodeHooks hooks = make_node_hooks();
+  for (const auto& h : hooks.all())
+    for (const auto& opt : h->options())
+      app.add_option(opt.flag, *opt.value, opt.help)->capture_default_str()->group(std::string(h->name()) + " hook");
   app.add_option("--listen", o.listen,
                  "Where this agent serves step requests and launch trees: unix:/path/to.sock or host:port "
                  "(default unix:STATE_DIR/step.sock)");
@@ -327,7 +306,8 @@ int main(int argc, char** argv) {
   if (auto st = setup_logging(o); !st) return fail(st.message());
   // The log file (a FILE* spdlog opened) and anything else inherited stay out of tasks.
   cloexec_from(3);
-  if (::prctl(PR_SET_CHILD_SUBREAPER, 1) != 0) spdlog::warn("cannot become a child subreaper: orphaned task processes will not be reaped here");
+  if (::prctl(PR_SET_CHILD_SUBREAPER, 1) != 0)
+    spdlog::warn("cannot become a child subreaper: orphaned task processes will not be reaped here");
 
   auto nodes = configured_nodes(o);
   if (!nodes) return fail(nodes.message());
@@ -341,15 +321,17 @@ int main(int argc, char** argv) {
   config.agent_id = o.agent_id;
   config.incarnation = fmt::format(
       "{}-{}", ::getpid(),
-      std::chrono::duration_cast<std::chrono::nanoseconds>(
-          std::chrono::system_clock::now().time_since_epoch())
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch())
           .count());
   config.controller_uri = o.controller;
   config.state_dir = o.state_dir.empty() ? default_state_dir(o.agent_id) : o.state_dir;
   config.imp_path = imp_next_to_self();
-  auto cxi = cxi_spec(o, config.state_dir);
-  if (!cxi) return fail(cxi.message());
-  config.cxi = *cxi;
+  {
+    std::error_code ec;
+    if (auto st = hooks.start({std::filesystem::absolute(config.state_dir, ec).string()}); !st)
+      return fail(st.message());
+  }
+  config.hooks = std::make_shared<const NodeHooks>(std::move(hooks));
   config.as_root = ::geteuid() == 0;
   config.cgroups = o.cgroups;
   config.job_pids_max = o.job_pids_max;
@@ -392,9 +374,10 @@ int main(int argc, char** argv) {
   std::set<std::string> names;
   for (const auto& n : config.nodes) names.insert(n.name);
   if (size_t n = kill_orphaned_tasks(o.controller, names); n > 0)
-    spdlog::warn("ended {} task process(es) of an earlier run of this agent: the controller "
-                 "has already declared them lost",
-                 n);
+    spdlog::warn(
+        "ended {} task process(es) of an earlier run of this agent: the controller "
+        "has already declared them lost",
+        n);
 
   auto loop = EventLoop::create();
   if (!loop) return fail(loop.message());
@@ -407,7 +390,8 @@ int main(int argc, char** argv) {
       std::move(step_config));
   if (auto st = agent.start(); !st) return fail(st.message());
   StepServer steps;
-  if (auto st = steps.start(config.step_uri, o.listen, net::TlsServerFiles{o.tls_cert, o.tls_key}, agent, **loop); !st) return fail(st.message());
+  if (auto st = steps.start(config.step_uri, o.listen, net::TlsServerFiles{o.tls_cert, o.tls_key}, agent, **loop); !st)
+    return fail(st.message());
   link = std::make_unique<ControllerLink>(o.controller, **loop, agent);
   spdlog::info("agent {} hosting {} node(s), controller {}, steps on {}", config.agent_id, config.nodes.size(),
                o.controller, config.step_uri);

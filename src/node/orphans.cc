@@ -28,8 +28,7 @@ bool is_pid(const char* name) {
 }
 
 // Whether /proc/PID/environ names a task of ours; an unreadable one does not.
-bool is_our_task(const std::string& pid, const std::string& uri_entry,
-                 const std::set<std::string>& nodes) {
+bool is_our_task(const std::string& pid, const std::string& uri_entry, const std::set<std::string>& nodes) {
   std::ifstream in("/proc/" + pid + "/environ", std::ios::binary);
   if (!in) return false;
   std::string env(std::istreambuf_iterator<char>(in), {});
@@ -40,8 +39,10 @@ bool is_our_task(const std::string& pid, const std::string& uri_entry,
     size_t end = env.find('\0', start);
     if (end == std::string::npos) end = env.size();
     std::string_view entry(env.data() + start, end - start);
-    if (entry == uri_entry) uri = true;
-    else if (entry.rfind("CORRAL_NODENAME=", 0) == 0) node = entry.substr(16);
+    if (entry == uri_entry)
+      uri = true;
+    else if (entry.rfind("CORRAL_NODENAME=", 0) == 0)
+      node = entry.substr(16);
     start = end + 1;
   }
   return uri && nodes.count(node) != 0;
@@ -54,8 +55,7 @@ std::string net_namespace(const std::string& pid) {
   return ec ? std::string() : ns.string();
 }
 
-size_t kill_pass(const std::string& uri_entry, const std::set<std::string>& nodes,
-                 std::set<pid_t>& killed_before) {
+size_t kill_pass(const std::string& uri_entry, const std::set<std::string>& nodes, std::set<pid_t>& killed_before) {
   std::unique_ptr<DIR, int (*)(DIR*)> dir(::opendir("/proc"), ::closedir);
   if (!dir) return 0;
   const pid_t self = ::getpid();

@@ -86,12 +86,15 @@ void Outbox::flush(bool lingering) {
       keep_unacked(msg);
       sink_(session_, std::move(msg));
       break;
-    case State::registering: held_.push_back(std::move(msg)); break;
+    case State::registering:
+      held_.push_back(std::move(msg));
+      break;
     case State::offline:
       keep_perilogs(msg);
       spool_output(msg);
       break;
-    case State::closed: break;
+    case State::closed:
+      break;
   }
 }
 

@@ -22,7 +22,7 @@ class Outbox {
  public:
   // Receives each batch with the session it belongs to (see ControllerLink).
   using Sink = std::function<void(uint64_t session, v1::AgentMessage&&)>;
-  static constexpr size_t kMaxOutputChunk = 64 * 1024;  // data per TaskOutput
+  static constexpr size_t kMaxOutputChunk = 64 * 1024;   // data per TaskOutput
   static constexpr size_t kMaxBatchBytes = 1024 * 1024;  // well below gRPC's 4 MiB limit
 
   explicit Outbox(Sink sink) : sink_(std::move(sink)) {}
@@ -41,8 +41,7 @@ class Outbox {
   // message of records now and then rather than one per step. Offline it is dropped: the
   // step manager keeps every record until acknowledged and resends it with `register`.
   void step(const v1::StepInfo& info);
-  void output(uint64_t jobid, uint32_t rank, const std::string& node, bool is_stderr, std::string_view data,
-              bool eof);
+  void output(uint64_t jobid, uint32_t rank, const std::string& node, bool is_stderr, std::string_view data, bool eof);
 
   // Hands the batch to the sink (online), keeps it until set_online (registering) or
   // drops it (offline: exits are kept by the executor and resent with `register`;

@@ -26,13 +26,27 @@ std::string expand_output_pattern(std::string_view pattern, const PatternVars& v
     }
     char spec = pattern[i + 1];
     switch (spec) {
-      case 'j': out += std::to_string(vars.jobid); break;
-      case 't': out += std::to_string(vars.rank); break;
-      case 'n': out += std::to_string(vars.node_index); break;
-      case 'N': append_component(out, vars.node_name); break;
-      case 'x': append_component(out, vars.job_name); break;
-      case 'u': append_component(out, vars.user_name); break;
-      case '%': out += '%'; break;
+      case 'j':
+        out += std::to_string(vars.jobid);
+        break;
+      case 't':
+        out += std::to_string(vars.rank);
+        break;
+      case 'n':
+        out += std::to_string(vars.node_index);
+        break;
+      case 'N':
+        append_component(out, vars.node_name);
+        break;
+      case 'x':
+        append_component(out, vars.job_name);
+        break;
+      case 'u':
+        append_component(out, vars.user_name);
+        break;
+      case '%':
+        out += '%';
+        break;
       default:
         out += c;
         continue;  // keep the '%' and let the next character be copied normally

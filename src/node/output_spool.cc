@@ -43,8 +43,8 @@ void OutputSpool::keep(const v1::TaskOutput& out, const std::string& incarnation
   rec.set_incarnation(incarnation);
   std::string body = rec.SerializeAsString();
   const auto n = static_cast<uint32_t>(body.size());
-  std::string buf{static_cast<char>(n & 0xff), static_cast<char>((n >> 8) & 0xff),
-                  static_cast<char>((n >> 16) & 0xff), static_cast<char>((n >> 24) & 0xff)};
+  std::string buf{static_cast<char>(n & 0xff), static_cast<char>((n >> 8) & 0xff), static_cast<char>((n >> 16) & 0xff),
+                  static_cast<char>((n >> 24) & 0xff)};
   buf += body;
   // A failed write (disk full) loses this entry only; it is counted like one past the limit.
   if (!write_all(fd_.get(), buf)) {
@@ -88,9 +88,10 @@ std::vector<v1::TaskOutput> OutputSpool::read() const {
     note.set_rank(l.rank);
     note.set_node(l.node);
     note.set_stderr(true);
-    note.set_data(fmt::format("corral: {}: {} bytes of this job's output were lost while the controller was "
-                              "unreachable (the node keeps at most {} bytes)\n",
-                              l.node, l.bytes, max_));
+    note.set_data(
+        fmt::format("corral: {}: {} bytes of this job's output were lost while the controller was "
+                    "unreachable (the node keeps at most {} bytes)\n",
+                    l.node, l.bytes, max_));
   }
   return out;
 }

@@ -9,10 +9,9 @@
 #include <string>
 #include <vector>
 
-
 #include "corral.pb.h"
-#include "util/unique_fd.h"
 #include "util/result.h"
+#include "util/unique_fd.h"
 
 namespace corral::node {
 

@@ -54,8 +54,10 @@ void PerilogRunner::run(const v1::RunPerilog& msg) {
     return;
   }
   for (const auto& node : msg.nodes()) {
-    if (config_.hosts(node)) start_one(msg, node);
-    else spdlog::warn("{} for job {}: node {} is not hosted by this agent; ignored", msg.kind(), msg.jobid(), node);
+    if (config_.hosts(node))
+      start_one(msg, node);
+    else
+      spdlog::warn("{} for job {}: node {} is not hosted by this agent; ignored", msg.kind(), msg.jobid(), node);
   }
 }
 
@@ -72,7 +74,7 @@ void PerilogRunner::start_one(const v1::RunPerilog& msg, const std::string& node
   req.env.push_back("CORRAL_JOBID=" + std::to_string(msg.jobid()));
   req.env.push_back("CORRAL_NODENAME=" + node);
   req.env.push_back("CORRAL_PERILOG=" + msg.kind());
-  req.env.push_back("CORRAL_CXI=" + config_.cxi);
+  config_.hooks->perilog_env(req.env);
   req.cwd = "/";
   req.merge_stderr = true;
 
@@ -149,8 +151,7 @@ bool PerilogRunner::on_child_exit(pid_t pid, int waitstatus) {
   ::killpg(pid, SIGKILL);  // leftovers; the pid cannot have been reused yet
   if (run.term_timer) loop_.cancel_timer(*run.term_timer);
   if (run.kill_timer) loop_.cancel_timer(*run.kill_timer);
-  for (int i = 0; i < 64 && read_output(run); ++i) {
-  }
+  for (int i = 0; i < 64 && read_output(run); ++i) {}
   if (run.output.valid()) loop_.remove_fd(run.output.get());
   report(run, waitstatus);
   runs_.erase(it);

@@ -11,8 +11,8 @@
 #include <unordered_map>
 
 #include "node/agent_config.h"
-#include "node/event_loop.h"
 #include "node/outbox.h"
+#include "util/event_loop.h"
 #include "util/unique_fd.h"
 
 namespace corral::node {

@@ -103,8 +103,7 @@ std::vector<std::string> pmi_task_env(int rank, int size, int fd_in_task) {
 }
 
 std::string pmi_process_mapping(const std::vector<int>& node_of_rank) {
-  if (node_of_rank.empty() ||
-      std::any_of(node_of_rank.begin(), node_of_rank.end(), [](int n) { return n < 0; }))
+  if (node_of_rank.empty() || std::any_of(node_of_rank.begin(), node_of_rank.end(), [](int n) { return n < 0; }))
     return "";
   auto blocks = blocks_of(node_of_rank);
   // The shortest prefix MPICH expands back into the layout: one block for even block
@@ -140,8 +139,7 @@ struct PmiServer::Conn {
 };
 
 Result<std::unique_ptr<PmiServer>> PmiServer::create(EventLoop& loop, PmiExchange& exchange, PmiStep step,
-                                                     const std::vector<int>& local_ranks,
-                                                     PmiCallbacks callbacks) {
+                                                     const std::vector<int>& local_ranks, PmiCallbacks callbacks) {
   if (step.size <= 0) return invalid("PMI step size must be positive, got " + std::to_string(step.size));
   if (step.kvsname.empty() || step.kvsname.size() > pmi::kKvsNameMax ||
       step.kvsname.find_first_of(" \n=") != std::string::npos)
@@ -190,8 +188,7 @@ Status PmiServer::add_rank(int rank) {
   if (::fcntl(sv[0], F_SETFL, ::fcntl(sv[0], F_GETFL) | O_NONBLOCK) != 0)
     return io_error(std::string("cannot make the PMI socket non-blocking: ") + std::strerror(errno));
   Conn* raw = c.get();
-  if (auto st = loop_.add_fd(raw->fd.get(), EPOLLIN, [this, raw](uint32_t ev) { on_events(*raw, ev); }); !st)
-    return st;
+  if (auto st = loop_.add_fd(raw->fd.get(), EPOLLIN, [this, raw](uint32_t ev) { on_events(*raw, ev); }); !st) return st;
   conns_.push_back(std::move(c));
   return {};
 }
@@ -199,7 +196,8 @@ Status PmiServer::add_rank(int rank) {
 Result<PmiTaskEnd> PmiServer::take_task_end(int rank) {
   for (auto& c : conns_) {
     if (c->rank != rank) continue;
-    if (!c->task_end.valid()) return not_found("the PMI connection of rank " + std::to_string(rank) + " was already taken");
+    if (!c->task_end.valid())
+      return not_found("the PMI connection of rank " + std::to_string(rank) + " was already taken");
     PmiTaskEnd end;
     end.env = pmi_task_env(rank, step_.size, c->task_end.get());
     end.fd = std::move(c->task_end);

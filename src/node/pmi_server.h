@@ -15,11 +15,11 @@
 #include <string_view>
 #include <vector>
 
-#include "node/event_loop.h"
 #include "node/pmi_exchange.h"
 #include "node/pmi_wire.h"
-#include "util/unique_fd.h"
+#include "util/event_loop.h"
 #include "util/result.h"
+#include "util/unique_fd.h"
 
 namespace corral::node {
 
@@ -112,8 +112,8 @@ class PmiServer {
   PmiStep step_;
   PmiCallbacks callbacks_;
   std::vector<std::unique_ptr<Conn>> conns_;  // never erased: callbacks may hold a Conn&
-  PmiKvs kvs_;                                 // every put seen so far, local and remote
-  PmiKvs pending_puts_;                        // local puts since the last barrier
+  PmiKvs kvs_;                                // every put seen so far, local and remote
+  PmiKvs pending_puts_;                       // local puts since the last barrier
   std::size_t in_barrier_ = 0;
   bool fence_running_ = false;
   std::size_t barriers_completed_ = 0;

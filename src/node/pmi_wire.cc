@@ -67,8 +67,7 @@ Result<Command> parse_line(std::string_view line) {
       continue;
     }
     if (eq == 0) return bad_line(line, "'" + shorten(tokens[i]) + "' has an empty key");
-    auto [it, inserted] =
-        cmd.args.emplace(std::string(tokens[i].substr(0, eq)), std::string(tokens[i].substr(eq + 1)));
+    auto [it, inserted] = cmd.args.emplace(std::string(tokens[i].substr(0, eq)), std::string(tokens[i].substr(eq + 1)));
     if (!inserted) return bad_line(line, "key '" + shorten(it->first) + "' appears twice");
     last = &it->second;
   }

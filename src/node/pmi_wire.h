@@ -38,7 +38,6 @@ Result<Command> parse_line(std::string_view line);
 
 // "cmd=NAME k=v ...\n". Whitespace inside a value is replaced by '_' so a reply always
 // parses back into the same pairs (messages are the only values that could have any).
-std::string format_reply(std::string_view name,
-                         const std::vector<std::pair<std::string, std::string>>& args = {});
+std::string format_reply(std::string_view name, const std::vector<std::pair<std::string, std::string>>& args = {});
 
 }  // namespace corral::node::pmi

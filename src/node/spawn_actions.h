@@ -27,23 +27,25 @@ struct SpawnActions {
 
   // Onto the same number: clears close-on-exec in the child (the descriptor is inherited).
   void dup2(int fd, int target) { list.push_back({Kind::dup2, fd, target, {}, 0}); }
-  void open(int target, std::string path, int flags) { list.push_back({Kind::open, -1, target, std::move(path), flags}); }
+  void open(int target, std::string path, int flags) {
+    list.push_back({Kind::open, -1, target, std::move(path), flags});
+  }
   void chdir(std::string dir) { list.push_back({Kind::chdir, -1, -1, std::move(dir), 0}); }
 };
 
 // What the child does before its file actions, besides what posix_spawn would.
 struct ChildSetup {
-  std::vector<std::string> cgroups;  // the cgroup directories it moves itself into
-  std::vector<int> cpus;  // non-empty: the only CPUs it (and what it starts) may run on
+  std::vector<std::string> cgroups;      // the cgroup directories it moves itself into
+  std::vector<int> cpus;                 // non-empty: the only CPUs it (and what it starts) may run on
   std::vector<job::TaskRlimit> rlimits;  // soft limits, capped at the hard ones
   bool any() const { return !cgroups.empty() || !cpus.empty() || !rlimits.empty(); }
 };
 
 struct SpawnFailure {
   enum class Stage { exec, cgroup, cpus, rlimits };
-  int err = 0;  // errno; 0: started
+  int err = 0;                // errno; 0: started
   Stage stage = Stage::exec;  // exec also covers the file actions
-  size_t cgroup = 0;  // Stage::cgroup: which of ChildSetup::cgroups
+  size_t cgroup = 0;          // Stage::cgroup: which of ChildSetup::cgroups
 };
 
 // Starts `path` with the actions, in a process group of its own (or a session of its own
@@ -53,5 +55,4 @@ struct SpawnFailure {
 SpawnFailure spawn_child(pid_t& pid, const std::string& path, char* const argv[], char* const envp[],
                          const SpawnActions& actions, bool new_session, const ChildSetup& setup);
 
-}  // namespace corral::node#include "job/rlimit.h"
-
+}  // namespace corral::node

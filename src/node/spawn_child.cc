@@ -42,7 +42,7 @@ struct Prepared {
   const SpawnActions& actions;
   bool new_session;
   const std::vector<const char*>& procs;  // the cgroup.procs files to join
-  const cpu_set_t* cpus;  // null: no binding
+  const cpu_set_t* cpus;                  // null: no binding
   const std::vector<job::TaskRlimit>& rlimits;
   int report;
 };
@@ -74,7 +74,7 @@ SpawnFailure join_and_bind(const Prepared& p) {
 [[noreturn]] void child(const Prepared& p) {
   SpawnFailure failed = join_and_bind(p);
   int err = failed.err;
-  struct sigaction dfl{};
+  struct sigaction dfl {};
   dfl.sa_handler = SIG_DFL;
   for (int sig = 1; err == 0 && sig < NSIG; ++sig)
     if (sig != SIGKILL && sig != SIGSTOP) ::sigaction(sig, &dfl, nullptr);  // fails only for reserved ones
@@ -111,8 +111,9 @@ SpawnFailure spawn_child(pid_t& pid, const std::string& path, char* const argv[]
     if (cpu >= 0 && cpu < CPU_SETSIZE) CPU_SET(cpu, &cpus);
   int report[2];
   if (::pipe2(report, O_CLOEXEC) != 0) return {errno};
-  const Prepared prepared{path,      argv,        envp, actions, new_session, proc_files,
-                          setup.cpus.empty() ? nullptr : &cpus, setup.rlimits, report[1]};
+  const Prepared prepared{
+      path,          argv,     envp, actions, new_session, proc_files, setup.cpus.empty() ? nullptr : &cpus,
+      setup.rlimits, report[1]};
   // No handler of the agent may run in the child before it resets them (as glibc does).
   sigset_t all, old;
   sigfillset(&all);
@@ -125,12 +126,12 @@ SpawnFailure spawn_child(pid_t& pid, const std::string& path, char* const argv[]
   SpawnFailure failed;
   if (pid < 0) failed.err = vfork_err;
   // The child wrote its failure before _exit, or exec closed the pipe: no waiting here.
-  else if (::read(report[0], &failed, sizeof failed) != static_cast<ssize_t>(sizeof failed)) failed = {};
+  else if (::read(report[0], &failed, sizeof failed) != static_cast<ssize_t>(sizeof failed))
+    failed = {};
   ::close(report[0]);
   if (pid > 0 && failed.err != 0) {
     int st = 0;
-    while (::waitpid(pid, &st, 0) < 0 && errno == EINTR) {
-    }
+    while (::waitpid(pid, &st, 0) < 0 && errno == EINTR) {}
   }
   return failed;
 }

@@ -4,8 +4,8 @@
 
 #include <string>
 
-#include "util/unique_fd.h"
 #include "util/result.h"
+#include "util/unique_fd.h"
 
 namespace corral::node {
 

@@ -38,8 +38,8 @@ std::string range_text(size_t lo, size_t hi, const std::string& what) {
 }
 
 std::string request_text(const StepRequest& req) {
-  std::string s = "the step asks for " + plural(req.ntasks, "task", "tasks") + " of " +
-                  plural(req.cores_per_task, "core", "cores");
+  std::string s =
+      "the step asks for " + plural(req.ntasks, "task", "tasks") + " of " + plural(req.cores_per_task, "core", "cores");
   if (req.gpus_per_task > 0) s += " and " + plural(req.gpus_per_task, "GPU", "GPUs");
   s += " each";
   if (req.nnodes > 0) s += " on " + plural(req.nnodes, "node", "nodes");
@@ -49,8 +49,7 @@ std::string request_text(const StepRequest& req) {
 
 // Tasks per node (parallel to `cap`, each node's task capacity) for the fewest nodes in
 // job order, or nothing if the step does not fit.
-std::optional<std::vector<uint32_t>> fewest_nodes(const std::vector<uint32_t>& cap,
-                                                  const std::vector<bool>& required,
+std::optional<std::vector<uint32_t>> fewest_nodes(const std::vector<uint32_t>& cap, const std::vector<bool>& required,
                                                   uint32_t ntasks) {
   const size_t n = cap.size();
   std::vector<uint32_t> tasks(n, 0);
@@ -82,9 +81,8 @@ std::optional<std::vector<uint32_t>> fewest_nodes(const std::vector<uint32_t>& c
 }
 
 // Tasks per node on exactly `nnodes` nodes, or nothing if the step does not fit.
-std::optional<std::vector<uint32_t>> exact_nodes(const std::vector<uint32_t>& cap,
-                                                 const std::vector<bool>& required, uint32_t ntasks,
-                                                 uint32_t nnodes) {
+std::optional<std::vector<uint32_t>> exact_nodes(const std::vector<uint32_t>& cap, const std::vector<bool>& required,
+                                                 uint32_t ntasks, uint32_t nnodes) {
   const size_t n = cap.size();
   std::vector<uint32_t> tasks(n, 0);
   // Exactly N nodes, `base` tasks each and one more on the first `extra` of them.
@@ -157,15 +155,13 @@ std::string StepAllocator::describe_job() const {
     gmin = std::min(gmin, n.gpus.count());
     gmax = std::max(gmax, n.gpus.count());
   }
-  std::string s = "job " + std::to_string(job_id_) + " has " +
-                  plural(nodes_.size(), "node", "nodes") + " (" + node_names() + ") with " +
-                  range_text(cmin, cmax, "cores");
+  std::string s = "job " + std::to_string(job_id_) + " has " + plural(nodes_.size(), "node", "nodes") + " (" +
+                  node_names() + ") with " + range_text(cmin, cmax, "cores");
   if (gmax > 0) s += " and " + range_text(gmin, gmax, "GPUs");
   return s;
 }
 
-uint32_t StepAllocator::capacity(size_t node, const StepRequest& req,
-                                 const std::vector<Usage>& busy) const {
+uint32_t StepAllocator::capacity(size_t node, const StepRequest& req, const std::vector<Usage>& busy) const {
   const JobNode& n = nodes_[node];
   size_t cores = req.overlap ? n.cores.count() : n.cores.minus(busy[node].cores).count();
   size_t gpus = req.overlap ? n.gpus.count() : n.gpus.minus(busy[node].gpus).count();
@@ -185,8 +181,8 @@ Result<std::vector<bool>> StepAllocator::required_nodes(const std::string& nodel
   for (const auto& host : names.hosts()) {
     auto it = index_.find(host);
     if (it == index_.end())
-      return invalid("the step asks for node " + host + ", which is not in job " +
-                     std::to_string(job_id_) + " (" + node_names() + ")");
+      return invalid("the step asks for node " + host + ", which is not in job " + std::to_string(job_id_) + " (" +
+                     node_names() + ")");
     required[it->second] = true;
   }
   return required;
@@ -195,11 +191,10 @@ Result<std::vector<bool>> StepAllocator::required_nodes(const std::string& nodel
 Result<std::vector<bool>> StepAllocator::validate(const StepRequest& req) const {
   const std::string job = "job " + std::to_string(job_id_);
   if (req.ntasks == 0) return invalid("the step asks for 0 tasks; it needs at least one");
-  if (req.cores_per_task == 0)
-    return invalid("the step asks for 0 cores per task; it needs at least one");
+  if (req.cores_per_task == 0) return invalid("the step asks for 0 cores per task; it needs at least one");
   if (req.nnodes > nodes_.size())
-    return invalid("the step asks for " + plural(req.nnodes, "node", "nodes") + "; " + job +
-                   " has " + std::to_string(nodes_.size()));
+    return invalid("the step asks for " + plural(req.nnodes, "node", "nodes") + "; " + job + " has " +
+                   std::to_string(nodes_.size()));
   if (req.nnodes > req.ntasks)
     return invalid("the step asks for " + plural(req.ntasks, "task", "tasks") + " on " +
                    plural(req.nnodes, "node", "nodes") + "; every node needs at least one task");
@@ -208,12 +203,11 @@ Result<std::vector<bool>> StepAllocator::validate(const StepRequest& req) const 
   std::vector<bool> required = std::move(*req_nodes);
   const size_t nrequired = std::count(required.begin(), required.end(), true);
   if (req.nnodes > 0 && nrequired > req.nnodes)
-    return invalid("the step names " + plural(nrequired, "node", "nodes") +
-                   " with -w but asks for " + plural(req.nnodes, "node", "nodes") + " with -N");
+    return invalid("the step names " + plural(nrequired, "node", "nodes") + " with -w but asks for " +
+                   plural(req.nnodes, "node", "nodes") + " with -N");
   if (nrequired > req.ntasks)
-    return invalid("the step names " + plural(nrequired, "node", "nodes") +
-                   " with -w but asks for " + plural(req.ntasks, "task", "tasks") +
-                   "; every node needs at least one task");
+    return invalid("the step names " + plural(nrequired, "node", "nodes") + " with -w but asks for " +
+                   plural(req.ntasks, "task", "tasks") + "; every node needs at least one task");
   const std::vector<Usage> idle(nodes_.size());
   auto placed = place(req, required, idle);
   if (!placed) return invalid(request_text(req) + "; " + describe_job());
@@ -226,18 +220,17 @@ Result<StepShare> StepAllocator::place(const StepRequest& req, const std::vector
   const size_t n = nodes_.size();
   std::vector<uint32_t> cap(n);
   for (size_t i = 0; i < n; ++i) cap[i] = capacity(i, req, busy);
-  const Error wait = unavailable(request_text(req) + "; not enough of job " +
-                                 std::to_string(job_id_) + "'s cores or GPUs are free now");
-  auto laid = req.nnodes == 0 ? fewest_nodes(cap, required, req.ntasks)
-                              : exact_nodes(cap, required, req.ntasks, req.nnodes);
+  const Error wait = unavailable(request_text(req) + "; not enough of job " + std::to_string(job_id_) +
+                                 "'s cores or GPUs are free now");
+  auto laid =
+      req.nnodes == 0 ? fewest_nodes(cap, required, req.ntasks) : exact_nodes(cap, required, req.ntasks, req.nnodes);
   if (!laid) return wait;
   const std::vector<uint32_t>& tasks = *laid;
   StepShare share;
   for (size_t i = 0; i < n; ++i) {
     if (tasks[i] == 0) continue;
     NodeShare ns{nodes_[i].name, tasks[i], {}, {}};
-    ns.cores =
-        pick(nodes_[i].cores, busy[i].cores, size_t{tasks[i]} * req.cores_per_task, req.overlap);
+    ns.cores = pick(nodes_[i].cores, busy[i].cores, size_t{tasks[i]} * req.cores_per_task, req.overlap);
     ns.gpus = pick(nodes_[i].gpus, busy[i].gpus, size_t{tasks[i]} * req.gpus_per_task, req.overlap);
     share.nodes.push_back(std::move(ns));
   }
@@ -269,13 +262,13 @@ void StepAllocator::commit(StepId id, const StepShare& share, bool overlap) {
 
 Result<StepShare> StepAllocator::allocate(StepId id, const StepRequest& req) {
   if (known(id))
-    return Error{Errc::already_exists, "step " + std::to_string(id) + " of job " +
-                                           std::to_string(job_id_) + " already exists"};
+    return Error{Errc::already_exists,
+                 "step " + std::to_string(id) + " of job " + std::to_string(job_id_) + " already exists"};
   if (!req.overlap && !queue_.empty()) {
     auto required = validate(req);
     if (!required) return required.error();
-    return unavailable("the step waits behind " + plural(queue_.size(), "step", "steps") +
-                       " queued earlier in job " + std::to_string(job_id_));
+    return unavailable("the step waits behind " + plural(queue_.size(), "step", "steps") + " queued earlier in job " +
+                       std::to_string(job_id_));
   }
   return try_place(id, req);
 }
@@ -298,8 +291,8 @@ void StepAllocator::release(StepId id) {
 
 Status StepAllocator::enqueue(StepId id, StepRequest req) {
   if (known(id))
-    return Error{Errc::already_exists, "step " + std::to_string(id) + " of job " +
-                                           std::to_string(job_id_) + " already exists"};
+    return Error{Errc::already_exists,
+                 "step " + std::to_string(id) + " of job " + std::to_string(job_id_) + " already exists"};
   auto required = validate(req);
   if (!required) return required.error();
   queue_.push_back(Waiting{id, std::move(req)});

@@ -9,7 +9,7 @@
 
 #include "corral.grpc.pb.h"
 #include "net/tls.h"
-#include "node/event_loop.h"
+#include "util/event_loop.h"
 
 namespace corral::node {
 
@@ -30,10 +30,11 @@ std::shared_ptr<grpc::Channel> make_channel(const std::string& uri, const std::s
 }
 
 std::string describe(const grpc::Status& st) {
-  static const char* const kCodes[] = {"OK", "CANCELLED", "UNKNOWN", "INVALID_ARGUMENT", "DEADLINE_EXCEEDED",
-                                       "NOT_FOUND", "ALREADY_EXISTS", "PERMISSION_DENIED", "RESOURCE_EXHAUSTED",
-                                       "FAILED_PRECONDITION", "ABORTED", "OUT_OF_RANGE", "UNIMPLEMENTED",
-                                       "INTERNAL", "UNAVAILABLE", "DATA_LOSS", "UNAUTHENTICATED"};
+  static const char* const kCodes[] = {
+      "OK",        "CANCELLED",      "UNKNOWN",           "INVALID_ARGUMENT",   "DEADLINE_EXCEEDED",
+      "NOT_FOUND", "ALREADY_EXISTS", "PERMISSION_DENIED", "RESOURCE_EXHAUSTED", "FAILED_PRECONDITION",
+      "ABORTED",   "OUT_OF_RANGE",   "UNIMPLEMENTED",     "INTERNAL",           "UNAVAILABLE",
+      "DATA_LOSS", "UNAUTHENTICATED"};
   auto code = static_cast<size_t>(st.error_code());
   std::string name = code < std::size(kCodes) ? kCodes[code] : std::to_string(code);
   return st.error_message().empty() ? name : st.error_message() + " (" + name + ")";
@@ -122,8 +123,8 @@ struct StepChildLink::Impl {
   }
 };
 
-StepChildLink::StepChildLink(EventLoop& loop, std::string uri, const std::string& tls_ca,
-                             v1::LaunchTasksRequest launch, OnUp up, OnClosed closed)
+StepChildLink::StepChildLink(EventLoop& loop, std::string uri, const std::string& tls_ca, v1::LaunchTasksRequest launch,
+                             OnUp up, OnClosed closed)
     : impl_(std::make_unique<Impl>(loop, std::move(uri), std::move(up), std::move(closed))) {
   impl_->channel = make_channel(impl_->uri, tls_ca);
   impl_->stub = v1::StepService::NewStub(impl_->channel);

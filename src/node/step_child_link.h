@@ -14,9 +14,11 @@
 
 #include "corral.pb.h"
 
-namespace corral::node {
-
+namespace corral {
 class EventLoop;
+}  // namespace corral
+
+namespace corral::node {
 
 class StepChildLink {
  public:

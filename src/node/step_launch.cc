@@ -7,12 +7,12 @@
 #include "job/eventlog.h"
 #include "job/hmac_key.h"
 #include "job/step_cred.h"
-#include "node/step_tasks.h"
 #include "job/step_id.h"
 #include "node/fanout.h"
 #include "node/pmi_server.h"
 #include "node/step_manager.h"
 #include "node/step_manager_state.h"
+#include "node/step_tasks.h"
 #include "util/hostlist.h"
 
 namespace corral::node {
@@ -82,8 +82,9 @@ void StepManager::launch(Job& job, Step& step) {
       auto* out = created.add_output();
       out->set_jobid(job.id);
       out->set_stderr(true);
-      out->set_data(fmt::format("corral: step {}.{}: no MPI ports left in the job's share {}: CORRAL_MPI_PORTS is not set\n",
-                                job.id, job::step_name(step.id), job.ports->range().encode()));
+      out->set_data(
+          fmt::format("corral: step {}.{}: no MPI ports left in the job's share {}: CORRAL_MPI_PORTS is not set\n",
+                      job.id, job::step_name(step.id), job.ports->range().encode()));
     }
   }
   auto req = build_launch(job, step);
@@ -108,7 +109,8 @@ void StepManager::launch(Job& job, Step& step) {
   const uint64_t jobid = job.id, serial = step.serial;
   const uint32_t stepid = step.id;
   auto id = launcher_.launch(
-      std::move(*req), [this, jobid, stepid, serial](v1::LaunchUp&& up) { on_up(jobid, stepid, serial, std::move(up)); },
+      std::move(*req),
+      [this, jobid, stepid, serial](v1::LaunchUp&& up) { on_up(jobid, stepid, serial, std::move(up)); },
       [this, jobid, stepid, serial](const std::string& error) { on_done(jobid, stepid, serial, error); });
   Step* s = find_step(jobid, stepid, serial);
   if (s == nullptr || s->state != Step::State::running) return;  // it ended inside launch()
@@ -138,12 +140,16 @@ Result<v1::LaunchTasksRequest> StepManager::build_launch(Job& job, Step& step) {
   v1::StepSpec& spec = step.spec;
   req.mutable_argv()->Swap(spec.mutable_argv());
   auto& env = *req.mutable_env();
-  if (spec.env().empty()) env = job.env;
-  else env.swap(*spec.mutable_env());
+  if (spec.env().empty())
+    env = job.env;
+  else
+    env.swap(*spec.mutable_env());
   env["CORRAL_STEPID"] = job::step_name(step.id);
   env["CORRAL_STEPMGR"] = job.stepmgr;
-  if (step.ports) env[std::string(job::kMpiPortsVar)] = step.ports->encode();
-  else env.erase(std::string(job::kMpiPortsVar));
+  if (step.ports)
+    env[std::string(job::kMpiPortsVar)] = step.ports->encode();
+  else
+    env.erase(std::string(job::kMpiPortsVar));
   *req.mutable_extra_env() = job.extra_env;
   req.set_cwd(spec.cwd());
   req.set_total_tasks(step.ntasks);

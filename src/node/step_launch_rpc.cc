@@ -8,8 +8,8 @@
 #include <thread>
 
 #include "corral.grpc.pb.h"
-#include "node/event_loop.h"
 #include "node/step_node.h"
+#include "util/event_loop.h"
 
 namespace corral::node {
 
@@ -50,8 +50,7 @@ v1::LaunchUp refusal(const v1::LaunchTasksRequest& req, const std::string& error
   return up;
 }
 
-void write_loop(grpc::ServerContext* ctx, grpc::ServerReaderWriter<v1::LaunchUp, v1::LaunchDown>* stream,
-                State& st) {
+void write_loop(grpc::ServerContext* ctx, grpc::ServerReaderWriter<v1::LaunchUp, v1::LaunchDown>* stream, State& st) {
   std::unique_lock lock(st.mu);
   std::optional<std::chrono::steady_clock::time_point> give_up;
   for (;;) {

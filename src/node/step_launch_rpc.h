@@ -8,9 +8,12 @@
 
 #include "corral.pb.h"
 
+namespace corral {
+class EventLoop;
+}  // namespace corral
+
 namespace corral::node {
 
-class EventLoop;
 class StepNode;
 
 grpc::Status serve_launch_tasks(EventLoop& loop, StepNode& node, grpc::ServerContext* ctx,

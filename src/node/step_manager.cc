@@ -21,7 +21,7 @@ namespace corral::node {
 namespace {
 
 std::string user_name(uint32_t uid) {
-  struct passwd pw{};
+  struct passwd pw {};
   struct passwd* found = nullptr;
   char buf[4096];
   if (::getpwuid_r(uid, &pw, buf, sizeof buf, &found) == 0 && found != nullptr) return pw.pw_name;
@@ -56,8 +56,8 @@ Result<std::vector<JobNode>> allocator_nodes(const v1::StartJob& msg) {
 std::string step_kvsname(uint64_t jobid, uint32_t stepid) { return fmt::format("corral_{}_{}", jobid, stepid); }
 
 Error no_step_manager(uint64_t jobid) {
-  return not_found(fmt::format(
-      "job {} has no step manager here (it is not running, or its first node is elsewhere)", jobid));
+  return not_found(
+      fmt::format("job {} has no step manager here (it is not running, or its first node is elsewhere)", jobid));
 }
 
 StepManager::StepManager(EventLoop& loop, StepLauncher& launcher, StepManagerConfig config, RecordSink records)
@@ -122,8 +122,10 @@ void StepManager::add_job(const v1::StartJob& msg) {
   for (size_t i = 0; i < job->nodes.size(); ++i) job->node_index.emplace(job->nodes[i].name(), i);
   job->allocator.emplace(std::move(*allocator));
   if (!msg.mpi_port_share().empty()) {
-    if (auto share = job::PortRange::parse(msg.mpi_port_share()); share) job->ports.emplace(*share);
-    else spdlog::warn("job {}: MPI port share ignored: {}", msg.jobid(), share.message());
+    if (auto share = job::PortRange::parse(msg.mpi_port_share()); share)
+      job->ports.emplace(*share);
+    else
+      spdlog::warn("job {}: MPI port share ignored: {}", msg.jobid(), share.message());
   }
   job->ports_per_step = msg.mpi_ports_per_step();
   job->fanout_width = msg.fanout_width();
@@ -272,8 +274,10 @@ void StepManager::open(ClientId id, uint32_t uid, v1::StepSpec spec, StepClientS
   step.t_submit = job::now();
   step.command = spec.argv(0);
   for (int i = 1; i < spec.argv_size(); ++i) step.command += " " + spec.argv(i);
-  if (!spec.name().empty()) step.name = spec.name();
-  else step.name = spec.argv(0).substr(spec.argv(0).rfind('/') + 1);
+  if (!spec.name().empty())
+    step.name = spec.name();
+  else
+    step.name = spec.argv(0).substr(spec.argv(0).rfind('/') + 1);
   step.spec = std::move(spec);
   clients_[id] = StepKey{jobid, stepid};
   if (placed) {
@@ -397,8 +401,10 @@ void StepManager::hold_created(const Job& job, Step& step, v1::StepServerMessage
 
 void StepManager::deliver(Step& step, v1::LaunchDown&& down) {
   if (step.state == Step::State::ended) return;
-  if (step.launch_id) launcher_.deliver(*step.launch_id, down);
-  else step.held.push_back(std::move(down));
+  if (step.launch_id)
+    launcher_.deliver(*step.launch_id, down);
+  else
+    step.held.push_back(std::move(down));
 }
 
 void StepManager::signal_step(Step& step, int sig) {
@@ -481,8 +487,8 @@ void StepManager::on_exits(Job& job, Step& step, const v1::LaunchUp& up) {
     ++step.nexited;
     step.cpu_seconds += te.cpu_seconds();
     if (te.waitstatus() != 0 && step.spec.kill_on_bad_exit() && !step.killed) {
-      step.add_error(fmt::format("rank {} {}: the step was killed (--kill-on-bad-exit)", r,
-                                 describe_status(te.waitstatus())));
+      step.add_error(
+          fmt::format("rank {} {}: the step was killed (--kill-on-bad-exit)", r, describe_status(te.waitstatus())));
       signal_step(step, SIGKILL);
     }
   }

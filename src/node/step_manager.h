@@ -24,8 +24,8 @@
 
 #include "corral.pb.h"
 #include "job/port_range.h"
-#include "node/event_loop.h"
 #include "node/step_alloc.h"
+#include "util/event_loop.h"
 #include "util/result.h"
 
 namespace corral::node {
@@ -51,10 +51,10 @@ struct StepClientSink {
 };
 
 struct StepManagerConfig {
-  std::string self_uri;           // this agent's StepService (nodes without an agent address)
-  double kill_grace = 2.0;        // cancel: SIGTERM, then SIGKILL this much later
-  size_t keep_finished = 1000;    // finished steps listed per job
-  double cred_lifetime = 60.0;    // step credentials expire this long after signing
+  std::string self_uri;         // this agent's StepService (nodes without an agent address)
+  double kill_grace = 2.0;      // cancel: SIGTERM, then SIGKILL this much later
+  size_t keep_finished = 1000;  // finished steps listed per job
+  double cred_lifetime = 60.0;  // step credentials expire this long after signing
   // The controller names a job's step manager as it sends StartJob, so a client (corral
   // alloc, --jobid) can ask before this agent has the job: such a request waits this
   // long for it before "no step manager here".

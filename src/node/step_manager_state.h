@@ -33,7 +33,7 @@ struct StepManager::Step {
 
   // The launch tree.
   std::optional<StepLauncher::LaunchId> launch_id;
-  std::vector<v1::LaunchDown> held;  // for the tree before its launch id is known
+  std::vector<v1::LaunchDown> held;         // for the tree before its launch id is known
   std::map<uint32_t, v1::PmiFence> fences;  // barrier -> contributions merged so far
 
   // Ends.
@@ -65,9 +65,9 @@ struct StepManager::Job {
   std::string name;
   std::string step_key;
   std::string stepmgr;
-  bool alloc = false;  // `corral alloc`: ends with its interactive step
-  bool batch = false;  // a batch script runs: listed as the "batch" step
-  std::vector<v1::JobNode> nodes;  // job order (empty when the controller sent none)
+  bool alloc = false;                                  // `corral alloc`: ends with its interactive step
+  bool batch = false;                                  // a batch script runs: listed as the "batch" step
+  std::vector<v1::JobNode> nodes;                      // job order (empty when the controller sent none)
   std::unordered_map<std::string, size_t> node_index;  // name -> position in `nodes`
   std::optional<StepAllocator> allocator;
   std::optional<job::PortShare> ports;

@@ -11,10 +11,10 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
-#include <map>
 #include <deque>
-#include <set>
+#include <map>
 #include <optional>
+#include <set>
 #include <unordered_map>
 #include <unordered_set>
 #include <vector>
@@ -25,7 +25,6 @@
 #include "job/step_id.h"
 #include "node/agent_config.h"
 #include "node/cpu_binding.h"
-#include "node/event_loop.h"
 #include "node/fanout.h"
 #include "node/job_keys.h"
 #include "node/output_pattern.h"
@@ -35,13 +34,14 @@
 #include "node/task_cgroups.h"
 #include "node/task_launcher.h"
 #include "node/wait_status.h"
+#include "util/event_loop.h"
 
 namespace corral::node {
 
 namespace {
 
 constexpr size_t kReadChunk = 64 * 1024;
-constexpr int kMaxDrainReads = 16;  // bounded so an escaped writer cannot stall the loop
+constexpr int kMaxDrainReads = 16;       // bounded so an escaped writer cannot stall the loop
 constexpr size_t kFlushBytes = 1 << 20;  // a LaunchUp this large goes out at once
 
 // The PMI server of a local node hands its barriers to the launch, which merges them
@@ -264,8 +264,10 @@ StepNode::LaunchId StepNode::Impl::launch(v1::LaunchTasksRequest req, Up up, Don
   launches.emplace(id, std::move(owned));
 
   std::string malformed;
-  if (l.req.argv().empty() || l.req.argv(0).empty()) malformed = "the launch request has no command";
-  else if (l.req.nodes().empty()) malformed = "the launch request has no nodes";
+  if (l.req.argv().empty() || l.req.argv(0).empty())
+    malformed = "the launch request has no command";
+  else if (l.req.nodes().empty())
+    malformed = "the launch request has no nodes";
   if (malformed.empty()) {
     if (auto st = admit(l.req); !st) {
       // Nothing is forwarded: every node of the request is refused here.
@@ -338,11 +340,12 @@ void StepNode::Impl::route(Launch& l) {
     }
   }
   for (int i : unroutable)
-    refuse_node(l, nodes[i],
-                "node " + nodes[i].name() + " has no agent to launch it (" +
-                    (nodes[i].agent().empty() ? std::string("no agent address")
-                                              : "its address " + nodes[i].agent() + " is this agent, which does not host it") +
-                    ")");
+    refuse_node(
+        l, nodes[i],
+        "node " + nodes[i].name() + " has no agent to launch it (" +
+            (nodes[i].agent().empty() ? std::string("no agent address")
+                                      : "its address " + nodes[i].agent() + " is this agent, which does not host it") +
+            ")");
   for (int i : groups[0]) start_local(l, nodes[i]);
 }
 
@@ -398,7 +401,7 @@ void StepNode::Impl::start_local(Launch& l, const v1::LaunchNode& info) {
   if (!cred) return refuse_node(l, info, cred.message());
   const StepUser& user = user_of(cred->uid, cred->gid);
   std::string cwd = step_cwd(l.req, user);
-  auto env = step_node_env(l.req, info, user, cwd, config.controller_uri, config.cxi);
+  auto env = step_node_env(l.req, info, user, cwd, config.controller_uri, *config.hooks);
   if (!env) return refuse_node(l, info, env.message());
 
   auto node = std::make_unique<LocalNode>();
@@ -448,8 +451,8 @@ Status StepNode::Impl::start_pmi(Launch& l, LocalNode& node, size_t ni) {
   cb.on_abort = [this, id](const PmiAbort& a) {
     Launch* x = find(id);
     if (x == nullptr) return;
-    std::string text = "rank " + std::to_string(a.rank) + ": " +
-                       (a.message.empty() ? "MPI_Abort" : a.message) + " (exit code " + std::to_string(a.exit_code) + ")";
+    std::string text = "rank " + std::to_string(a.rank) + ": " + (a.message.empty() ? "MPI_Abort" : a.message) +
+                       " (exit code " + std::to_string(a.exit_code) + ")";
     x->pending.add_pmi_aborts(text);
     schedule_flush(*x);
   };
@@ -618,8 +621,10 @@ const std::vector<std::string>& StepNode::Impl::cgroup_of(Launch& l) {
   if (l.cgroup) return *l.cgroup;
   l.cgroup.emplace();
   if (cgroups == nullptr) return *l.cgroup;
-  if (auto dir = cgroups->create(l.req.jobid(), cgroup_unit(l)); dir) l.cgroup = std::move(*dir);
-  else spdlog::warn("step {}.{}: tasks run uncontained: {}", l.req.jobid(), l.req.stepid(), dir.message());
+  if (auto dir = cgroups->create(l.req.jobid(), cgroup_unit(l)); dir)
+    l.cgroup = std::move(*dir);
+  else
+    spdlog::warn("step {}.{}: tasks run uncontained: {}", l.req.jobid(), l.req.stepid(), dir.message());
   return *l.cgroup;
 }
 
@@ -668,12 +673,12 @@ void StepNode::Impl::task_exited(Launch& l, LocalNode& node, Task& t, int waitst
   if (t.status.valid()) {
     char buf[1024];
     ssize_t n = ::read(t.status.get(), buf, sizeof buf);
-    if (n > 0) add_output(l, node, t, true, task_prefix(l, node) + std::string(buf, static_cast<size_t>(n)) + "\n", false);
+    if (n > 0)
+      add_output(l, node, t, true, task_prefix(l, node) + std::string(buf, static_cast<size_t>(n)) + "\n", false);
     t.status.reset();
   }
   for (bool is_err : {false, true}) {
-    for (int i = 0; i < kMaxDrainReads && read_stream(l, node, t, is_err); ++i) {
-    }
+    for (int i = 0; i < kMaxDrainReads && read_stream(l, node, t, is_err); ++i) {}
     close_stream(l, node, t, is_err);
   }
   close_stdin(t);
@@ -767,8 +772,10 @@ void StepNode::Impl::fence_down(Launch& l, const v1::PmiFence& f) {
     if (it == node->fences.end()) continue;
     PmiExchange::Done done = std::move(it->second);
     node->fences.erase(it);
-    if (!f.error().empty()) done(Error{Errc::unavailable, f.error()});
-    else done(PmiKvs(f.kvs().begin(), f.kvs().end()));
+    if (!f.error().empty())
+      done(Error{Errc::unavailable, f.error()});
+    else
+      done(PmiKvs(f.kvs().begin(), f.kvs().end()));
   }
 }
 
@@ -829,7 +836,7 @@ void StepNode::Impl::deliver(LaunchId id, const v1::LaunchDown& down) {
         write_stdin(l, t);
       }
       if (down.has_winsize() && t.terminal && t.out.valid()) {
-        struct winsize ws{};
+        struct winsize ws {};
         ws.ws_row = static_cast<unsigned short>(down.winsize().rows());
         ws.ws_col = static_cast<unsigned short>(down.winsize().cols());
         ::ioctl(t.out.get(), TIOCSWINSZ, &ws);

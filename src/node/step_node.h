@@ -17,18 +17,21 @@
 
 #include "corral.pb.h"
 
+namespace corral {
+class EventLoop;
+}  // namespace corral
+
 namespace corral::node {
 
-class EventLoop;
 class TaskCgroups;
 struct AgentConfig;
 
 class JobKeys;
 
 struct StepNodeConfig {
-  std::string cluster_key;  // raw key bytes; empty: the job keys the controller sends
-  std::string self_uri;     // this agent's StepService address (unix:/... or host:port)
-  double clock_skew = 5.0;  // tolerated disagreement with the step manager's clock
+  std::string cluster_key;            // raw key bytes; empty: the job keys the controller sends
+  std::string self_uri;               // this agent's StepService address (unix:/... or host:port)
+  double clock_skew = 5.0;            // tolerated disagreement with the step manager's clock
   const JobKeys* job_keys = nullptr;  // those keys (the agent's); null with neither: all refused
 };
 

@@ -9,7 +9,6 @@
 
 namespace corral::node {
 
-
 v1::StepInfo StepManager::info(const Job& job, const Step& step) const {
   v1::StepInfo i;
   i.set_jobid(job.id);
@@ -17,9 +16,15 @@ v1::StepInfo StepManager::info(const Job& job, const Step& step) const {
   i.set_userid(job.uid);
   i.set_name(step.name);
   switch (step.state) {
-    case Step::State::pending: i.set_state("PENDING"); break;
-    case Step::State::running: i.set_state("RUNNING"); break;
-    case Step::State::ended: i.set_state(step.final_state); break;
+    case Step::State::pending:
+      i.set_state("PENDING");
+      break;
+    case Step::State::running:
+      i.set_state("RUNNING");
+      break;
+    case Step::State::ended:
+      i.set_state(step.final_state);
+      break;
   }
   i.set_nodelist(step.nodelist);
   i.set_nnodes(step.nnodes);
@@ -76,8 +81,7 @@ Result<v1::ListStepsReply> StepManager::list(uint32_t uid, uint64_t jobid) const
   };
   if (jobid != 0) {
     const Job* job = find(jobid);
-    if (job == nullptr)
-      return no_step_manager(jobid);
+    if (job == nullptr) return no_step_manager(jobid);
     if (auto st = check_owner(*job, uid); !st) return st.error();
     add(*job);
     return reply;

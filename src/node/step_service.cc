@@ -16,10 +16,10 @@
 #include "corral.grpc.pb.h"
 #include "net/grpc_credential.h"
 #include "net/peer_listener.h"
-#include "node/event_loop.h"
 #include "node/job_fence.h"
 #include "node/step_launch_rpc.h"
 #include "node/step_manager.h"
+#include "util/event_loop.h"
 
 namespace corral::node {
 
@@ -31,14 +31,28 @@ constexpr auto kLoopWait = std::chrono::seconds(10);
 grpc::Status to_grpc(const Error& e) {
   grpc::StatusCode code = grpc::StatusCode::INTERNAL;
   switch (e.code) {
-    case Errc::invalid_argument: code = grpc::StatusCode::INVALID_ARGUMENT; break;
-    case Errc::not_found: code = grpc::StatusCode::NOT_FOUND; break;
-    case Errc::permission_denied: code = grpc::StatusCode::PERMISSION_DENIED; break;
-    case Errc::already_exists: code = grpc::StatusCode::ALREADY_EXISTS; break;
-    case Errc::unavailable: code = grpc::StatusCode::UNAVAILABLE; break;
-    case Errc::resource_exhausted: code = grpc::StatusCode::RESOURCE_EXHAUSTED; break;
+    case Errc::invalid_argument:
+      code = grpc::StatusCode::INVALID_ARGUMENT;
+      break;
+    case Errc::not_found:
+      code = grpc::StatusCode::NOT_FOUND;
+      break;
+    case Errc::permission_denied:
+      code = grpc::StatusCode::PERMISSION_DENIED;
+      break;
+    case Errc::already_exists:
+      code = grpc::StatusCode::ALREADY_EXISTS;
+      break;
+    case Errc::unavailable:
+      code = grpc::StatusCode::UNAVAILABLE;
+      break;
+    case Errc::resource_exhausted:
+      code = grpc::StatusCode::RESOURCE_EXHAUSTED;
+      break;
     case Errc::io_error:
-    case Errc::internal: code = grpc::StatusCode::INTERNAL; break;
+    case Errc::internal:
+      code = grpc::StatusCode::INTERNAL;
+      break;
   }
   return {code, e.message};
 }
@@ -47,9 +61,7 @@ const grpc::Status kUnknownPeer{grpc::StatusCode::UNAUTHENTICATED,
                                 "cannot identify the caller: connect over the agent's Unix socket, or over "
                                 "TCP with a MUNGE credential"};
 
-bool output_only(const v1::StepServerMessage& m) {
-  return !m.has_created() && !m.has_exit() && m.waiting().empty();
-}
+bool output_only(const v1::StepServerMessage& m) { return !m.has_created() && !m.has_exit() && m.waiting().empty(); }
 
 // Moves b's outputs to the end of a's, without copying their data.
 void append_outputs(v1::StepServerMessage& a, v1::StepServerMessage& b) {
@@ -71,7 +83,7 @@ class RunStepCall final : public RunStepReactor {
     std::mutex mu;
     RunStepCall* call = nullptr;  // null once gRPC is done with the call
     bool writing = false;
-    bool closed = false;          // the exit is queued, or the call fails: nothing more
+    bool closed = false;  // the exit is queued, or the call fails: nothing more
     bool finish_issued = false;
     std::optional<grpc::Status> fail;  // finish with this once the queue is written
     std::deque<v1::StepServerMessage> queue;
@@ -82,8 +94,10 @@ class RunStepCall final : public RunStepReactor {
       if (call == nullptr || closed) return;
       if (msg.has_exit()) closed = true;
       if (writing) {
-        if (!queue.empty() && output_only(queue.back()) && output_only(msg)) append_outputs(queue.back(), msg);
-        else queue.push_back(std::move(msg));
+        if (!queue.empty() && output_only(queue.back()) && output_only(msg))
+          append_outputs(queue.back(), msg);
+        else
+          queue.push_back(std::move(msg));
         return;
       }
       start(lk, std::move(msg));
@@ -149,9 +163,8 @@ class RunStepCall final : public RunStepReactor {
       loop_.post([&steps = steps_, id = id_, uid = *uid_, spec = std::move(*in_.mutable_create()),
                   sink = std::move(sink)]() mutable { steps.open(id, uid, std::move(spec), std::move(sink)); });
     } else {
-      loop_.post([&steps = steps_, id = id_, msg = std::move(in_)]() mutable {
-        steps.client_message(id, std::move(msg));
-      });
+      loop_.post(
+          [&steps = steps_, id = id_, msg = std::move(in_)]() mutable { steps.client_message(id, std::move(msg)); });
     }
     in_.Clear();
     StartRead(&in_);
@@ -221,9 +234,8 @@ class StepService::Impl final : public v1::StepService::WithCallbackMethod_RunSt
     if (!uid) return kUnknownPeer;
     auto promise = std::make_shared<std::promise<Result<v1::ListStepsReply>>>();
     auto result = promise->get_future();
-    loop_.post([promise, &steps = steps_, uid = *uid, jobid = req->jobid()] {
-      promise->set_value(steps.list(uid, jobid));
-    });
+    loop_.post(
+        [promise, &steps = steps_, uid = *uid, jobid = req->jobid()] { promise->set_value(steps.list(uid, jobid)); });
     if (result.wait_for(kLoopWait) != std::future_status::ready)
       return {grpc::StatusCode::UNAVAILABLE, "the node agent did not answer (it may be stopping)"};
     auto r = result.get();

@@ -16,9 +16,12 @@ class Credentials;
 class PeerListener;
 }  // namespace corral::net
 
+namespace corral {
+class EventLoop;
+}  // namespace corral
+
 namespace corral::node {
 
-class EventLoop;
 class StepManager;
 class StepNode;
 class JobFenceTable;

@@ -10,7 +10,6 @@
 
 #include "job/hmac_key.h"
 #include "job/step_id.h"
-#include "node/slingshot_task_env.h"
 #include "util/idset.h"
 
 namespace corral::node {
@@ -33,8 +32,9 @@ uint32_t claimed_uid(std::string_view token) {
 
 Status check_cores(const v1::LaunchNode& node, const job::StepCred& cred) {
   auto wanted = IdSet::parse(node.cores());
-  if (!wanted) return invalid("the launch request's cores '" + node.cores() + "' for node " + node.name() +
-                              " are not an idset: " + wanted.message());
+  if (!wanted)
+    return invalid("the launch request's cores '" + node.cores() + "' for node " + node.name() +
+                   " are not an idset: " + wanted.message());
   IdSet granted = cred.cores_on(node.name());
   IdSet extra = wanted->minus(granted);
   if (!extra.empty())
@@ -129,7 +129,7 @@ Result<job::StepCred> check_node_cred(const v1::LaunchTasksRequest& req, const v
 
 StepUser lookup_step_user(uint32_t uid, uint32_t gid) {
   StepUser user{uid, gid, std::to_string(uid), {}};
-  struct passwd pw{};
+  struct passwd pw {};
   struct passwd* found = nullptr;
   std::vector<char> buf(16384);
   if (::getpwuid_r(uid, &pw, buf.data(), buf.size(), &found) == 0 && found != nullptr) {
@@ -145,7 +145,7 @@ std::string step_cwd(const v1::LaunchTasksRequest& req, const StepUser& user) {
 }
 
 Result<EnvMap> step_node_env(const v1::LaunchTasksRequest& req, const v1::LaunchNode& node, const StepUser& user,
-                             const std::string& cwd, const std::string& controller_uri, const std::string& cxi) {
+                             const std::string& cwd, const std::string& controller_uri, const NodeHooks& hooks) {
   JobNodeEnv je;
   je.jobid = req.jobid();
   je.job_name = req.job_name();
@@ -170,7 +170,7 @@ Result<EnvMap> step_node_env(const v1::LaunchTasksRequest& req, const v1::Launch
   EnvMap env = build_node_env(submit, je, extra);
   env["CORRAL_STEPID"] = job::step_name(req.stepid());
   if (!req.stepmgr().empty()) env["CORRAL_STEPMGR"] = req.stepmgr();
-  if (auto st = add_slingshot_env(cxi, node.name(), user.uid, extra, env); !st) return st.error();
+  if (auto st = hooks.task_env(node.name(), user.uid, extra, env); !st) return st.error();
   return env;
 }
 

@@ -9,6 +9,7 @@
 
 #include "corral.pb.h"
 #include "job/step_cred.h"
+#include "node/node_hooks.h"
 #include "node/task_env.h"
 #include "util/result.h"
 
@@ -22,7 +23,7 @@ struct StepUser {
 };
 
 struct StepCredCheck {
-  std::string_view cluster_key;  // empty: the job's key from the controller, below
+  std::string_view cluster_key;          // empty: the job's key from the controller, below
   const std::string* job_key = nullptr;  // the request's job's key (JobKeys), if it came
   double now = 0;
   double clock_skew = 5.0;
@@ -52,10 +53,10 @@ std::string step_cwd(const v1::LaunchTasksRequest& req, const StepUser& user);
 
 // What every task of the step on `node` has (the contract's "Step environment") up to the
 // per-task variables: the client's environment, CORRAL_* with the step's values, the
-// job's hook variables with the node's Slingshot services. Inherited PMI_*/PMIX_*
+// job's hook variables, then what the node hooks add (node/node_hooks.h). Inherited PMI_*/PMIX_*
 // variables are dropped (the node's PMI server sets its own).
 Result<EnvMap> step_node_env(const v1::LaunchTasksRequest& req, const v1::LaunchNode& node, const StepUser& user,
-                             const std::string& cwd, const std::string& controller_uri, const std::string& cxi);
+                             const std::string& cwd, const std::string& controller_uri, const NodeHooks& hooks);
 
 // The final KEY=VALUE list of one task: ranks and its PMI connection.
 std::vector<std::string> step_task_env(const EnvMap& node_env, uint32_t rank, uint32_t local_rank,

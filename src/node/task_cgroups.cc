@@ -3,16 +3,16 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <stdlib.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
-#include <stdlib.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cctype>
-#include <climits>
 #include <cerrno>
 #include <chrono>
+#include <climits>
 #include <cstring>
 #include <fstream>
 #include <string_view>
@@ -29,13 +29,13 @@ namespace {
 
 constexpr long kCgroup2Magic = 0x63677270;  // CGROUP2_SUPER_MAGIC
 constexpr double kDrainInterval = 0.05;
-constexpr int kDrainTries = 200;  // 10 s: then it is left for the next start of the agent
+constexpr int kDrainTries = 200;                       // 10 s: then it is left for the next start of the agent
 constexpr std::string_view kAgentSubgroup = "/agent";  // systemd's DelegateSubgroup= of our unit
 
 std::string errno_text(int err) { return std::strerror(err); }
 
 bool is_cgroup2(const std::string& dir) {
-  struct statfs fs{};
+  struct statfs fs {};
   return ::statfs(dir.c_str(), &fs) == 0 && static_cast<long>(fs.f_type) == kCgroup2Magic;
 }
 
@@ -223,7 +223,7 @@ std::string TaskCgroups::job_path(const CgroupTree& tree, uint64_t jobid) {
 
 Status TaskCgroups::make_dir(const CgroupTree& tree, const std::string& dir) {
   if (::mkdir(dir.c_str(), 0755) != 0) {
-    struct stat st{};
+    struct stat st {};
     // (A v1 hierarchy has control files of its own in every cgroup: never take one for a unit.)
     if (errno == EEXIST && ::stat(dir.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) return {};
     return io_error(fmt::format("cannot create cgroup {}: {}", dir, errno_text(errno)));

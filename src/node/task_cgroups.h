@@ -21,14 +21,14 @@
 #include <sys/types.h>
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <optional>
-#include <map>
 #include <string>
 #include <vector>
 
 #include "node/cgroup_limits.h"
-#include "node/event_loop.h"
+#include "util/event_loop.h"
 #include "util/result.h"
 
 namespace corral::node {
@@ -91,7 +91,7 @@ class TaskCgroups {
   EventLoop& loop_;
   std::vector<CgroupTree> trees_;  // never empty; [0] tracks and kills
   std::string missing_;
-  std::map<std::string, int> draining_;  // cgroup -> removal attempts
+  std::map<std::string, int> draining_;        // cgroup -> removal attempts
   std::map<uint64_t, uint64_t> oom_released_;  // job -> OOM kills in v1 units already removed
   std::optional<EventLoop::TimerId> timer_;
 };

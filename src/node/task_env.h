@@ -21,8 +21,8 @@ struct JobNodeEnv {
   uint32_t total_nodes = 0;
   uint32_t total_tasks = 0;
   uint32_t restarts = 0;  // the run's attempt: CORRAL_RESTART_COUNT (Slurm's SLURM_RESTART_COUNT)
-  std::string cores;  // idset of this node's cores
-  std::string gpus;   // idset of this node's gpus, may be empty
+  std::string cores;      // idset of this node's cores
+  std::string gpus;       // idset of this node's gpus, may be empty
   std::string cwd;
   std::string controller_uri;
   // "cluster-key" on a site without MUNGE: CORRAL_AUTH, so that `corral` in a task gets

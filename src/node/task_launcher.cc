@@ -66,7 +66,7 @@ std::string env_value(const std::vector<std::string>& env, std::string_view key)
 }
 
 bool is_executable_file(const std::string& path, int& err) {
-  struct stat st{};
+  struct stat st {};
   if (::stat(path.c_str(), &st) != 0) {
     err = errno;
     return false;
@@ -85,9 +85,15 @@ struct PosixActions {
     posix_spawn_file_actions_init(&fa);
     for (const auto& a : actions.list) {
       switch (a.kind) {
-        case SpawnActions::Kind::dup2: posix_spawn_file_actions_adddup2(&fa, a.fd, a.target); break;
-        case SpawnActions::Kind::open: posix_spawn_file_actions_addopen(&fa, a.target, a.path.c_str(), a.flags, 0); break;
-        case SpawnActions::Kind::chdir: posix_spawn_file_actions_addchdir_np(&fa, a.path.c_str()); break;
+        case SpawnActions::Kind::dup2:
+          posix_spawn_file_actions_adddup2(&fa, a.fd, a.target);
+          break;
+        case SpawnActions::Kind::open:
+          posix_spawn_file_actions_addopen(&fa, a.target, a.path.c_str(), a.flags, 0);
+          break;
+        case SpawnActions::Kind::chdir:
+          posix_spawn_file_actions_addchdir_np(&fa, a.path.c_str());
+          break;
       }
     }
   }
@@ -135,12 +141,14 @@ Result<pid_t> do_spawn(const std::string& path, std::vector<std::string> argv, s
   if (setup.any()) {
     SpawnFailure f = spawn_child(pid, path, cargv.data(), cenv.data(), actions, new_session, setup);
     switch (f.stage) {
-      case SpawnFailure::Stage::cgroup: 
+      case SpawnFailure::Stage::cgroup:
         return launch_error(f.err, "cannot move the task into cgroup " + setup.cgroups.at(f.cgroup));
       case SpawnFailure::Stage::cpus:
         return launch_error(f.err, "cannot bind the task to CPUs " + cpu_list_text(setup.cpus));
-      case SpawnFailure::Stage::rlimits: return launch_error(f.err, "cannot set the task's resource limits");
-      case SpawnFailure::Stage::exec: break;
+      case SpawnFailure::Stage::rlimits:
+        return launch_error(f.err, "cannot set the task's resource limits");
+      case SpawnFailure::Stage::exec:
+        break;
     }
     if (f.err != 0) return exec_error(f.err, argv[0]);
     return pid;
@@ -213,7 +221,8 @@ void add_inherited(SpawnActions& actions, const std::vector<int>& fds) {
 Result<LaunchedProcess> launch_direct(const LaunchRequest& req) {
   auto outs = open_outputs(req);
   if (!outs) return outs.error();
-  if (!req.stderr_note.empty() && !req.error_path.empty() && !req.merge_stderr) write_text(outs->err.get(), req.stderr_note);
+  if (!req.stderr_note.empty() && !req.error_path.empty() && !req.merge_stderr)
+    write_text(outs->err.get(), req.stderr_note);
   auto fail = [&](Error e) -> Result<LaunchedProcess> {
     // A launch that will be tried again (unavailable) leaves the user's file alone.
     if (!req.error_path.empty() && !req.merge_stderr && e.code != Errc::unavailable)
@@ -221,8 +230,9 @@ Result<LaunchedProcess> launch_direct(const LaunchRequest& req) {
     return e;
   };
   if (!req.cwd.empty()) {
-    struct stat st{};
-    if (::stat(req.cwd.c_str(), &st) != 0) return fail(launch_error(errno, "cannot change directory to '" + req.cwd + "'"));
+    struct stat st {};
+    if (::stat(req.cwd.c_str(), &st) != 0)
+      return fail(launch_error(errno, "cannot change directory to '" + req.cwd + "'"));
     if (!S_ISDIR(st.st_mode)) return fail(launch_error(ENOTDIR, "cannot change directory to '" + req.cwd + "'"));
   }
   UniqueFd in;
@@ -250,7 +260,7 @@ Result<LaunchedProcess> launch_direct(const LaunchRequest& req) {
 // the session's controlling terminal, so job control and ^C work as in a login.
 Result<LaunchedProcess> launch_on_terminal(const LaunchRequest& req) {
   if (!req.cwd.empty()) {
-    struct stat st{};
+    struct stat st {};
     if (::stat(req.cwd.c_str(), &st) != 0) return launch_error(errno, "cannot change directory to '" + req.cwd + "'");
     if (!S_ISDIR(st.st_mode)) return launch_error(ENOTDIR, "cannot change directory to '" + req.cwd + "'");
   }
@@ -301,7 +311,8 @@ int imp_fd_slot(int from, const std::vector<int>& taken) {
 Result<LaunchedProcess> launch_via_imp(const LaunchRequest& req) {
   LaunchedProcess proc;
   const bool tty = !req.terminal.empty();
-  UniqueFd in = req.stdin_fd >= 0 && !tty ? high_fd_of(req.stdin_fd) : UniqueFd(::open("/dev/null", O_RDONLY | O_CLOEXEC));
+  UniqueFd in =
+      req.stdin_fd >= 0 && !tty ? high_fd_of(req.stdin_fd) : UniqueFd(::open("/dev/null", O_RDONLY | O_CLOEXEC));
   UniqueFd out, err;
   if (tty) {
     out = UniqueFd(::open("/dev/null", O_WRONLY | O_CLOEXEC));
@@ -355,8 +366,10 @@ Result<LaunchedProcess> launch_via_imp(const LaunchRequest& req) {
     // An absent --stdin keeps the pipe given as descriptor 0.
     if (req.stdin_fd < 0) argv.insert(argv.end(), {"--stdin", req.input_path.empty() ? "/dev/null" : req.input_path});
     if (!req.output_path.empty()) argv.insert(argv.end(), {"--stdout", req.output_path});
-    if (!req.error_path.empty()) argv.insert(argv.end(), {"--stderr", req.error_path});
-    else if (req.merge_stderr && !req.output_path.empty()) argv.insert(argv.end(), {"--stderr", req.output_path});
+    if (!req.error_path.empty())
+      argv.insert(argv.end(), {"--stderr", req.error_path});
+    else if (req.merge_stderr && !req.output_path.empty())
+      argv.insert(argv.end(), {"--stderr", req.output_path});
   }
   argv.insert(argv.end(), {"--env-fd", std::to_string(env_slot), "--status-fd", std::to_string(status_slot)});
   if (note_slot >= 0) argv.insert(argv.end(), {"--note-fd", std::to_string(note_slot)});

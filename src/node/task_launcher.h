@@ -8,8 +8,8 @@
 #include <vector>
 
 #include "job/rlimit.h"
-#include "util/unique_fd.h"
 #include "util/result.h"
+#include "util/unique_fd.h"
 
 namespace corral::node {
 
@@ -26,9 +26,9 @@ struct LaunchRequest {
   // paths and stdin_fd are then ignored and no pipes are made. Through corral-imp the
   // device is opened by the user, so the caller must have given it to them (fchown).
   std::string terminal;
-  std::string output_path;       // absolute; empty: capture through a pipe
-  std::string error_path;        // absolute; empty: capture through a pipe
-  bool merge_stderr = false;     // stderr goes wherever stdout goes (perilogs)
+  std::string output_path;    // absolute; empty: capture through a pipe
+  std::string error_path;     // absolute; empty: capture through a pipe
+  bool merge_stderr = false;  // stderr goes wherever stdout goes (perilogs)
   // Text put at the end of the error file before the task starts (the job's notes from
   // hooks). It is written through the descriptor opened for the task, so by corral-imp
   // as the user when the task runs as another user; ignored when stderr is captured.

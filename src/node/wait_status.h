@@ -16,8 +16,15 @@ inline int signalled_status(int sig) { return sig & 0x7f; }
 // process to receive it (an alloc job's tasks, a step that has not started).
 inline bool terminating(int sig) {
   switch (sig) {
-    case 0: case SIGCHLD: case SIGCONT: case SIGSTOP: case SIGTSTP: case SIGTTIN: case SIGTTOU:
-    case SIGURG: case SIGWINCH:
+    case 0:
+    case SIGCHLD:
+    case SIGCONT:
+    case SIGSTOP:
+    case SIGTSTP:
+    case SIGTTIN:
+    case SIGTTOU:
+    case SIGURG:
+    case SIGWINCH:
       return false;
     default:
       return true;

@@ -37,8 +37,7 @@ std::optional<std::string> check_node_lists(const ResourcePool& pool, const Requ
                                             const std::vector<uint32_t>& allowed) {
   for (uint32_t n : r.required_nodes) {
     if (n >= pool.size()) {
-      return fmt::format("requested node index {} does not exist (the cluster has {} nodes)", n,
-                         pool.size());
+      return fmt::format("requested node index {} does not exist (the cluster has {} nodes)", n, pool.size());
     }
     if (!allowed.empty() && !std::binary_search(allowed.begin(), allowed.end(), n)) {
       return fmt::format("requested node {} is not in the allowed set", pool.config(n).name);
@@ -50,27 +49,22 @@ std::optional<std::string> check_node_lists(const ResourcePool& pool, const Requ
 std::optional<std::string> check_counts(const Request& r, size_t candidates, size_t required) {
   if (r.ntasks == 0) return "requested 0 tasks; a job needs at least one";
   if (r.nnodes > candidates) {
-    return fmt::format("requested {} nodes but the partition has {} nodes (up or down)",
-                       r.nnodes, candidates);
+    return fmt::format("requested {} nodes but the partition has {} nodes (up or down)", r.nnodes, candidates);
   }
   if (r.nnodes > r.ntasks) {
-    return fmt::format("requested {} nodes for {} tasks; every node needs at least one task",
-                       r.nnodes, r.ntasks);
+    return fmt::format("requested {} nodes for {} tasks; every node needs at least one task", r.nnodes, r.ntasks);
   }
   if (r.nnodes > 0 && required > r.nnodes) {
-    return fmt::format("requested {} specific nodes but only {} nodes in all", required,
-                       r.nnodes);
+    return fmt::format("requested {} specific nodes but only {} nodes in all", required, r.nnodes);
   }
   if (required > r.ntasks) {
-    return fmt::format("requested {} specific nodes for {} tasks; every node needs a task",
-                       required, r.ntasks);
+    return fmt::format("requested {} specific nodes for {} tasks; every node needs a task", required, r.ntasks);
   }
   return std::nullopt;
 }
 
 // The largest node's size bounds one task.
-std::optional<std::string> check_task_size(const Request& r,
-                                           const std::vector<const NodeConfig*>& nodes) {
+std::optional<std::string> check_task_size(const Request& r, const std::vector<const NodeConfig*>& nodes) {
   unsigned max_cores = 0, max_gpus = 0;
   uint64_t max_mem = 0;
   for (const NodeConfig* cfg : nodes) {
@@ -79,23 +73,19 @@ std::optional<std::string> check_task_size(const Request& r,
     max_mem = std::max(max_mem, cfg->memory_mb);
   }
   if (per_task_cores(r) > max_cores) {
-    return fmt::format("requested {} cores per task but the largest node has {}",
-                       per_task_cores(r), max_cores);
+    return fmt::format("requested {} cores per task but the largest node has {}", per_task_cores(r), max_cores);
   }
   if (r.gpus_per_task > max_gpus) {
-    return fmt::format("requested {} GPUs per task but the largest node has {}",
-                       r.gpus_per_task, max_gpus);
+    return fmt::format("requested {} GPUs per task but the largest node has {}", r.gpus_per_task, max_gpus);
   }
   if (r.mem_per_node_mb > max_mem) {
-    return fmt::format("requested {} MB of memory per node but the largest node has {} MB",
-                       r.mem_per_node_mb, max_mem);
+    return fmt::format("requested {} MB of memory per node but the largest node has {} MB", r.mem_per_node_mb, max_mem);
   }
   return std::nullopt;
 }
 
 // Whether the nodes, empty, hold all the tasks in the requested layout.
-std::optional<std::string> check_layout(const Request& r,
-                                        const std::vector<const NodeConfig*>& nodes) {
+std::optional<std::string> check_layout(const Request& r, const std::vector<const NodeConfig*>& nodes) {
   std::vector<unsigned> caps;
   uint64_t total = 0;
   for (const NodeConfig* cfg : nodes) {
@@ -105,21 +95,21 @@ std::optional<std::string> check_layout(const Request& r,
   if (total == 0) return fmt::format("no node can hold one task of {}", task_size(r));
   if (r.nnodes == 0) {
     if (total < r.ntasks) {
-      return fmt::format("requested {} tasks of {} but the partition holds at most {} at once",
-                         r.ntasks, task_size(r), total);
+      return fmt::format("requested {} tasks of {} but the partition holds at most {} at once", r.ntasks, task_size(r),
+                         total);
     }
     return std::nullopt;
   }
   unsigned base = r.ntasks / r.nnodes, extra = r.ntasks % r.nnodes;
   auto holding = [&](unsigned tasks) {
-    return static_cast<size_t>(std::count_if(caps.begin(), caps.end(),
-                                             [&](unsigned c) { return c >= tasks; }));
+    return static_cast<size_t>(std::count_if(caps.begin(), caps.end(), [&](unsigned c) { return c >= tasks; }));
   };
   if (holding(base) < r.nnodes || holding(base + 1) < extra) {
     unsigned most = base + (extra > 0 ? 1 : 0);
-    return fmt::format("requested {} tasks on {} nodes (up to {} per node, each {}) but only {} "
-                       "nodes can hold that many",
-                       r.ntasks, r.nnodes, most, task_size(r), holding(most));
+    return fmt::format(
+        "requested {} tasks on {} nodes (up to {} per node, each {}) but only {} "
+        "nodes can hold that many",
+        r.ntasks, r.nnodes, most, task_size(r), holding(most));
   }
   return std::nullopt;
 }
@@ -128,9 +118,10 @@ std::optional<std::string> check_required_nodes(const ResourcePool& pool, const 
   for (uint32_t n : r.required_nodes) {
     const NodeConfig& cfg = pool.config(n);
     if (capacity(r, cfg) == 0) {
-      return fmt::format("requested node {} cannot hold one task of {} (it has {} cores, {} "
-                         "GPUs, {} MB)",
-                         cfg.name, task_size(r), cfg.cores, cfg.gpus, cfg.memory_mb);
+      return fmt::format(
+          "requested node {} cannot hold one task of {} (it has {} cores, {} "
+          "GPUs, {} MB)",
+          cfg.name, task_size(r), cfg.cores, cfg.gpus, cfg.memory_mb);
     }
   }
   return std::nullopt;

@@ -9,7 +9,6 @@
 namespace corral::sched {
 
 // nullopt if it could; else what cannot be satisfied, in words the user can act on.
-std::optional<std::string> check_satisfiable(const ResourcePool& pool,
-                                             const topology::Request& req);
+std::optional<std::string> check_satisfiable(const ResourcePool& pool, const topology::Request& req);
 
 }  // namespace corral::sched

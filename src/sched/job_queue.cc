@@ -7,12 +7,18 @@ namespace corral::sched {
 
 std::string_view to_string(WaitReason reason) {
   switch (reason) {
-    case WaitReason::None: return "";
-    case WaitReason::Priority: return "Priority";
-    case WaitReason::Resources: return "Resources";
-    case WaitReason::ReqNodeNotAvail: return "ReqNodeNotAvail";
-    case WaitReason::JobHeldUser: return "JobHeldUser";
-    case WaitReason::Switches: return "Switches";
+    case WaitReason::None:
+      return "";
+    case WaitReason::Priority:
+      return "Priority";
+    case WaitReason::Resources:
+      return "Resources";
+    case WaitReason::ReqNodeNotAvail:
+      return "ReqNodeNotAvail";
+    case WaitReason::JobHeldUser:
+      return "JobHeldUser";
+    case WaitReason::Switches:
+      return "Switches";
   }
   return "";
 }

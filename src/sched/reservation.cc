@@ -8,8 +8,7 @@ namespace {
 // Running jobs in end-time order, lent back to the pool up to a point; undone on scope exit.
 class LookAhead {
  public:
-  LookAhead(ResourcePool& pool, std::vector<const ResourcePool::Running*> jobs)
-      : pool_(pool), jobs_(std::move(jobs)) {}
+  LookAhead(ResourcePool& pool, std::vector<const ResourcePool::Running*> jobs) : pool_(pool), jobs_(std::move(jobs)) {}
   ~LookAhead() { advance_to(0); }
   LookAhead(const LookAhead&) = delete;
   LookAhead& operator=(const LookAhead&) = delete;
@@ -31,8 +30,8 @@ class LookAhead {
 std::optional<Reservation> find_reservation(const topology::Placer& placer, ResourcePool& pool,
                                             const topology::Request& req, double now) {
   std::vector<const ResourcePool::Running*> jobs;
-  std::vector<double> group_time;   // distinct end times, ascending
-  std::vector<size_t> group_end;    // jobs ended once group_time[g] is reached
+  std::vector<double> group_time;  // distinct end times, ascending
+  std::vector<size_t> group_end;   // jobs ended once group_time[g] is reached
   for (const auto& [time, jobid] : pool.by_end_time()) {
     jobs.push_back(&pool.running(jobid));
     if (group_time.empty() || group_time.back() != time) {

@@ -81,8 +81,7 @@ void ResourcePool::allocate(uint64_t jobid, const topology::Allocation& alloc, d
     if (share.node >= states_.size()) continue;  // a node that no longer exists
     job.shares.push_back(take(share, alloc.exclusive));
   }
-  std::sort(job.shares.begin(), job.shares.end(),
-            [](const auto& a, const auto& b) { return a.node < b.node; });
+  std::sort(job.shares.begin(), job.shares.end(), [](const auto& a, const auto& b) { return a.node < b.node; });
   if (end_time > 0) job.end_entry = ends_.emplace(end_time, jobid);
   running_.emplace(jobid, std::move(job));
 }
@@ -91,8 +90,7 @@ void ResourcePool::release_node(uint64_t jobid, uint32_t node) {
   auto it = running_.find(jobid);
   if (it == running_.end()) return;
   Running& job = it->second;
-  auto share = std::find_if(job.shares.begin(), job.shares.end(),
-                            [&](const auto& s) { return s.node == node; });
+  auto share = std::find_if(job.shares.begin(), job.shares.end(), [&](const auto& s) { return s.node == node; });
   if (share == job.shares.end()) return;
   give(*share, job.exclusive);
   job.shares.erase(share);

@@ -23,8 +23,8 @@ struct Shape {
 struct ShapeHash {
   size_t operator()(const Shape& s) const {
     size_t h = std::hash<uint64_t>{}(s.mem_per_node_mb);
-    for (unsigned v : {s.nnodes, s.ntasks, s.cores_per_task, s.gpus_per_task, s.max_leaves,
-                       s.placer, static_cast<unsigned>(s.exclusive)}) {
+    for (unsigned v : {s.nnodes, s.ntasks, s.cores_per_task, s.gpus_per_task, s.max_leaves, s.placer,
+                       static_cast<unsigned>(s.exclusive)}) {
       h = h * 1000003u ^ std::hash<unsigned>{}(v);
     }
     return h;
@@ -35,7 +35,7 @@ using ShapeSet = std::unordered_set<Shape, ShapeHash>;
 // Only requests without node lists have a shape that says everything about them.
 std::optional<Shape> shape_of(const Request& r) {
   if (!r.required_nodes.empty() || !r.allowed_nodes.empty()) return std::nullopt;
-  return Shape{r.nnodes,     r.ntasks, r.cores_per_task, r.gpus_per_task,
+  return Shape{r.nnodes,     r.ntasks, r.cores_per_task,  r.gpus_per_task,
                r.max_leaves, r.placer, r.mem_per_node_mb, r.exclusive};
 }
 
@@ -63,8 +63,7 @@ class HiddenNodes {
 
 class Pass {
  public:
-  Pass(const Placers& placers, ResourcePool& pool, double now)
-      : placers_(placers), pool_(pool), now_(now) {}
+  Pass(const Placers& placers, ResourcePool& pool, double now) : placers_(placers), pool_(pool), now_(now) {}
 
   // Decides one job: its allocation if it starts now, else sets why it waits.
   std::optional<Allocation> decide(QueuedJob& q) {
@@ -100,8 +99,7 @@ class Pass {
   // The request as it stands now: a --switches limit whose wait has run out no longer applies.
   const Request& effective_request(QueuedJob& q) {
     const PendingJob& j = q.job;
-    if (j.req.max_leaves == 0 || j.switches_until <= 0 || now_ < j.switches_until)
-      return j.req;
+    if (j.req.max_leaves == 0 || j.switches_until <= 0 || now_ < j.switches_until) return j.req;
     q.job.req.max_leaves = 0;
     return q.job.req;
   }
@@ -124,9 +122,8 @@ class Pass {
   }
 
   bool required_node_unavailable(const Request& r) const {
-    return std::any_of(r.required_nodes.begin(), r.required_nodes.end(), [&](uint32_t n) {
-      return n >= pool_.size() || !pool_.state(n).usable;
-    });
+    return std::any_of(r.required_nodes.begin(), r.required_nodes.end(),
+                       [&](uint32_t n) { return n >= pool_.size() || !pool_.state(n).usable; });
   }
 
   // Cheap refusals first: once the machine is full, a long queue costs a few compares a job.
@@ -177,8 +174,7 @@ class Pass {
 
 }  // namespace
 
-std::vector<Decision> run_schedule_pass(const Placers& placers, ResourcePool& pool,
-                                        JobQueue& queue, double now) {
+std::vector<Decision> run_schedule_pass(const Placers& placers, ResourcePool& pool, JobQueue& queue, double now) {
   Pass pass(placers, pool, now);
   std::vector<Decision> started;
   for (auto it = queue.begin(); it != queue.end();) {

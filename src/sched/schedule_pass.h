@@ -13,7 +13,6 @@ using Placers = std::vector<std::unique_ptr<topology::Placer>>;
 
 // Starts what may start at `now` (allocating it in `pool`, removing it from `queue`) and sets
 // every remaining job's wait reason. Each request uses placers[req.placer] (0 if out of range).
-std::vector<Decision> run_schedule_pass(const Placers& placers, ResourcePool& pool,
-                                        JobQueue& queue, double now);
+std::vector<Decision> run_schedule_pass(const Placers& placers, ResourcePool& pool, JobQueue& queue, double now);
 
 }  // namespace corral::sched

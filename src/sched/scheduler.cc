@@ -33,22 +33,16 @@ uint32_t Scheduler::add_node(const NodeConfig& cfg) { return impl_->pool.add_nod
 size_t Scheduler::node_count() const { return impl_->pool.size(); }
 const NodeConfig& Scheduler::node_config(uint32_t node) const { return impl_->pool.config(node); }
 
-std::optional<uint32_t> Scheduler::node_index(const std::string& name) const {
-  return impl_->pool.find(name);
-}
+std::optional<uint32_t> Scheduler::node_index(const std::string& name) const { return impl_->pool.find(name); }
 
 void Scheduler::set_usable(uint32_t node, bool usable) { impl_->pool.set_usable(node, usable); }
 
-const topology::NodeState& Scheduler::node_state(uint32_t node) const {
-  return impl_->pool.state(node);
-}
+const topology::NodeState& Scheduler::node_state(uint32_t node) const { return impl_->pool.state(node); }
 
 void Scheduler::enqueue(const PendingJob& job) { impl_->queue.push(job); }
 void Scheduler::dequeue(uint64_t jobid) { impl_->queue.erase(jobid); }
 
-void Scheduler::set_urgency(uint64_t jobid, unsigned urgency) {
-  impl_->queue.set_urgency(jobid, urgency);
-}
+void Scheduler::set_urgency(uint64_t jobid, unsigned urgency) { impl_->queue.set_urgency(jobid, urgency); }
 
 size_t Scheduler::pending_count() const { return impl_->queue.size(); }
 
@@ -66,9 +60,7 @@ void Scheduler::allocate(uint64_t jobid, const Allocation& alloc, double end_tim
   impl_->pool.allocate(jobid, alloc, end_time);
 }
 
-void Scheduler::release_node(uint64_t jobid, uint32_t node) {
-  impl_->pool.release_node(jobid, node);
-}
+void Scheduler::release_node(uint64_t jobid, uint32_t node) { impl_->pool.release_node(jobid, node); }
 
 void Scheduler::release(uint64_t jobid) { impl_->pool.release(jobid); }
 bool Scheduler::is_allocated(uint64_t jobid) const { return impl_->pool.is_allocated(jobid); }

@@ -62,7 +62,7 @@ class Scheduler {
 
   // Queue.
   void enqueue(const PendingJob& job);
-  void dequeue(uint64_t jobid);              // cancelled or held; no-op if unknown
+  void dequeue(uint64_t jobid);  // cancelled or held; no-op if unknown
   void set_urgency(uint64_t jobid, unsigned urgency);
   size_t pending_count() const;
   // Whether `req` could ever run on the configured nodes (ignoring current use);

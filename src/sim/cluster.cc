@@ -13,12 +13,10 @@ namespace {
 Result<topology::Topology> load_one_topology(const ClusterConfig& config) {
   auto set = topology::load_topology(config.topology);
   if (!set) return set.error();
-  const topology::Topology* topo = config.topology_name.empty()
-                                       ? set->default_topology()
-                                       : set->find(config.topology_name);
+  const topology::Topology* topo =
+      config.topology_name.empty() ? set->default_topology() : set->find(config.topology_name);
   if (!topo && !config.topology_name.empty())
-    return invalid(fmt::format("{}: no topology named '{}'", config.topology,
-                               config.topology_name));
+    return invalid(fmt::format("{}: no topology named '{}'", config.topology, config.topology_name));
   if (!topo) return invalid(fmt::format("{}: defines no topology", config.topology));
   return *topo;
 }
@@ -26,9 +24,8 @@ Result<topology::Topology> load_one_topology(const ClusterConfig& config) {
 size_t count_outside(const std::vector<std::string>& nodes, const topology::Topology& topo) {
   auto known = topo.all_nodes();
   std::unordered_set<std::string> in_topo(known.begin(), known.end());
-  return static_cast<size_t>(std::count_if(nodes.begin(), nodes.end(), [&](const auto& n) {
-    return !in_topo.contains(n);
-  }));
+  return static_cast<size_t>(
+      std::count_if(nodes.begin(), nodes.end(), [&](const auto& n) { return !in_topo.contains(n); }));
 }
 
 }  // namespace
@@ -51,8 +48,9 @@ Result<Cluster> resolve_cluster(const ClusterConfig& config) {
     c.nodes = c.topology->all_nodes();
   }
   if (c.nodes.empty())
-    return invalid("the cluster has no nodes: give nodes = \"HOSTLIST\" (or --nodes), or a "
-                   "topology file that lists them");
+    return invalid(
+        "the cluster has no nodes: give nodes = \"HOSTLIST\" (or --nodes), or a "
+        "topology file that lists them");
   if (c.topology) c.nodes_outside_topology = count_outside(c.nodes, *c.topology);
   return c;
 }

@@ -17,7 +17,7 @@ struct Cluster {
   unsigned cores_per_node = 1;
   unsigned gpus_per_node = 0;
   std::optional<topology::Topology> topology;  // nullopt: the flat placer
-  size_t nodes_outside_topology = 0;  // named in `nodes` but not in the topology: never used
+  size_t nodes_outside_topology = 0;           // named in `nodes` but not in the topology: never used
 };
 
 // Errors name the bad hostlist, the topology file's problem, or a cluster without nodes.

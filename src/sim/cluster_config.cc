@@ -27,15 +27,15 @@ Status set_count(unsigned& out, const toml::node& n, const std::string& where, i
   return {};
 }
 
-Status apply_key(ClusterConfig& c, const std::string& key, const toml::node& n,
-                 const std::string& where) {
+Status apply_key(ClusterConfig& c, const std::string& key, const toml::node& n, const std::string& where) {
   if (key == "nodes") return set_string(c.nodes, n, where);
   if (key == "cores_per_node") return set_count(c.cores_per_node, n, where, 1);
   if (key == "gpus_per_node") return set_count(c.gpus_per_node, n, where, 0);
   if (key == "topology") return set_string(c.topology, n, where);
   if (key == "topology_name") return set_string(c.topology_name, n, where);
-  return invalid(where + ": unknown key (known: nodes, cores_per_node, gpus_per_node, "
-                         "topology, topology_name)");
+  return invalid(where +
+                 ": unknown key (known: nodes, cores_per_node, gpus_per_node, "
+                 "topology, topology_name)");
 }
 
 }  // namespace

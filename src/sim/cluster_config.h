@@ -17,10 +17,10 @@
 namespace corral::sim {
 
 struct ClusterConfig {
-  std::string nodes;        // hostlist expression; empty: the topology's nodes
+  std::string nodes;  // hostlist expression; empty: the topology's nodes
   unsigned cores_per_node = 1;
   unsigned gpus_per_node = 0;
-  std::string topology;     // path of a topology.conf / topology.yaml; empty: flat
+  std::string topology;       // path of a topology.conf / topology.yaml; empty: flat
   std::string topology_name;  // empty: the set's default topology
 };
 

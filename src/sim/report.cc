@@ -31,15 +31,13 @@ nlohmann::json skipped_json(const SimResult& r) {
     too_big.push_back({{"id", j.id}, {"line", j.line}, {"reason", j.reason}});
   }
   auto stuck = nlohmann::json::array();
-  for (size_t i = 0; i < std::min(kListed, r.never_started.size()); ++i)
-    stuck.push_back(r.never_started[i]);
+  for (size_t i = 0; i < std::min(kListed, r.never_started.size()); ++i) stuck.push_back(r.never_started[i]);
   return {{"too_big_jobs", too_big}, {"never_started_jobs", stuck}};
 }
 
 std::string id_list(const std::vector<uint64_t>& ids) {
   std::string out;
-  for (size_t i = 0; i < std::min(kListed, ids.size()); ++i)
-    out += (i ? ", " : "") + std::to_string(ids[i]);
+  for (size_t i = 0; i < std::min(kListed, ids.size()); ++i) out += (i ? ", " : "") + std::to_string(ids[i]);
   if (ids.size() > kListed) out += ", ...";
   return out;
 }
@@ -77,8 +75,7 @@ Summary summarize(const SimResult& r, size_t skipped_invalid, double wall_second
   }
   double n = double(r.jobs.size());
   s.makespan = s.last_end - s.first_submit;
-  if (s.makespan > 0 && s.total_cores > 0)
-    s.utilization = busy / (double(s.total_cores) * s.makespan);
+  if (s.makespan > 0 && s.total_cores > 0) s.utilization = busy / (double(s.total_cores) * s.makespan);
   s.mean_wait = wait / n;
   s.mean_bounded_slowdown = bsld / n;
   add_topology(s, r);
@@ -102,9 +99,7 @@ nlohmann::json summary_json(const Summary& s, const SimResult& r) {
       {"mean_bounded_slowdown", s.mean_bounded_slowdown},
       {"slowdown_bound", kSlowdownBound},
       {"leaves",
-       {{"jobs_above_fewest", s.jobs_above_fewest},
-        {"mean_leaves", s.mean_leaves},
-        {"mean_fewest", s.mean_fewest}}},
+       {{"jobs_above_fewest", s.jobs_above_fewest}, {"mean_leaves", s.mean_leaves}, {"mean_fewest", s.mean_fewest}}},
       {"passes", s.passes},
       {"passes_skipped", s.passes_skipped},
       {"simulate_seconds", s.simulate_seconds},
@@ -140,27 +135,25 @@ std::string summary_text(const Summary& s, const SimResult& r) {
       "utilization   {:.1f}%\n"
       "wait          mean {:.1f} s, max {:.0f} s\n"
       "slowdown      mean bounded slowdown {:.2f} (run times below {:.0f} s count as {:.0f} s)\n",
-      s.jobs, s.nodes, s.total_cores, s.placer, s.makespan, s.makespan / 86400,
-      100 * s.utilization, s.mean_wait, s.max_wait, s.mean_bounded_slowdown, kSlowdownBound,
-      kSlowdownBound);
+      s.jobs, s.nodes, s.total_cores, s.placer, s.makespan, s.makespan / 86400, 100 * s.utilization, s.mean_wait,
+      s.max_wait, s.mean_bounded_slowdown, kSlowdownBound, kSlowdownBound);
   if (s.mean_leaves > 0)
-    out += fmt::format("leaves        mean {:.2f} used, {:.2f} fewest; {} jobs on more than "
-                       "the fewest\n",
-                       s.mean_leaves, s.mean_fewest, s.jobs_above_fewest);
-  out += fmt::format("wall time     {:.3f} s ({} passes), {:.0f}x real time\n", s.wall_seconds,
-                     s.passes, s.speedup);
+    out += fmt::format(
+        "leaves        mean {:.2f} used, {:.2f} fewest; {} jobs on more than "
+        "the fewest\n",
+        s.mean_leaves, s.mean_fewest, s.jobs_above_fewest);
+  out += fmt::format("wall time     {:.3f} s ({} passes), {:.0f}x real time\n", s.wall_seconds, s.passes, s.speedup);
   if (s.skipped_invalid)
-    out += fmt::format("skipped       {} trace lines without a run time or processor count\n",
-                       s.skipped_invalid);
+    out += fmt::format("skipped       {} trace lines without a run time or processor count\n", s.skipped_invalid);
   if (s.skipped_too_big) {
     std::vector<uint64_t> ids;
     for (const auto& j : r.too_big) ids.push_back(j.id);
-    out += fmt::format("skipped       {} jobs larger than the cluster: {} ({})\n",
-                       s.skipped_too_big, id_list(ids), r.too_big.front().reason);
+    out += fmt::format("skipped       {} jobs larger than the cluster: {} ({})\n", s.skipped_too_big, id_list(ids),
+                       r.too_big.front().reason);
   }
   if (s.never_started)
-    out += fmt::format("never started {} jobs (no placement ever fit): {}\n", s.never_started,
-                       id_list(r.never_started));
+    out +=
+        fmt::format("never started {} jobs (no placement ever fit): {}\n", s.never_started, id_list(r.never_started));
   return out;
 }
 

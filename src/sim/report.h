@@ -16,26 +16,26 @@ inline constexpr double kSlowdownBound = 10;
 double bounded_slowdown(const JobOutcome& job);
 
 struct Summary {
-  size_t jobs = 0;               // simulated to completion
-  size_t skipped_invalid = 0;    // trace lines with run time < 0 or no processor count
-  size_t skipped_too_big = 0;    // larger than the cluster
+  size_t jobs = 0;             // simulated to completion
+  size_t skipped_invalid = 0;  // trace lines with run time < 0 or no processor count
+  size_t skipped_too_big = 0;  // larger than the cluster
   size_t never_started = 0;
   size_t nodes = 0;
   uint64_t total_cores = 0;
   std::string placer;
   double first_submit = 0, last_end = 0;
-  double makespan = 0;           // last end - first submit
-  double utilization = 0;        // busy core-seconds / (total cores x makespan)
+  double makespan = 0;     // last end - first submit
+  double utilization = 0;  // busy core-seconds / (total cores x makespan)
   double mean_wait = 0, max_wait = 0;
   double mean_bounded_slowdown = 0;
   // Topology: jobs placed on more leaf switches / blocks than the fewest possible.
   size_t jobs_above_fewest = 0;
   double mean_leaves = 0, mean_fewest = 0;
-  size_t passes = 0;             // scheduling passes
-  size_t passes_skipped = 0;     // event batches where no pending job could fit
-  double simulate_seconds = 0;   // the event loop
-  double wall_seconds = 0;       // what the caller timed (loading included)
-  double speedup = 0;            // makespan / wall_seconds
+  size_t passes = 0;            // scheduling passes
+  size_t passes_skipped = 0;    // event batches where no pending job could fit
+  double simulate_seconds = 0;  // the event loop
+  double wall_seconds = 0;      // what the caller timed (loading included)
+  double speedup = 0;           // makespan / wall_seconds
 };
 
 // `wall_seconds` is the caller's measure of the whole run; 0 uses the event loop's time.

@@ -31,10 +31,8 @@ topology::Request request_of(const SwfJob& job, uint64_t id) {
 
 class Simulation {
  public:
-  Simulation(const Cluster& cluster, const SwfTrace& trace)
-      : trace_(trace), sched_(make_placer(cluster)) {
-    for (const auto& name : cluster.nodes)
-      sched_.add_node({name, cluster.cores_per_node, cluster.gpus_per_node, 0});
+  Simulation(const Cluster& cluster, const SwfTrace& trace) : trace_(trace), sched_(make_placer(cluster)) {
+    for (const auto& name : cluster.nodes) sched_.add_node({name, cluster.cores_per_node, cluster.gpus_per_node, 0});
     result_.nodes = cluster.nodes.size();
     result_.total_cores = uint64_t(cluster.nodes.size()) * cluster.cores_per_node;
     result_.placer = sched_.placer(0).name();
@@ -52,8 +50,7 @@ class Simulation {
       double t = std::min(next < arrivals.size() ? trace_.jobs[arrivals[next]].submit : kNever,
                           ends_.empty() ? kNever : ends_.top().first);
       for (; !ends_.empty() && ends_.top().first <= t; ends_.pop()) finish(ends_.top().second);
-      for (; next < arrivals.size() && trace_.jobs[arrivals[next]].submit <= t; ++next)
-        arrive(arrivals[next], next);
+      for (; next < arrivals.size() && trace_.jobs[arrivals[next]].submit <= t; ++next) arrive(arrivals[next], next);
       if (!may_start_any()) {
         ++result_.passes_skipped;
         continue;
@@ -62,32 +59,27 @@ class Simulation {
       ++result_.passes;
     }
     collect();
-    result_.wall_seconds =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    result_.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     return std::move(result_);
   }
 
  private:
   static std::unique_ptr<topology::Placer> make_placer(const Cluster& cluster) {
-    return cluster.topology ? topology::make_placer(*cluster.topology)
-                            : topology::make_flat_placer();
+    return cluster.topology ? topology::make_placer(*cluster.topology) : topology::make_flat_placer();
   }
 
   // Trace positions by submit time; ties keep file order.
   std::vector<size_t> arrival_order() const {
     std::vector<size_t> order(trace_.jobs.size());
     std::iota(order.begin(), order.end(), size_t{0});
-    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
-      return trace_.jobs[a].submit < trace_.jobs[b].submit;
-    });
+    std::stable_sort(order.begin(), order.end(),
+                     [&](size_t a, size_t b) { return trace_.jobs[a].submit < trace_.jobs[b].submit; });
     return order;
   }
 
   // A pass with every pending job larger than the free cores starts nothing (the scheduler
   // refuses such jobs before any placement or reservation), so it need not run.
-  bool may_start_any() const {
-    return !pending_procs_.empty() && *pending_procs_.begin() <= free_cores_;
-  }
+  bool may_start_any() const { return !pending_procs_.empty() && *pending_procs_.begin() <= free_cores_; }
 
   void arrive(size_t i, size_t rank) {
     const SwfJob& job = trace_.jobs[i];
@@ -162,18 +154,16 @@ class Simulation {
   std::priority_queue<End, std::vector<End>, std::greater<>> ends_;
   std::vector<JobOutcome> outcome_;  // by trace position
   std::vector<bool> started_;
-  std::vector<uint64_t> cores_;      // by trace position: cores held while running
-  uint64_t free_cores_ = 0;          // on all nodes (an upper bound of what can be placed)
+  std::vector<uint64_t> cores_;  // by trace position: cores held while running
+  uint64_t free_cores_ = 0;      // on all nodes (an upper bound of what can be placed)
   std::multiset<unsigned> pending_procs_;
-  std::vector<size_t> enqueued_;      // trace positions that were enqueued
+  std::vector<size_t> enqueued_;                // trace positions that were enqueued
   std::unordered_map<unsigned, Shape> shapes_;  // by processor count
   SimResult result_;
 };
 
 }  // namespace
 
-SimResult simulate(const Cluster& cluster, const SwfTrace& trace) {
-  return Simulation(cluster, trace).run();
-}
+SimResult simulate(const Cluster& cluster, const SwfTrace& trace) { return Simulation(cluster, trace).run(); }
 
 }  // namespace corral::sim

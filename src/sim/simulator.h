@@ -31,15 +31,15 @@ struct SkippedJob {
 };
 
 struct SimResult {
-  std::vector<JobOutcome> jobs;       // jobs that ran, in trace order
-  std::vector<SkippedJob> too_big;    // could never run on this cluster; not simulated
+  std::vector<JobOutcome> jobs;         // jobs that ran, in trace order
+  std::vector<SkippedJob> too_big;      // could never run on this cluster; not simulated
   std::vector<uint64_t> never_started;  // still waiting when no event was left
   size_t nodes = 0;
   uint64_t total_cores = 0;
-  std::string placer;                 // the placer's name
-  size_t passes = 0;                  // scheduling passes run
-  size_t passes_skipped = 0;          // event batches after which no pending job could fit
-  double wall_seconds = 0;            // of the event loop alone
+  std::string placer;         // the placer's name
+  size_t passes = 0;          // scheduling passes run
+  size_t passes_skipped = 0;  // event batches after which no pending job could fit
+  double wall_seconds = 0;    // of the event loop alone
 };
 
 SimResult simulate(const Cluster& cluster, const SwfTrace& trace);

@@ -13,17 +13,27 @@ namespace corral::sim {
 namespace {
 
 constexpr size_t kFields = 18;
-constexpr std::array<std::string_view, kFields> kFieldNames = {
-    "job number",          "submit time",     "wait time",      "run time",
-    "allocated processors", "average CPU time", "used memory",    "requested processors",
-    "requested time",      "requested memory", "status",         "user",
-    "group",               "executable",      "queue",          "partition",
-    "preceding job",       "think time"};
+constexpr std::array<std::string_view, kFields> kFieldNames = {"job number",
+                                                               "submit time",
+                                                               "wait time",
+                                                               "run time",
+                                                               "allocated processors",
+                                                               "average CPU time",
+                                                               "used memory",
+                                                               "requested processors",
+                                                               "requested time",
+                                                               "requested memory",
+                                                               "status",
+                                                               "user",
+                                                               "group",
+                                                               "executable",
+                                                               "queue",
+                                                               "partition",
+                                                               "preceding job",
+                                                               "think time"};
 
 // Field numbers as the SWF definition counts them (1-based).
-enum Field : size_t {
-  kJob = 1, kSubmit = 2, kRun = 4, kAllocProcs = 5, kReqProcs = 8, kReqTime = 9
-};
+enum Field : size_t { kJob = 1, kSubmit = 2, kRun = 4, kAllocProcs = 5, kReqProcs = 8, kReqTime = 9 };
 
 bool is_space(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\v' || c == '\f'; }
 
@@ -43,22 +53,18 @@ class LineParser {
  public:
   LineParser(const std::string& file, unsigned line) : file_(file), line_(line) {}
 
-  Error error(const std::string& problem) const {
-    return invalid(fmt::format("{}:{}: {}", file_, line_, problem));
-  }
+  Error error(const std::string& problem) const { return invalid(fmt::format("{}:{}: {}", file_, line_, problem)); }
 
   Result<std::array<double, kFields>> numbers(const std::vector<std::string_view>& fields) const {
     if (fields.size() != kFields)
-      return error(fmt::format("expected {} fields (SWF job line), found {}", kFields,
-                               fields.size()));
+      return error(fmt::format("expected {} fields (SWF job line), found {}", kFields, fields.size()));
     std::array<double, kFields> out{};
     for (size_t i = 0; i < kFields; ++i) {
       std::string_view f = fields[i];
       if (!f.empty() && f.front() == '+') f.remove_prefix(1);
       auto [end, ec] = std::from_chars(f.data(), f.data() + f.size(), out[i]);
       if (ec != std::errc() || end != f.data() + f.size() || !std::isfinite(out[i]))
-        return error(fmt::format("field {} ({}) is not a number: '{}'", i + 1, kFieldNames[i],
-                                 fields[i]));
+        return error(fmt::format("field {} ({}) is not a number: '{}'", i + 1, kFieldNames[i], fields[i]));
     }
     return out;
   }
@@ -88,8 +94,7 @@ Result<SwfJob> to_job(const std::array<double, kFields>& v, const LineParser& p,
   job.run = at(kRun);
   double procs = at(kReqProcs) > 0 ? at(kReqProcs) : at(kAllocProcs);
   if (job.run < 0 || procs <= 0) return job;  // skipped by the caller
-  auto n = p.whole(procs, at(kReqProcs) > 0 ? kReqProcs : kAllocProcs,
-                   std::numeric_limits<unsigned>::max());
+  auto n = p.whole(procs, at(kReqProcs) > 0 ? kReqProcs : kAllocProcs, std::numeric_limits<unsigned>::max());
   if (!n) return n.error();
   job.procs = static_cast<unsigned>(*n);
   job.requested = at(kReqTime) > 0 ? at(kReqTime) : job.run;

@@ -14,17 +14,17 @@ namespace corral::sim {
 
 // One job of a trace, with the fallbacks for unknown fields already applied.
 struct SwfJob {
-  uint64_t id = 0;        // field 1, the job number
-  double submit = 0;      // field 2, seconds from the start of the trace
-  double run = 0;         // field 4, seconds (what the job runs for in the simulation)
-  unsigned procs = 0;     // field 8 (requested processors), else field 5 (allocated)
-  double requested = 0;   // field 9 (requested time), else the run time
-  unsigned line = 0;      // where it was read, for messages
+  uint64_t id = 0;       // field 1, the job number
+  double submit = 0;     // field 2, seconds from the start of the trace
+  double run = 0;        // field 4, seconds (what the job runs for in the simulation)
+  unsigned procs = 0;    // field 8 (requested processors), else field 5 (allocated)
+  double requested = 0;  // field 9 (requested time), else the run time
+  unsigned line = 0;     // where it was read, for messages
 };
 
 struct SwfTrace {
-  std::vector<SwfJob> jobs;  // in file order
-  size_t skipped = 0;        // lines with run time < 0 or no processors known
+  std::vector<SwfJob> jobs;         // in file order
+  size_t skipped = 0;               // lines with run time < 0 or no processors known
   std::vector<std::string> header;  // the `;` comment lines, without the `;`
 };
 

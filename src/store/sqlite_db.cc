@@ -25,8 +25,7 @@ double Stmt::real(int col) const { return sqlite3_column_double(s_.get(), col); 
 std::string Stmt::text(int col) const {
   const auto* p = sqlite3_column_text(s_.get(), col);
   if (!p) return {};
-  return std::string(reinterpret_cast<const char*>(p),
-                     static_cast<size_t>(sqlite3_column_bytes(s_.get(), col)));
+  return std::string(reinterpret_cast<const char*>(p), static_cast<size_t>(sqlite3_column_bytes(s_.get(), col)));
 }
 bool Stmt::is_null(int col) const { return sqlite3_column_type(s_.get(), col) == SQLITE_NULL; }
 
@@ -54,21 +53,19 @@ Status Db::exec(const std::string& sql) {
   if (rc == SQLITE_OK) return {};
   std::string reason = msg ? msg : sqlite3_errstr(rc);
   sqlite3_free(msg);
-  return io_error("state database " + path_ + ": " + reason + " (in: " + sql.substr(0, 60) +
-                  ")");
+  return io_error("state database " + path_ + ": " + reason + " (in: " + sql.substr(0, 60) + ")");
 }
 
 Result<Stmt> Db::prepare(std::string_view sql) {
   sqlite3_stmt* s = nullptr;
-  int rc = sqlite3_prepare_v3(db_.get(), sql.data(), static_cast<int>(sql.size()),
-                              SQLITE_PREPARE_PERSISTENT, &s, nullptr);
+  int rc =
+      sqlite3_prepare_v3(db_.get(), sql.data(), static_cast<int>(sql.size()), SQLITE_PREPARE_PERSISTENT, &s, nullptr);
   if (rc != SQLITE_OK) return error("preparing \"" + std::string(sql) + "\"");
   return Stmt(s);
 }
 
 Error Db::error(std::string_view what) const {
-  return io_error("state database " + path_ + ": " + std::string(what) + ": " +
-                  sqlite3_errmsg(db_.get()));
+  return io_error("state database " + path_ + ": " + std::string(what) + ": " + sqlite3_errmsg(db_.get()));
 }
 
 Error Db::error(std::string_view what, int rc) const {
@@ -79,9 +76,9 @@ Error Db::error(std::string_view what, int rc) const {
   const int primary = rc & 0xff;
   const bool passing = primary == SQLITE_FULL || primary == SQLITE_IOERR || primary == SQLITE_BUSY ||
                        primary == SQLITE_LOCKED || primary == SQLITE_NOMEM || primary == SQLITE_CANTOPEN;
-  return Error{passing ? Errc::unavailable : Errc::io_error, "state database " + path_ + ": " +
-                                                                  std::string(what) + ": " + sqlite3_errstr(rc) + " (" +
-                                                                  sqlite3_errmsg(db_.get()) + ")"};
+  return Error{passing ? Errc::unavailable : Errc::io_error, "state database " + path_ + ": " + std::string(what) +
+                                                                 ": " + sqlite3_errstr(rc) + " (" +
+                                                                 sqlite3_errmsg(db_.get()) + ")"};
 }
 
 bool Db::in_transaction() const { return sqlite3_get_autocommit(db_.get()) == 0; }

@@ -56,16 +56,14 @@ uint64_t step_number(const std::string& step) {
 
 // Sorts a run of one job's steps by step number.
 void sort_steps(std::vector<StepRecord>::iterator first, std::vector<StepRecord>::iterator last) {
-  std::stable_sort(first, last, [](const StepRecord& a, const StepRecord& b) {
-    return step_number(a.step) < step_number(b.step);
-  });
+  std::stable_sort(first, last,
+                   [](const StepRecord& a, const StepRecord& b) { return step_number(a.step) < step_number(b.step); });
 }
 
 void sort_each_jobs_steps(std::vector<StepRecord>& steps) {
   auto begin = steps.begin();
   while (begin != steps.end()) {
-    auto end = std::find_if(begin, steps.end(),
-                            [&](const StepRecord& r) { return r.jobid != begin->jobid; });
+    auto end = std::find_if(begin, steps.end(), [&](const StepRecord& r) { return r.jobid != begin->jobid; });
     sort_steps(begin, end);
     begin = end;
   }
@@ -119,8 +117,7 @@ HistorySql history_sql(const HistoryQuery& q) {
   if (!q.userids.empty()) h.add("userid" + in_list, json_list(q.userids), "))");
   if (!q.jobids.empty()) h.add("id" + in_list, json_list(q.jobids), "))");
   // Result and end time live in the summary only: one JSON lookup per row each.
-  if (!q.results.empty())
-    h.add("json_extract(summary, '$.result')" + in_list, json_list(q.results), "))");
+  if (!q.results.empty()) h.add("json_extract(summary, '$.result')" + in_list, json_list(q.results), "))");
   if (q.since > 0) h.add("json_extract(summary, '$.t_inactive') >= ", q.since);
   if (q.until > 0) h.add("json_extract(summary, '$.t_inactive') <= ", q.until);
   h.sql += q.max > 0 ? " ORDER BY id DESC LIMIT " + std::to_string(q.max) : " ORDER BY id";
@@ -147,13 +144,11 @@ Status write_step(Db& db, Stmt& s, const StepRecord& r) {
   s.bind(15, r.command);
   int rc = s.step();
   s.reset();
-  if (rc != SQLITE_DONE)
-    return db.error("recording step " + std::to_string(r.jobid) + "." + r.step, rc);
+  if (rc != SQLITE_DONE) return db.error("recording step " + std::to_string(r.jobid) + "." + r.step, rc);
   return {};
 }
 
-Result<std::vector<StepRecord>> query_steps(Db& db, uint64_t jobid,
-                                            std::optional<uint32_t> userid) {
+Result<std::vector<StepRecord>> query_steps(Db& db, uint64_t jobid, std::optional<uint32_t> userid) {
   // Only the conditions asked for, so that one job's steps are a primary key range.
   std::string sql = std::string("SELECT ") + kStepColumns + " FROM steps WHERE 1";
   if (jobid != 0) sql += " AND jobid = ?1";
@@ -166,9 +161,8 @@ Result<std::vector<StepRecord>> query_steps(Db& db, uint64_t jobid,
   int rc;
   while ((rc = s->step()) == SQLITE_ROW) out.push_back(step_row(*s));
   if (rc != SQLITE_DONE)
-    return db.error(jobid ? "reading the steps of job " + std::to_string(jobid)
-                          : std::string("reading the stored steps"),
-                    rc);
+    return db.error(
+        jobid ? "reading the steps of job " + std::to_string(jobid) : std::string("reading the stored steps"), rc);
   sort_each_jobs_steps(out);
   return out;
 }
@@ -193,10 +187,10 @@ Result<std::vector<HistoryEntry>> query_history(Db& db, const HistoryQuery& q) {
   // Named jobs: look each up. Otherwise the selection is usually most of an id range,
   // which is read in order in one pass (and what was not selected skipped).
   auto [lo, hi] = std::minmax_element(ids.begin(), ids.end());
-  auto steps = db.prepare(std::string("SELECT ") + kStepColumns + " FROM steps WHERE " +
-                          (q.jobids.empty() ? "jobid BETWEEN ?2 AND ?3"
-                                            : "jobid IN (SELECT value FROM json_each(?1))") +
-                          " ORDER BY " + kStepOrder);
+  auto steps =
+      db.prepare(std::string("SELECT ") + kStepColumns + " FROM steps WHERE " +
+                 (q.jobids.empty() ? "jobid BETWEEN ?2 AND ?3" : "jobid IN (SELECT value FROM json_each(?1))") +
+                 " ORDER BY " + kStepOrder);
   if (!steps) return steps.error();
   if (q.jobids.empty()) {
     steps->bind(2, static_cast<int64_t>(*lo));
@@ -206,8 +200,7 @@ Result<std::vector<HistoryEntry>> query_history(Db& db, const HistoryQuery& q) {
   }
   while ((rc = steps->step()) == SQLITE_ROW) {
     uint64_t jobid = static_cast<uint64_t>(steps->int64(0));
-    if (auto it = index.find(jobid); it != index.end())
-      out[it->second].steps.push_back(step_row(*steps));
+    if (auto it = index.find(jobid); it != index.end()) out[it->second].steps.push_back(step_row(*steps));
   }
   if (rc != SQLITE_DONE) return db.error("reading the steps of finished jobs", rc);
   for (auto& e : out) sort_steps(e.steps.begin(), e.steps.end());

@@ -18,8 +18,7 @@ extern const char* const kStepsSchema;
 extern const char* const kPutStepSql;
 
 Status write_step(Db& db, Stmt& put_step, const StepRecord& step);
-Result<std::vector<StepRecord>> query_steps(Db& db, uint64_t jobid,
-                                            std::optional<uint32_t> userid);
+Result<std::vector<StepRecord>> query_steps(Db& db, uint64_t jobid, std::optional<uint32_t> userid);
 Result<std::vector<HistoryEntry>> query_history(Db& db, const HistoryQuery& q);
 
 }  // namespace corral::store

@@ -95,8 +95,8 @@ struct DiscardJob {
 struct FailFast {
   Store::Done fn;
 };
-using Op = std::variant<InsertJob, AppendEvent, FinishJob, PutNode, PutHookState, PutStep, DiscardJob,
-                        Store::Done, FailFast>;
+using Op =
+    std::variant<InsertJob, AppendEvent, FinishJob, PutNode, PutHookState, PutStep, DiscardJob, Store::Done, FailFast>;
 
 // Statements of the writer connection, prepared once.
 struct WriteStmts {
@@ -123,63 +123,58 @@ Status prepare_all(Db& db, std::initializer_list<std::pair<Stmt*, const char*>> 
 }
 
 Status prepare_writes(Db& db, WriteStmts& w) {
-  return prepare_all(
-      db, {
-              {&w.begin, "BEGIN IMMEDIATE"},
-              {&w.commit, "COMMIT"},
-              {&w.rollback, "ROLLBACK"},
-              {&w.insert_jobspec, "INSERT INTO jobspecs(text) VALUES(?1)"},
-              {&w.insert_job,
-               "INSERT INTO jobs(id, userid, spec_id, active) VALUES(?1, ?2, ?3, 1)"},
-              {&w.bump_next_jobid,
-               "INSERT INTO meta(key, value) VALUES('next_jobid', ?1) "
-               "ON CONFLICT(key) DO UPDATE SET value = max(value, excluded.value)"},
-              {&w.next_seq, "SELECT COALESCE(MAX(seq) + 1, 0) FROM events WHERE jobid = ?1"},
-              {&w.insert_event,
-               "INSERT INTO events(jobid, seq, timestamp, name, context) "
-               "VALUES(?1, ?2, ?3, ?4, ?5)"},
-              {&w.finish_job, "UPDATE jobs SET active = 0, summary = ?2 WHERE id = ?1"},
-              {&w.put_node,
-               "INSERT OR REPLACE INTO nodes(name, cores, gpus, memory_mb, drained, reason, "
-               "reason_time, reason_userid) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)"},
-              {&w.put_hook_state,
-               "INSERT OR REPLACE INTO hook_state(hook, key, value) VALUES(?1, ?2, ?3)"},
-              {&w.erase_hook_state, "DELETE FROM hook_state WHERE hook = ?1 AND key = ?2"},
-              {&w.discard_spec,
-               "DELETE FROM jobspecs WHERE id = (SELECT spec_id FROM jobs WHERE id = ?1) AND NOT EXISTS "
-               "(SELECT 1 FROM jobs j WHERE j.spec_id = jobspecs.id AND j.id != ?1)"},
-              {&w.discard_events, "DELETE FROM events WHERE jobid = ?1"},
-              {&w.discard_job, "DELETE FROM jobs WHERE id = ?1"},
-              {&w.put_step, kPutStepSql},
-          });
+  return prepare_all(db,
+                     {
+                         {&w.begin, "BEGIN IMMEDIATE"},
+                         {&w.commit, "COMMIT"},
+                         {&w.rollback, "ROLLBACK"},
+                         {&w.insert_jobspec, "INSERT INTO jobspecs(text) VALUES(?1)"},
+                         {&w.insert_job, "INSERT INTO jobs(id, userid, spec_id, active) VALUES(?1, ?2, ?3, 1)"},
+                         {&w.bump_next_jobid,
+                          "INSERT INTO meta(key, value) VALUES('next_jobid', ?1) "
+                          "ON CONFLICT(key) DO UPDATE SET value = max(value, excluded.value)"},
+                         {&w.next_seq, "SELECT COALESCE(MAX(seq) + 1, 0) FROM events WHERE jobid = ?1"},
+                         {&w.insert_event,
+                          "INSERT INTO events(jobid, seq, timestamp, name, context) "
+                          "VALUES(?1, ?2, ?3, ?4, ?5)"},
+                         {&w.finish_job, "UPDATE jobs SET active = 0, summary = ?2 WHERE id = ?1"},
+                         {&w.put_node,
+                          "INSERT OR REPLACE INTO nodes(name, cores, gpus, memory_mb, drained, reason, "
+                          "reason_time, reason_userid) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)"},
+                         {&w.put_hook_state, "INSERT OR REPLACE INTO hook_state(hook, key, value) VALUES(?1, ?2, ?3)"},
+                         {&w.erase_hook_state, "DELETE FROM hook_state WHERE hook = ?1 AND key = ?2"},
+                         {&w.discard_spec,
+                          "DELETE FROM jobspecs WHERE id = (SELECT spec_id FROM jobs WHERE id = ?1) AND NOT EXISTS "
+                          "(SELECT 1 FROM jobs j WHERE j.spec_id = jobspecs.id AND j.id != ?1)"},
+                         {&w.discard_events, "DELETE FROM events WHERE jobid = ?1"},
+                         {&w.discard_job, "DELETE FROM jobs WHERE id = ?1"},
+                         {&w.put_step, kPutStepSql},
+                     });
 }
 
 Status prepare_reads(Db& db, ReadStmts& r) {
-  return prepare_all(
-      db, {
-              {&r.begin, "BEGIN"},
-              {&r.end, "COMMIT"},
-              {&r.next_jobid, "SELECT value FROM meta WHERE key = 'next_jobid'"},
-              {&r.max_id, "SELECT MAX(id) FROM jobs"},
-              {&r.active_jobs,
-               "SELECT j.id, j.userid, s.text FROM jobs j JOIN jobspecs s ON s.id = j.spec_id "
-               "WHERE j.active = 1 ORDER BY j.id"},
-              {&r.active_events,
-               "SELECT e.jobid, e.timestamp, e.name, e.context FROM jobs j "
-               "JOIN events e ON e.jobid = j.id WHERE j.active = 1 ORDER BY j.id, e.seq"},
-              {&r.nodes,
-               "SELECT name, cores, gpus, memory_mb, drained, reason, reason_time, reason_userid "
-               "FROM nodes ORDER BY name"},
-              {&r.hook_state, "SELECT hook, key, value FROM hook_state ORDER BY hook, key"},
-              {&r.eventlog,
-               "SELECT timestamp, name, context FROM events WHERE jobid = ?1 ORDER BY seq"},
-              {&r.job,
-               "SELECT s.text, j.active, j.summary FROM jobs j JOIN jobspecs s "
-               "ON s.id = j.spec_id WHERE j.id = ?1"},
-              {&r.summaries,
-               "SELECT summary FROM jobs WHERE active = 0 ORDER BY id DESC LIMIT ?1"},
-              {&r.count_inactive, "SELECT count(*) FROM jobs WHERE active = 0"},
-          });
+  return prepare_all(db, {
+                             {&r.begin, "BEGIN"},
+                             {&r.end, "COMMIT"},
+                             {&r.next_jobid, "SELECT value FROM meta WHERE key = 'next_jobid'"},
+                             {&r.max_id, "SELECT MAX(id) FROM jobs"},
+                             {&r.active_jobs,
+                              "SELECT j.id, j.userid, s.text FROM jobs j JOIN jobspecs s ON s.id = j.spec_id "
+                              "WHERE j.active = 1 ORDER BY j.id"},
+                             {&r.active_events,
+                              "SELECT e.jobid, e.timestamp, e.name, e.context FROM jobs j "
+                              "JOIN events e ON e.jobid = j.id WHERE j.active = 1 ORDER BY j.id, e.seq"},
+                             {&r.nodes,
+                              "SELECT name, cores, gpus, memory_mb, drained, reason, reason_time, reason_userid "
+                              "FROM nodes ORDER BY name"},
+                             {&r.hook_state, "SELECT hook, key, value FROM hook_state ORDER BY hook, key"},
+                             {&r.eventlog, "SELECT timestamp, name, context FROM events WHERE jobid = ?1 ORDER BY seq"},
+                             {&r.job,
+                              "SELECT s.text, j.active, j.summary FROM jobs j JOIN jobspecs s "
+                              "ON s.id = j.spec_id WHERE j.id = ?1"},
+                             {&r.summaries, "SELECT summary FROM jobs WHERE active = 0 ORDER BY id DESC LIMIT ?1"},
+                             {&r.count_inactive, "SELECT count(*) FROM jobs WHERE active = 0"},
+                         });
 }
 
 // Runs a statement that returns no rows we need; the error says what was being done.
@@ -211,8 +206,7 @@ Status configure_writer(Db& db, const StoreOptions& opts) {
                     "SQLite's WAL mode (journal mode is " + mode->text(0) + ")");
   mode->reset();
   std::string sync = opts.synchronous_full ? "FULL" : "NORMAL";
-  if (auto st = db.exec("PRAGMA synchronous=" + sync + "; PRAGMA busy_timeout=5000;"); !st)
-    return st;
+  if (auto st = db.exec("PRAGMA synchronous=" + sync + "; PRAGMA busy_timeout=5000;"); !st) return st;
   if (auto st = db.exec("BEGIN IMMEDIATE;" + std::string(kSchema) + kStepsSchema + "COMMIT;"); !st) {
     if (db.in_transaction()) (void)db.exec("ROLLBACK");
     return st;
@@ -222,9 +216,9 @@ Status configure_writer(Db& db, const StoreOptions& opts) {
   auto v = scalar(db, *version, 0, "reading the schema version");
   if (!v) return v.error();
   if (*v > kSchemaVersion)
-    return io_error("state database " + db.path() + " has schema version " +
-                    std::to_string(*v) + ", newer than this corral understands (" +
-                    std::to_string(kSchemaVersion) + "); use a newer corrald");
+    return io_error("state database " + db.path() + " has schema version " + std::to_string(*v) +
+                    ", newer than this corral understands (" + std::to_string(kSchemaVersion) +
+                    "); use a newer corrald");
   return {};
 }
 
@@ -318,8 +312,8 @@ struct Store::Impl {
   // next group gathers by itself. (Lingering a fraction of the last commit's duration for
   // more writes was tried; it showed no measurable gain and adds latency when idle.)
   void commit_group(std::vector<Op>& chunk) {
-    auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
-                                       std::chrono::duration<double>(opts.commit_interval));
+    auto deadline =
+        Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(opts.commit_interval));
     std::vector<Op> group;  // everything in this transaction, in order: kept for a retry
     group.swap(backlog);
     Status st = exec_stmt(wdb, w.begin, "starting a transaction");
@@ -343,8 +337,10 @@ struct Store::Impl {
     return std::visit(
         [&](auto& o) -> Status {
           using T = std::decay_t<decltype(o)>;
-          if constexpr (std::is_same_v<T, Done> || std::is_same_v<T, FailFast>) return {};
-          else return apply(o);
+          if constexpr (std::is_same_v<T, Done> || std::is_same_v<T, FailFast>)
+            return {};
+          else
+            return apply(o);
         },
         op);
   }
@@ -405,7 +401,7 @@ struct Store::Impl {
     if (st.ok()) st = exec_stmt(wdb, w.commit, "committing");
     if (!st.ok()) {
       if (wdb.in_transaction()) (void)exec_stmt(wdb, w.rollback, "rolling back");
-      next_seq.clear();  // the cached numbers may include rolled-back events
+      next_seq.clear();   // the cached numbers may include rolled-back events
       last_spec.reset();  // and the cached jobspec row may be rolled back too
     }
     return st;
@@ -447,9 +443,7 @@ struct Store::Impl {
     w.insert_event.bind(5, op.ev.context);
     int rc = w.insert_event.step();
     Status st;
-    if (rc != SQLITE_DONE)
-      st = wdb.error("appending event " + op.ev.name + " to job " + std::to_string(op.jobid),
-                     rc);
+    if (rc != SQLITE_DONE) st = wdb.error("appending event " + op.ev.name + " to job " + std::to_string(op.jobid), rc);
     w.insert_event.reset();
     if (st.ok()) ++it->second;
     return st;
@@ -461,8 +455,7 @@ struct Store::Impl {
     w.finish_job.bind(2, op.summary);
     if (auto st = exec_stmt(wdb, w.finish_job, what); !st) return st;
     if (wdb.changes() == 0)
-      return not_found("state database " + wdb.path() + ": " + what +
-                       ": the job was never recorded");
+      return not_found("state database " + wdb.path() + ": " + what + ": the job was never recorded");
     next_seq.erase(op.jobid);
     return {};
   }
@@ -528,8 +521,7 @@ struct Store::Impl {
     std::vector<job::Event> out;
     int rc;
     while ((rc = s.step()) == SQLITE_ROW) out.push_back({s.real(0), s.text(1), s.text(2)});
-    if (rc != SQLITE_DONE)
-      return rdb.error("reading the eventlog of job " + std::to_string(jobid), rc);
+    if (rc != SQLITE_DONE) return rdb.error("reading the eventlog of job " + std::to_string(jobid), rc);
     return out;
   }
 
@@ -544,9 +536,7 @@ struct Store::Impl {
     s.bind(1, sql_id(jobid));
     int rc = s.step();
     if (rc == SQLITE_ROW) return JobRow{s.text(0), s.int64(1) != 0, s.text(2)};
-    if (rc == SQLITE_DONE)
-      return not_found("job " + std::to_string(jobid) + " is not in state database " +
-                       rdb.path());
+    if (rc == SQLITE_DONE) return not_found("job " + std::to_string(jobid) + " is not in state database " + rdb.path());
     return rdb.error("reading job " + std::to_string(jobid), rc);
   }
 
@@ -556,8 +546,7 @@ struct Store::Impl {
       StmtScope scope(s);
       int rc;
       while ((rc = s.step()) == SQLITE_ROW)
-        snap.active.push_back(
-            {from_sql_id(s.int64(0)), static_cast<uint32_t>(s.int64(1)), s.text(2), {}});
+        snap.active.push_back({from_sql_id(s.int64(0)), static_cast<uint32_t>(s.int64(1)), s.text(2), {}});
       if (rc != SQLITE_DONE) return rdb.error("reading the active jobs", rc);
     }
     // Both queries are ordered by job id, so the events are merged in one pass.
@@ -651,18 +640,13 @@ void Store::insert_job(uint64_t id, uint32_t userid, std::shared_ptr<const std::
   impl_->push(InsertJob{id, userid, std::move(jobspec)});
 }
 
-void Store::append_event(uint64_t jobid, const job::Event& ev) {
-  impl_->push(AppendEvent{jobid, ev});
-}
+void Store::append_event(uint64_t jobid, const job::Event& ev) { impl_->push(AppendEvent{jobid, ev}); }
 
-void Store::finish_job(uint64_t jobid, const std::string& summary_json) {
-  impl_->push(FinishJob{jobid, summary_json});
-}
+void Store::finish_job(uint64_t jobid, const std::string& summary_json) { impl_->push(FinishJob{jobid, summary_json}); }
 
 void Store::put_node(const NodeRecord& node) { impl_->push(PutNode{node}); }
 
-void Store::put_hook_state(const std::string& hook, const std::string& key,
-                           const std::string& value) {
+void Store::put_hook_state(const std::string& hook, const std::string& key, const std::string& value) {
   impl_->push(PutHookState{hook, key, value, false});
 }
 
@@ -673,8 +657,10 @@ void Store::erase_hook_state(const std::string& hook, const std::string& key) {
 void Store::put_step(const StepRecord& step) { impl_->push(PutStep{step}); }
 
 void Store::on_durable(Done done, bool fail_fast) {
-  if (fail_fast) impl_->push(FailFast{std::move(done)});
-  else impl_->push(std::move(done));
+  if (fail_fast)
+    impl_->push(FailFast{std::move(done)});
+  else
+    impl_->push(std::move(done));
 }
 
 void Store::discard_job(uint64_t jobid) { impl_->push(DiscardJob{jobid}); }
@@ -688,8 +674,7 @@ Status Store::health() const {
 
 Status Store::flush() {
   if (std::this_thread::get_id() == impl_->writer.get_id())
-    return Error{Errc::internal,
-                 "Store::flush called from an on_durable callback: it would wait for itself"};
+    return Error{Errc::internal, "Store::flush called from an on_durable callback: it would wait for itself"};
   // While writes are held (disk full) nobody waits for them: readers read what is there.
   if (auto held = health(); !held.ok()) return held;
   std::promise<Status> promise;
@@ -741,8 +726,7 @@ Result<std::string> Store::inactive_summary(uint64_t jobid) {
   std::lock_guard lock(impl_->read_mu);
   auto row = impl_->job_row(jobid);
   if (!row) return row.error();
-  if (row->active)
-    return not_found("job " + std::to_string(jobid) + " is still active: it has no summary yet");
+  if (row->active) return not_found("job " + std::to_string(jobid) + " is still active: it has no summary yet");
   return std::move(row->summary);
 }
 
@@ -753,8 +737,7 @@ Result<uint64_t> Store::count_inactive() {
   return static_cast<uint64_t>(*n);
 }
 
-Result<std::vector<StepRecord>> Store::read_steps(uint64_t jobid,
-                                                  std::optional<uint32_t> userid) {
+Result<std::vector<StepRecord>> Store::read_steps(uint64_t jobid, std::optional<uint32_t> userid) {
   std::lock_guard lock(impl_->read_mu);
   return query_steps(impl_->rdb, jobid, userid);
 }

@@ -21,8 +21,8 @@ namespace corral::store {
 struct JobRecord {
   uint64_t id = 0;
   uint32_t userid = 0;
-  std::string jobspec;              // JSON text
-  std::vector<job::Event> events;   // in order
+  std::string jobspec;             // JSON text
+  std::vector<job::Event> events;  // in order
 };
 
 // Nodes the controller has seen, with the administrative state that must survive a restart.
@@ -56,10 +56,10 @@ struct StepRecord {
 struct HistoryQuery {
   std::vector<uint32_t> userids;
   std::vector<uint64_t> jobids;
-  double since = 0;  // became inactive at or after
-  double until = 0;  // ... at or before
+  double since = 0;                  // became inactive at or after
+  double until = 0;                  // ... at or before
   std::vector<std::string> results;  // COMPLETED FAILED CANCELED TIMEOUT
-  size_t max = 0;    // 0: all, oldest first; else the newest `max`, newest first
+  size_t max = 0;                    // 0: all, oldest first; else the newest `max`, newest first
 };
 
 struct HistoryEntry {
@@ -70,7 +70,7 @@ struct HistoryEntry {
 
 struct Snapshot {
   uint64_t next_jobid = 1;
-  std::vector<JobRecord> active;   // ascending id
+  std::vector<JobRecord> active;  // ascending id
   std::vector<NodeRecord> nodes;
   // hook name -> (key, value) saved with put_hook_state, keys in order.
   std::map<std::string, std::vector<std::pair<std::string, std::string>>> hook_state;
@@ -138,8 +138,7 @@ class Store {
   Result<uint64_t> count_inactive();
   // Stored steps of one job (jobid 0: every job; userid set: only that user's steps), by
   // job id then step number ("batch" and "interactive" after the numbered steps).
-  Result<std::vector<StepRecord>> read_steps(uint64_t jobid,
-                                             std::optional<uint32_t> userid = std::nullopt);
+  Result<std::vector<StepRecord>> read_steps(uint64_t jobid, std::optional<uint32_t> userid = std::nullopt);
   // Inactive jobs with their steps: one query per table, whatever the number of jobs.
   Result<std::vector<HistoryEntry>> history(const HistoryQuery& q);
 

@@ -95,10 +95,10 @@ class MaxTree {
 
 // The request before any node is looked at.
 struct Shape {
-  unsigned nodes = 0;     // nodes it needs at least (exactly, when nnodes is given); 0: never
-  uint64_t cores = 0;     // cores over all tasks
+  unsigned nodes = 0;       // nodes it needs at least (exactly, when nnodes is given); 0: never
+  uint64_t cores = 0;       // cores over all tasks
   uint64_t node_cores = 0;  // cores every node used needs at least
-  bool one_node = false;  // may fit on a single node
+  bool one_node = false;    // may fit on a single node
 };
 
 // Partition minus -x: a sorted view of the allowed node indices (empty: all allowed).
@@ -115,9 +115,7 @@ class Allowed {
   }
   Allowed(const Allowed&) = delete;
   Allowed& operator=(const Allowed&) = delete;
-  bool operator()(uint32_t n) const {
-    return view_->empty() || std::binary_search(view_->begin(), view_->end(), n);
-  }
+  bool operator()(uint32_t n) const { return view_->empty() || std::binary_search(view_->begin(), view_->end(), n); }
 
  private:
   std::vector<uint32_t> own_;
@@ -126,9 +124,7 @@ class Allowed {
 
 // How much an aggregate would leave free: whole nodes count for exclusive jobs, which use
 // nothing else; free cores for the others. Lower is a tighter fit.
-uint64_t fit_key(const Agg& a, const Request& r) {
-  return r.exclusive ? (uint64_t{a.idle} << 40) | a.free : a.free;
-}
+uint64_t fit_key(const Agg& a, const Request& r) { return r.exclusive ? (uint64_t{a.idle} << 40) | a.free : a.free; }
 
 struct Ctx {
   const Request& r;
@@ -143,9 +139,7 @@ struct Cand {
   unsigned free = 0;  // free cores
 };
 
-bool tighter(const Cand& a, const Cand& b) {
-  return a.free != b.free ? a.free < b.free : a.node < b.node;
-}
+bool tighter(const Cand& a, const Cand& b) { return a.free != b.free ? a.free < b.free : a.node < b.node; }
 
 class BlockPlacer final : public Placer {
  public:
@@ -155,8 +149,7 @@ class BlockPlacer final : public Placer {
   void node_added(uint32_t node, const std::string& name, const NodeState& state) override;
   void node_changed(uint32_t node, const NodeState& state) override;
   unsigned fewest_leaves(const Request& req) const override;
-  std::optional<Allocation> place(const Request& req,
-                                  const std::vector<NodeState>& nodes) const override;
+  std::optional<Allocation> place(const Request& req, const std::vector<NodeState>& nodes) const override;
 
   std::optional<std::string> mismatch(const std::vector<NodeState>& nodes) const;
 
@@ -167,29 +160,26 @@ class BlockPlacer final : public Placer {
   uint32_t block_max_free(uint32_t block) const;
 
   std::optional<Allocation> at_level(const Ctx& c, size_t level, bool single) const;
-  std::optional<Allocation> in_aggregate(const Ctx& c, size_t level, uint32_t agg,
-                                         bool single) const;
+  std::optional<Allocation> in_aggregate(const Ctx& c, size_t level, uint32_t agg, bool single) const;
   std::optional<Allocation> single_in(const Ctx& c, uint32_t first, uint32_t last) const;
   std::optional<Allocation> spread_in(const Ctx& c, uint32_t first, uint32_t last) const;
   std::optional<Allocation> pack_in(const Ctx& c, uint32_t first, uint32_t last) const;
   bool passes(const Agg& a, const Ctx& c, bool single, uint32_t first, uint32_t last) const;
-  bool too_many_leaves(const Ctx& c, size_t leaves) const {
-    return c.r.max_leaves > 0 && leaves > c.r.max_leaves;
-  }
+  bool too_many_leaves(const Ctx& c, size_t leaves) const { return c.r.max_leaves > 0 && leaves > c.r.max_leaves; }
 
   // From the topology.
   std::unordered_map<std::string, std::pair<uint32_t, uint32_t>> where_;  // name: block, pos
-  std::vector<unsigned> level_nodes_;  // BlockSizes: nodes per block of each level
-  std::vector<uint32_t> span_;         // base blocks per aggregated block of each level
+  std::vector<unsigned> level_nodes_;                                     // BlockSizes: nodes per block of each level
+  std::vector<uint32_t> span_;  // base blocks per aggregated block of each level
   unsigned base_nodes_ = 1;
   uint64_t topo_nodes_ = 0;
   // Bound to the pool.
   std::vector<std::vector<std::pair<uint32_t, uint32_t>>> members_;  // per block: (pos, node)
   std::vector<uint32_t> node_block_;                                 // per node, or kNone
   std::vector<NodeSummary> summary_;                                 // per node
-  std::vector<std::vector<Agg>> levels_;  // [level][aggregated block]; level 0: base blocks
-  MaxTree max_free_;                      // levels_[0][b].max_free by base block
-  std::set<std::tuple<unsigned, unsigned, uint64_t>> node_kinds_;  // cores, gpus, memory
+  std::vector<std::vector<Agg>> levels_;                             // [level][aggregated block]; level 0: base blocks
+  MaxTree max_free_;                                                 // levels_[0][b].max_free by base block
+  std::set<std::tuple<unsigned, unsigned, uint64_t>> node_kinds_;    // cores, gpus, memory
 };
 
 BlockPlacer::BlockPlacer(const Topology& topo) {
@@ -305,8 +295,7 @@ unsigned BlockPlacer::fewest_leaves(const Request& req) const {
   return static_cast<unsigned>(ceil_div(s.nodes, base_nodes_));
 }
 
-std::optional<Allocation> BlockPlacer::place(const Request& req,
-                                             const std::vector<NodeState>& nodes) const {
+std::optional<Allocation> BlockPlacer::place(const Request& req, const std::vector<NodeState>& nodes) const {
   // -w is not supported with blocks (block_request_error explains it to the submitter).
   if (req.ntasks == 0 || !req.required_nodes.empty()) return std::nullopt;
   const unsigned fewest = fewest_leaves(req);
@@ -326,8 +315,7 @@ std::optional<Allocation> BlockPlacer::place(const Request& req,
 
 // Whether the aggregate of base blocks [first, last) may hold the job; the checks that
 // cost nothing come first.
-bool BlockPlacer::passes(const Agg& a, const Ctx& c, bool single, uint32_t first,
-                         uint32_t last) const {
+bool BlockPlacer::passes(const Agg& a, const Ctx& c, bool single, uint32_t first, uint32_t last) const {
   if (a.free < c.shape.cores) return false;
   const uint32_t have = c.r.exclusive ? a.idle : a.open;
   if (have < (single ? 1 : c.shape.nodes)) return false;
@@ -344,8 +332,7 @@ std::optional<Allocation> BlockPlacer::at_level(const Ctx& c, size_t level, bool
   for (uint32_t j = 0; j < aggs.size(); ++j) {
     const uint32_t first = j * span_[level];
     const uint32_t last = std::min<uint32_t>(first + span_[level], nblocks);
-    if (first < last && passes(aggs[j], c, single, first, last))
-      cands.emplace_back(fit_key(aggs[j], c.r), j);
+    if (first < last && passes(aggs[j], c, single, first, last)) cands.emplace_back(fit_key(aggs[j], c.r), j);
   }
   // A heap: the first candidate usually fits, so sorting them all would be wasted.
   std::make_heap(cands.begin(), cands.end(), std::greater<>{});
@@ -360,8 +347,7 @@ std::optional<Allocation> BlockPlacer::at_level(const Ctx& c, size_t level, bool
 
 // Inside one aggregated block: the fewest adjacent lower-level blocks that hold the job,
 // the least free of them first, then the base blocks and nodes inside those.
-std::optional<Allocation> BlockPlacer::in_aggregate(const Ctx& c, size_t level, uint32_t agg,
-                                                    bool single) const {
+std::optional<Allocation> BlockPlacer::in_aggregate(const Ctx& c, size_t level, uint32_t agg, bool single) const {
   const auto nblocks = static_cast<uint32_t>(members_.size());
   const uint32_t first = agg * span_[level];
   const uint32_t last = std::min<uint32_t>(first + span_[level], nblocks);
@@ -380,8 +366,8 @@ std::optional<Allocation> BlockPlacer::in_aggregate(const Ctx& c, size_t level, 
     p.open += levels_[0][b].open;
     p.idle += levels_[0][b].idle;
   }
-  const auto w_min = static_cast<uint32_t>(std::clamp<uint64_t>(
-      ceil_div(c.shape.nodes, level_nodes_[level - 1]), 1, units));
+  const auto w_min =
+      static_cast<uint32_t>(std::clamp<uint64_t>(ceil_div(c.shape.nodes, level_nodes_[level - 1]), 1, units));
   for (uint32_t w = w_min; w <= units; ++w) {
     std::vector<std::tuple<uint64_t, uint32_t, uint32_t>> windows;  // fit, first, last
     for (uint32_t u = 0; u + w <= units; ++u) {
@@ -404,8 +390,7 @@ std::optional<Allocation> BlockPlacer::in_aggregate(const Ctx& c, size_t level, 
 }
 
 // One node for the whole job: the tightest that holds it.
-std::optional<Allocation> BlockPlacer::single_in(const Ctx& c, uint32_t first,
-                                                 uint32_t last) const {
+std::optional<Allocation> BlockPlacer::single_in(const Ctx& c, uint32_t first, uint32_t last) const {
   std::optional<Cand> best;
   for (uint32_t b = first; b < last; ++b) {
     if (levels_[0][b].max_free < c.shape.cores) continue;
@@ -424,8 +409,7 @@ std::optional<Allocation> BlockPlacer::single_in(const Ctx& c, uint32_t first,
 
 // Exactly nnodes nodes in block distribution: the fewest base blocks of [first, last),
 // whole ones first, and the tightest nodes of the last one.
-std::optional<Allocation> BlockPlacer::spread_in(const Ctx& c, uint32_t first,
-                                                 uint32_t last) const {
+std::optional<Allocation> BlockPlacer::spread_in(const Ctx& c, uint32_t first, uint32_t last) const {
   const unsigned base = c.r.ntasks / c.r.nnodes;
   std::vector<unsigned> needs{base};
   if (c.r.ntasks % c.r.nnodes != 0) needs.push_back(base + 1);
@@ -451,8 +435,7 @@ std::optional<Allocation> BlockPlacer::spread_in(const Ctx& c, uint32_t first,
     for (auto [i, take] : *pick) {
       auto& list = per[i];
       if (take < list.size()) {
-        std::partial_sort(list.begin(), list.begin() + static_cast<long>(take), list.end(),
-                          tighter);
+        std::partial_sort(list.begin(), list.begin() + static_cast<long>(take), list.end(), tighter);
       }
       for (uint64_t k = 0; k < take; ++k) chosen.push_back(list[k].node);
     }
@@ -466,8 +449,7 @@ std::optional<Allocation> BlockPlacer::spread_in(const Ctx& c, uint32_t first,
 
 // Any number of nodes: the fewest base blocks of [first, last) by task capacity, whole ones
 // first; in the last one the roomiest nodes, and for the last task the tightest node.
-std::optional<Allocation> BlockPlacer::pack_in(const Ctx& c, uint32_t first,
-                                               uint32_t last) const {
+std::optional<Allocation> BlockPlacer::pack_in(const Ctx& c, uint32_t first, uint32_t last) const {
   std::vector<std::vector<Cand>> per(last - first);
   std::vector<uint64_t> caps(last - first);
   for (uint32_t b = first; b < last; ++b) {
@@ -490,8 +472,7 @@ std::optional<Allocation> BlockPlacer::pack_in(const Ctx& c, uint32_t first,
       for (const Cand& cd : list) plan.emplace_back(cd.node, cd.cap);
       continue;
     }
-    std::stable_sort(list.begin(), list.end(),
-                     [](const Cand& a, const Cand& b) { return a.cap > b.cap; });
+    std::stable_sort(list.begin(), list.end(), [](const Cand& a, const Cand& b) { return a.cap > b.cap; });
     uint64_t rest = take;
     size_t k = 0;
     uint64_t sum = 0;
@@ -522,17 +503,16 @@ std::optional<std::string> BlockPlacer::mismatch(const std::vector<NodeState>& n
       for (size_t l = 0; l < levels_.size(); ++l) want[l][b / span_[l]].add(s);
       want[0][b].max_free = std::max(want[0][b].max_free, s.free);
     }
-    if (max_free_.max(b, b + 1) != levels_[0][b].max_free)
-      return fmt::format("block {}: max free tree disagrees", b);
+    if (max_free_.max(b, b + 1) != levels_[0][b].max_free) return fmt::format("block {}: max free tree disagrees", b);
   }
   for (size_t l = 0; l < levels_.size(); ++l) {
     for (size_t j = 0; j < want[l].size(); ++j) {
       const Agg &w = want[l][j], &h = levels_[l][j];
       if (!(w == h)) {
-        return fmt::format("level {} block {}: free {} open {} idle {} max {}, expected "
-                           "free {} open {} idle {} max {}",
-                           l, j, h.free, h.open, h.idle, h.max_free, w.free, w.open, w.idle,
-                           w.max_free);
+        return fmt::format(
+            "level {} block {}: free {} open {} idle {} max {}, expected "
+            "free {} open {} idle {} max {}",
+            l, j, h.free, h.open, h.idle, h.max_free, w.free, w.open, w.idle, w.max_free);
       }
     }
   }
@@ -541,9 +521,7 @@ std::optional<std::string> BlockPlacer::mismatch(const std::vector<NodeState>& n
 
 }  // namespace
 
-std::unique_ptr<Placer> make_block_placer(const Topology& topo) {
-  return std::make_unique<BlockPlacer>(topo);
-}
+std::unique_ptr<Placer> make_block_placer(const Topology& topo) { return std::make_unique<BlockPlacer>(topo); }
 
 std::optional<std::string> block_request_error(const Request& req) {
   if (req.required_nodes.empty()) return std::nullopt;
@@ -551,8 +529,7 @@ std::optional<std::string> block_request_error(const Request& req) {
          "exclude nodes";
 }
 
-std::optional<std::string> block_aggregates_mismatch(const Placer& placer,
-                                                     const std::vector<NodeState>& nodes) {
+std::optional<std::string> block_aggregates_mismatch(const Placer& placer, const std::vector<NodeState>& nodes) {
   const auto* block = dynamic_cast<const BlockPlacer*>(&placer);
   return block ? block->mismatch(nodes) : std::nullopt;
 }

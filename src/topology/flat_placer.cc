@@ -22,14 +22,12 @@ struct BestFit {
   }
 };
 
-std::optional<uint32_t> single_node(const Request& r, const std::vector<NodeState>& nodes,
-                                    const FreeCoreIndex* index) {
+std::optional<uint32_t> single_node(const Request& r, const std::vector<NodeState>& nodes, const FreeCoreIndex* index) {
   auto holds_all = [&](uint32_t n) { return task_capacity(r, nodes[n]) >= r.ntasks; };
   if (!r.required_nodes.empty()) {
     uint32_t n = r.required_nodes.front();
     bool allowed = r.allowed_nodes.empty() ||
-                   std::find(r.allowed_nodes.begin(), r.allowed_nodes.end(), n) !=
-                       r.allowed_nodes.end();
+                   std::find(r.allowed_nodes.begin(), r.allowed_nodes.end(), n) != r.allowed_nodes.end();
     if (n < nodes.size() && allowed && holds_all(n)) return n;
     return std::nullopt;
   }
@@ -59,8 +57,7 @@ std::optional<uint32_t> single_node(const Request& r, const std::vector<NodeStat
 // Exactly nnodes nodes, tasks in block distribution: the lowest-indexed `extra` nodes get
 // one task more than the others.
 std::optional<Allocation> spread(const Request& r, const std::vector<NodeState>& nodes,
-                                 const std::vector<Candidate>& must,
-                                 const std::vector<Candidate>& others) {
+                                 const std::vector<Candidate>& must, const std::vector<Candidate>& others) {
   unsigned n = r.nnodes;
   if (must.size() > n) return std::nullopt;
   unsigned base = r.ntasks / n, extra = r.ntasks % n;
@@ -79,8 +76,7 @@ std::optional<Allocation> spread(const Request& r, const std::vector<NodeState>&
     std::partial_sort(pool.begin(), pool.begin() + static_cast<long>(k), pool.end(), tighter);
     std::vector<Candidate> chosen = must;
     chosen.insert(chosen.end(), pool.begin(), pool.begin() + static_cast<long>(k));
-    std::sort(chosen.begin(), chosen.end(),
-              [](const Candidate& a, const Candidate& b) { return a.node < b.node; });
+    std::sort(chosen.begin(), chosen.end(), [](const Candidate& a, const Candidate& b) { return a.node < b.node; });
     std::vector<std::pair<uint32_t, unsigned>> plan;
     for (size_t i = 0; i < chosen.size(); ++i) {
       unsigned tasks = base + (i < extra ? 1 : 0);
@@ -139,12 +135,10 @@ std::optional<Allocation> place_flat(const Request& r, const std::vector<NodeSta
 class FlatPlacer final : public Placer {
  public:
   std::string name() const override { return "flat"; }
-  std::optional<Allocation> place(const Request& req,
-                                  const std::vector<NodeState>& nodes) const override {
+  std::optional<Allocation> place(const Request& req, const std::vector<NodeState>& nodes) const override {
     return place_flat(req, nodes, nullptr);
   }
-  std::optional<Allocation> place_indexed(const Request& req,
-                                          const std::vector<NodeState>& nodes,
+  std::optional<Allocation> place_indexed(const Request& req, const std::vector<NodeState>& nodes,
                                           const FreeCoreIndex& index) const override {
     return place_flat(req, nodes, &index);
   }

@@ -29,7 +29,7 @@ class FreeCoreIndex {
     return false;
   }
 
-  unsigned max_free() const;      // most free cores on one indexed node (0 if none)
+  unsigned max_free() const;  // most free cores on one indexed node (0 if none)
   uint64_t total_free() const { return total_free_; }
   size_t size() const { return indexed_; }
 

@@ -96,12 +96,10 @@ Result<std::vector<IbSwitch>> parse_switches(const std::string& text, const std:
       continue;
     }
     const std::string body = line.substr(first);
-    if (body.rfind("Switch", 0) == 0 && body.size() > 6 &&
-        std::isspace(static_cast<unsigned char>(body[6]))) {
+    if (body.rfind("Switch", 0) == 0 && body.size() > 6 && std::isspace(static_cast<unsigned char>(body[6]))) {
       auto guid = quoted(body);
       if (!guid || guid->rfind("S-", 0) != 0)
-        return invalid(
-            fmt::format("{}: a Switch line without its \"S-GUID\"", where(file, lineno)));
+        return invalid(fmt::format("{}: a Switch line without its \"S-GUID\"", where(file, lineno)));
       out.push_back({*guid, description_after_hash(body), lineno, {}, {}});
       in_switch = true;
     } else if (body.front() == '[' && in_switch) {
@@ -110,9 +108,7 @@ Result<std::vector<IbSwitch>> parse_switches(const std::string& text, const std:
       in_switch = false;  // vendid=, Ca, Rt, comments: another node's block
     }
   }
-  if (out.empty())
-    return invalid(
-        fmt::format("{}: no \"Switch\" entries found: is this ibnetdiscover output?", file));
+  if (out.empty()) return invalid(fmt::format("{}: no \"Switch\" entries found: is this ibnetdiscover output?", file));
   return out;
 }
 
@@ -134,8 +130,7 @@ std::vector<std::string> switch_names(const std::vector<IbSwitch>& sws) {
 
 // Level of every switch: 0 for switches with hosts, then one above the highest level
 // reached so far among the switches linked to it; switches reached from no leaf are left out.
-std::vector<int> switch_levels(const std::vector<IbSwitch>& sws,
-                               const std::vector<std::vector<uint32_t>>& links) {
+std::vector<int> switch_levels(const std::vector<IbSwitch>& sws, const std::vector<std::vector<uint32_t>>& links) {
   std::vector<int> level(sws.size(), -1);
   std::vector<uint32_t> frontier;
   for (uint32_t i = 0; i < sws.size(); ++i)

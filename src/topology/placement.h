@@ -19,7 +19,7 @@ class FreeCoreIndex;  // topology/free_core_index.h
 // What one job asks for, in the scheduler's terms.
 struct Request {
   uint64_t jobid = 0;
-  unsigned nnodes = 0;           // 0: any number of nodes
+  unsigned nnodes = 0;  // 0: any number of nodes
   unsigned ntasks = 1;
   unsigned cores_per_task = 1;
   unsigned gpus_per_task = 0;
@@ -35,7 +35,7 @@ struct Request {
 
 // One node's share of an allocation.
 struct NodeShare {
-  uint32_t node = 0;   // index in the pool
+  uint32_t node = 0;  // index in the pool
   unsigned ntasks = 0;
   IdSet cores;
   IdSet gpus;
@@ -53,9 +53,9 @@ struct NodeState {
   uint64_t memory_mb = 0;
   IdSet free_cores, free_gpus;
   uint64_t free_memory_mb = 0;
-  bool usable = false;   // up, not drained, not in housekeeping
+  bool usable = false;          // up, not drained, not in housekeeping
   bool exclusive_held = false;  // an exclusive job holds it
-  unsigned jobs = 0;     // jobs currently on the node
+  unsigned jobs = 0;            // jobs currently on the node
 };
 
 class Placer {
@@ -77,13 +77,11 @@ class Placer {
     return 0;
   }
   // The best placement on `nodes` now, or nullopt if the request does not fit.
-  virtual std::optional<Allocation> place(const Request& req,
-                                          const std::vector<NodeState>& nodes) const = 0;
+  virtual std::optional<Allocation> place(const Request& req, const std::vector<NodeState>& nodes) const = 0;
   // The same decision, helped by `index` (the usable nodes of `nodes` by free core count,
   // kept current by the pool's owner) so that small jobs are placed without scanning every
   // node. Placers that cannot use the index need not override this.
-  virtual std::optional<Allocation> place_indexed(const Request& req,
-                                                  const std::vector<NodeState>& nodes,
+  virtual std::optional<Allocation> place_indexed(const Request& req, const std::vector<NodeState>& nodes,
                                                   const FreeCoreIndex& index) const {
     (void)index;
     return place(req, nodes);

@@ -69,12 +69,11 @@ std::optional<Allocation> build_spread(const Request& r, const std::vector<NodeS
   return build(r, nodes, std::move(plan));
 }
 
-std::optional<std::vector<std::pair<size_t, uint64_t>>> choose_groups(
-    const std::vector<uint64_t>& amount, uint64_t want) {
+std::optional<std::vector<std::pair<size_t, uint64_t>>> choose_groups(const std::vector<uint64_t>& amount,
+                                                                      uint64_t want) {
   std::vector<size_t> order(amount.size());
   for (size_t i = 0; i < order.size(); ++i) order[i] = i;
-  std::stable_sort(order.begin(), order.end(),
-                   [&](size_t a, size_t b) { return amount[a] > amount[b]; });
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return amount[a] > amount[b]; });
   std::vector<std::pair<size_t, uint64_t>> out;
   uint64_t have = 0;
   size_t k = 0;
@@ -105,16 +104,11 @@ bool in_sorted(const std::vector<uint32_t>& sorted, uint32_t id) {
   return std::binary_search(sorted.begin(), sorted.end(), id);
 }
 
-bool tighter(const Candidate& a, const Candidate& b) {
-  return a.free != b.free ? a.free < b.free : a.node < b.node;
-}
+bool tighter(const Candidate& a, const Candidate& b) { return a.free != b.free ? a.free < b.free : a.node < b.node; }
 
-bool roomier(const Candidate& a, const Candidate& b) {
-  return a.cap != b.cap ? a.cap > b.cap : a.node < b.node;
-}
+bool roomier(const Candidate& a, const Candidate& b) { return a.cap != b.cap ? a.cap > b.cap : a.node < b.node; }
 
-std::optional<Plan> pack_plan(const Request& r, const std::vector<Candidate>& must,
-                         std::vector<Candidate> others) {
+std::optional<Plan> pack_plan(const Request& r, const std::vector<Candidate>& must, std::vector<Candidate> others) {
   if (must.size() > r.ntasks) return std::nullopt;
   Plan plan;
   unsigned remaining = r.ntasks - static_cast<unsigned>(must.size());

@@ -11,13 +11,9 @@
 
 namespace corral::topology {
 
-inline unsigned cores_per_task(const Request& r) {
-  return r.cores_per_task > 0 ? r.cores_per_task : 1;
-}
+inline unsigned cores_per_task(const Request& r) { return r.cores_per_task > 0 ? r.cores_per_task : 1; }
 
-inline unsigned free_core_count(const NodeState& st) {
-  return static_cast<unsigned>(st.free_cores.count());
-}
+inline unsigned free_core_count(const NodeState& st) { return static_cast<unsigned>(st.free_cores.count()); }
 
 // How many of the request's tasks `st` can take now; 0 if it cannot take the job at all
 // (not usable, held exclusively, busy for an exclusive job, short of memory).
@@ -48,8 +44,7 @@ using Plan = std::vector<std::pair<uint32_t, unsigned>>;  // (node, tasks)
 
 // As few nodes as possible: every required node (`must`) a task and as many more as it
 // holds, then the roomiest of `others`, the last one the tightest that holds what is left.
-std::optional<Plan> pack_plan(const Request& r, const std::vector<Candidate>& must,
-                              std::vector<Candidate> others);
+std::optional<Plan> pack_plan(const Request& r, const std::vector<Candidate>& must, std::vector<Candidate> others);
 
 // `plan` holds (node, ntasks) pairs in any order; the shares come out by ascending node.
 Allocation build(const Request& r, const std::vector<NodeState>& nodes,
@@ -65,7 +60,7 @@ std::optional<Allocation> build_spread(const Request& r, const std::vector<NodeS
 // suffices; else the fewest groups, the largest first, and for the last one the smallest
 // that covers what is left (ties: the lower position). Returns (position, how much of it)
 // pairs, or nullopt if all of them together are too few.
-std::optional<std::vector<std::pair<size_t, uint64_t>>> choose_groups(
-    const std::vector<uint64_t>& amount, uint64_t want);
+std::optional<std::vector<std::pair<size_t, uint64_t>>> choose_groups(const std::vector<uint64_t>& amount,
+                                                                      uint64_t want);
 
 }  // namespace corral::topology

@@ -10,11 +10,16 @@ namespace corral::topology {
 
 std::string_view kind_name(Kind k) {
   switch (k) {
-    case Kind::flat: return "flat";
-    case Kind::tree: return "tree";
-    case Kind::dragonfly: return "dragonfly";
-    case Kind::block: return "block";
-    case Kind::torus: return "torus";
+    case Kind::flat:
+      return "flat";
+    case Kind::tree:
+      return "tree";
+    case Kind::dragonfly:
+      return "dragonfly";
+    case Kind::block:
+      return "block";
+    case Kind::torus:
+      return "torus";
   }
   return "flat";
 }
@@ -82,9 +87,7 @@ std::vector<std::string> Topology::all_nodes() const {
 
 namespace {
 
-std::string where(const std::string& file, unsigned line) {
-  return line ? fmt::format("{}:{}", file, line) : file;
-}
+std::string where(const std::string& file, unsigned line) { return line ? fmt::format("{}:{}", file, line) : file; }
 
 // Levels: a leaf is 0, a parent one above its highest child. Detects cycles.
 Status assign_levels(Topology& t, const std::string& file) {
@@ -120,15 +123,14 @@ Status index_switches(Topology& t, const std::string& file) {
   for (uint32_t i = 0; i < t.switches.size(); ++i) {
     for (uint32_t c : t.switches[i].children) {
       if (c >= t.switches.size())
-        return invalid(fmt::format("{}: switch {} has an unknown child",
-                                   where(file, t.switches[i].line), t.switches[i].name));
+        return invalid(
+            fmt::format("{}: switch {} has an unknown child", where(file, t.switches[i].line), t.switches[i].name));
       if (!t.switches[c].parent) t.switches[c].parent = i;
     }
     for (const std::string& n : t.switches[i].nodes) {
       auto [it, fresh] = t.node_leaf.emplace(n, i);
       if (!fresh && it->second != i)
-        return invalid(fmt::format("{}: node {} is on switch {} and on switch {}",
-                                   where(file, t.switches[i].line), n,
+        return invalid(fmt::format("{}: node {} is on switch {} and on switch {}", where(file, t.switches[i].line), n,
                                    t.switches[it->second].name, t.switches[i].name));
     }
   }
@@ -143,14 +145,13 @@ Status index_blocks(Topology& t, const std::string& file) {
     for (const std::string& n : b.nodes) {
       auto [it, fresh] = t.node_leaf.emplace(n, i);
       if (!fresh && it->second != i)
-        return invalid(fmt::format("{}: node {} is in block {} and in block {}",
-                                   where(file, b.line), n, t.blocks[it->second].name, b.name));
+        return invalid(fmt::format("{}: node {} is in block {} and in block {}", where(file, b.line), n,
+                                   t.blocks[it->second].name, b.name));
     }
   }
   if (t.block_sizes.empty() && !t.blocks.empty()) {
     const size_t base = t.blocks.front().nodes.size();
-    for (size_t n = 1; n <= t.blocks.size(); n *= 2)
-      t.block_sizes.push_back(static_cast<unsigned>(n * base));
+    for (size_t n = 1; n <= t.blocks.size(); n *= 2) t.block_sizes.push_back(static_cast<unsigned>(n * base));
   }
   return {};
 }
@@ -164,8 +165,8 @@ Status index_chassis(Topology& t, const std::string& file) {
     for (const std::string& n : c.nodes) {
       auto [it, fresh] = t.node_chassis.emplace(n, i);
       if (!fresh && it->second != i)
-        return invalid(fmt::format("{}: node {} is in chassis {} and in chassis {}",
-                                   where(file, c.line), n, t.chassis[it->second].name, c.name));
+        return invalid(fmt::format("{}: node {} is in chassis {} and in chassis {}", where(file, c.line), n,
+                                   t.chassis[it->second].name, c.name));
     }
   }
   return {};

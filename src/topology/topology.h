@@ -58,12 +58,12 @@ struct Topology {
   std::vector<Switch> switches;
   bool topo_optional = false;  // TopologyParam=TopoOptional: jobs may span unconnected trees
   // block
-  std::vector<Block> blocks;         // base blocks, in file order (which is adjacency order)
-  std::vector<unsigned> block_sizes; // BlockSizes=, in nodes per block level, ascending, the
-                                     // first the base block size; default: the base block
-                                     // size times 1, 2, 4, ... up to all blocks
+  std::vector<Block> blocks;          // base blocks, in file order (which is adjacency order)
+  std::vector<unsigned> block_sizes;  // BlockSizes=, in nodes per block level, ascending, the
+                                      // first the base block size; default: the base block
+                                      // size times 1, 2, 4, ... up to all blocks
   // torus
-  std::vector<TorusNode> torus;      // coordinates given or derived from the names
+  std::vector<TorusNode> torus;  // coordinates given or derived from the names
   // near-node storage groups, any kind
   std::vector<Chassis> chassis;
   // flat: no structure
@@ -72,9 +72,9 @@ struct Topology {
   // Lookups, valid after finalize() (the parsers call it).
   std::optional<uint32_t> find_switch(const std::string& name) const;
   std::optional<uint32_t> find_block(const std::string& name) const;
-  std::optional<uint32_t> leaf_of(const std::string& node) const;   // switch or block index
+  std::optional<uint32_t> leaf_of(const std::string& node) const;  // switch or block index
   std::optional<uint32_t> chassis_of(const std::string& node) const;
-  std::vector<std::string> nodes_under_switch(uint32_t sw) const;   // all leaves below
+  std::vector<std::string> nodes_under_switch(uint32_t sw) const;  // all leaves below
   std::vector<std::string> all_nodes() const;
   // Derived indices (names to switch/block, node to leaf). Returns an error for
   // inconsistencies: unknown child switch, cycles, a node on two leaves, duplicate names.

@@ -15,8 +15,7 @@ TopologyAddr tree_addr(const Topology& topo, const std::string& node) {
   if (!leaf || *leaf >= topo.switches.size()) return node_only(node);
   // From the leaf up its first parents; bounded so a malformed model cannot loop.
   std::vector<uint32_t> chain;
-  for (std::optional<uint32_t> s = *leaf; s && chain.size() <= topo.switches.size();
-       s = topo.switches[*s].parent)
+  for (std::optional<uint32_t> s = *leaf; s && chain.size() <= topo.switches.size(); s = topo.switches[*s].parent)
     chain.push_back(*s);
   std::reverse(chain.begin(), chain.end());
   TopologyAddr out;

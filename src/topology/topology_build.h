@@ -38,17 +38,16 @@ Status build_switches(Topology& t, std::vector<SwitchDef> defs, const std::strin
 Status build_blocks(Topology& t, const std::string& file, unsigned sizes_line);
 
 // Parses "a,b,c" as positive integers (BlockSizes=, Coords=).
-Result<std::vector<long>> parse_number_list(const std::string& text, const std::string& key,
-                                            const std::string& file, unsigned line);
+Result<std::vector<long>> parse_number_list(const std::string& text, const std::string& key, const std::string& file,
+                                            unsigned line);
 
 // Torus nodes named by a hostlist: coordinates from the last three base-36 characters.
-Result<std::vector<TorusNode>> torus_from_names(const std::vector<std::string>& names,
-                                                const std::string& file, unsigned line);
+Result<std::vector<TorusNode>> torus_from_names(const std::vector<std::string>& names, const std::string& file,
+                                                unsigned line);
 
 // Switch and block names become hostlist items and CORRAL_TOPOLOGY_ADDR components, so
 // they may not contain separators: an error naming `what` (e.g. "switch") otherwise.
-Status check_unit_name(const std::string& name, const std::string& what, const std::string& file,
-                       unsigned line);
+Status check_unit_name(const std::string& name, const std::string& what, const std::string& file, unsigned line);
 
 // Rejects a node named twice (lines[i] is where torus node i was given), then finalizes.
 Status build_torus(Topology& t, const std::vector<unsigned>& lines, const std::string& file);

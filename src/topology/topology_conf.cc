@@ -34,8 +34,7 @@ Result<std::vector<Field>> split_fields(const std::string& line, const std::stri
   std::string tok;
   while (in >> tok) {
     const size_t eq = tok.find('=');
-    if (eq == std::string::npos || eq == 0)
-      return invalid(fmt::format("{}: expected KEY=VALUE, got '{}'", at, tok));
+    if (eq == std::string::npos || eq == 0) return invalid(fmt::format("{}: expected KEY=VALUE, got '{}'", at, tok));
     Field f{tok.substr(0, eq), lowercase(tok.substr(0, eq)), tok.substr(eq + 1)};
     for (const Field& g : out)
       if (g.lower == f.lower) return invalid(fmt::format("{}: {} is given twice", at, f.key));
@@ -103,14 +102,13 @@ class ConfParser {
       return {};
     }
     if (section_ == s) return {};
-    return invalid(fmt::format(
-        "{}: {} lines cannot be mixed with {} lines (line {}): a file describes one kind of "
-        "topology; use topology.yaml for several",
-        at(), section_lines(s), section_lines(section_), section_line_));
+    return invalid(
+        fmt::format("{}: {} lines cannot be mixed with {} lines (line {}): a file describes one kind of "
+                    "topology; use topology.yaml for several",
+                    at(), section_lines(s), section_lines(section_), section_line_));
   }
 
-  Status only_keys(const std::vector<Field>& f, std::initializer_list<std::string_view> keys,
-                   std::string_view hint) {
+  Status only_keys(const std::vector<Field>& f, std::initializer_list<std::string_view> keys, std::string_view hint) {
     for (size_t i = 1; i < f.size(); ++i)
       if (std::find(keys.begin(), keys.end(), f[i].lower) == keys.end())
         return invalid(fmt::format("{}: unknown key '{}' ({})", at(), f[i].key, hint));
@@ -125,8 +123,8 @@ class ConfParser {
 
   Status switch_line(const std::vector<Field>& f) {
     if (auto st = enter(Section::tree); !st) return st;
-    if (auto st = only_keys(f, {"switches", "nodes", "linkspeed"},
-                            "SwitchName lines take Switches=, Nodes= and LinkSpeed=");
+    if (auto st =
+            only_keys(f, {"switches", "nodes", "linkspeed"}, "SwitchName lines take Switches=, Nodes= and LinkSpeed=");
         !st)
       return st;
     detail::SwitchDef d;
@@ -145,8 +143,7 @@ class ConfParser {
     }
     if (const Field* l = get(f, "linkspeed")) {
       auto v = detail::parse_number_list(l->value, l->key, file_, line_);
-      if (!v || v->size() != 1)
-        return invalid(fmt::format("{}: {}={}: expected one number", at(), l->key, l->value));
+      if (!v || v->size() != 1) return invalid(fmt::format("{}: {}={}: expected one number", at(), l->key, l->value));
       d.link_speed = static_cast<uint64_t>(v->front());
     }
     switches_.push_back(std::move(d));
@@ -154,8 +151,7 @@ class ConfParser {
   }
 
   // The name (first field) and the expanded Nodes= of a BlockName or ChassisName line.
-  Result<std::pair<std::string, std::vector<std::string>>> named_nodes(
-      const std::vector<Field>& f, const char* kind) {
+  Result<std::pair<std::string, std::vector<std::string>>> named_nodes(const std::vector<Field>& f, const char* kind) {
     std::string name = f.front().value;
     if (auto st = detail::check_unit_name(name, kind, file_, line_); !st) return st.error();
     const Field* n = get(f, "nodes");
@@ -176,9 +172,7 @@ class ConfParser {
 
   // ChassisName lines stand beside any network kind: they do not enter a section.
   Status chassis_line(const std::vector<Field>& f) {
-    if (auto st = only_keys(f, {"nodes", "storage"}, "ChassisName lines take Nodes= and Storage=");
-        !st)
-      return st;
+    if (auto st = only_keys(f, {"nodes", "storage"}, "ChassisName lines take Nodes= and Storage="); !st) return st;
     auto unit = named_nodes(f, "chassis");
     if (!unit) return unit.status();
     Chassis c{std::move(unit->first), std::move(unit->second), 0, line_};
@@ -194,9 +188,7 @@ class ConfParser {
   Status block_sizes_line(const std::vector<Field>& f) {
     if (auto st = enter(Section::block); !st) return st;
     if (auto st = only_keys(f, {}, "BlockSizes= stands alone on its line"); !st) return st;
-    if (sizes_line_)
-      return invalid(
-          fmt::format("{}: BlockSizes is given twice (first at line {})", at(), sizes_line_));
+    if (sizes_line_) return invalid(fmt::format("{}: BlockSizes is given twice (first at line {})", at(), sizes_line_));
     auto v = detail::parse_number_list(f.front().value, f.front().key, file_, line_);
     if (!v) return v.status();
     for (long x : *v) topo_.block_sizes.push_back(static_cast<unsigned>(x));
@@ -233,19 +225,16 @@ class ConfParser {
     auto names = detail::expand_hostlist(f.front().value, f.front().key, file_, line_);
     if (!names) return names.status();
     if (names->size() != 1)
-      return invalid(fmt::format("{}: NodeName={} names {} nodes; Coords= places one node", at(),
-                                 f.front().value, names->size()));
+      return invalid(
+          fmt::format("{}: NodeName={} names {} nodes; Coords= places one node", at(), f.front().value, names->size()));
     const Field* c = get(f, "coords");
-    if (!c)
-      return invalid(fmt::format("{}: NodeName={} has no Coords=X,Y,Z", at(), f.front().value));
+    if (!c) return invalid(fmt::format("{}: NodeName={} has no Coords=X,Y,Z", at(), f.front().value));
     auto v = detail::parse_number_list(c->value, c->key, file_, line_);
     if (!v) return v.status();
     if (v->size() != 3)
-      return invalid(
-          fmt::format("{}: {}={}: expected three coordinates X,Y,Z", at(), c->key, c->value));
+      return invalid(fmt::format("{}: {}={}: expected three coordinates X,Y,Z", at(), c->key, c->value));
     topo_.torus.push_back(
-        {names->front(),
-         {static_cast<int>((*v)[0]), static_cast<int>((*v)[1]), static_cast<int>((*v)[2])}});
+        {names->front(), {static_cast<int>((*v)[0]), static_cast<int>((*v)[1]), static_cast<int>((*v)[2])}});
     torus_lines_.push_back(line_);
     return {};
   }
@@ -267,10 +256,10 @@ class ConfParser {
   Status build(Topology& t) {
     t = std::move(topo_);
     if (section_ != Section::tree && (dragonfly_ || topo_optional_))
-      return invalid(fmt::format(
-          "{}: TopologyParam=dragonfly/TopoOptional apply to switch topologies, and this "
-          "file has no SwitchName lines",
-          where(file_, param_line_)));
+      return invalid(
+          fmt::format("{}: TopologyParam=dragonfly/TopoOptional apply to switch topologies, and this "
+                      "file has no SwitchName lines",
+                      where(file_, param_line_)));
     switch (section_) {
       case Section::tree:
         t.kind = dragonfly_ ? Kind::dragonfly : Kind::tree;

@@ -50,8 +50,7 @@ std::optional<Call> as_call(const std::string& item) {
   const size_t open = item.find('{');
   if (open == std::string::npos || item.empty() || item.back() != '}') return std::nullopt;
   const std::string name = lowercase(std::string_view(item).substr(0, open));
-  if (std::find(kFunctions.begin(), kFunctions.end(), name) == kFunctions.end())
-    return std::nullopt;
+  if (std::find(kFunctions.begin(), kFunctions.end(), name) == kFunctions.end()) return std::nullopt;
   return Call{name, item.substr(open + 1, item.size() - open - 2)};
 }
 
@@ -60,16 +59,16 @@ bool is_switch_kind(Kind k) { return k == Kind::tree || k == Kind::dragonfly; }
 Status check_kind(const Call& c, const std::string& item, const Topology& topo) {
   const bool wants_switch = c.function.rfind("switch", 0) == 0;
   if (wants_switch && !is_switch_kind(topo.kind))
-    return invalid(fmt::format("{}: the topology '{}' is a {} topology and has no switches", item,
-                               topo.name, kind_name(topo.kind)));
+    return invalid(fmt::format("{}: the topology '{}' is a {} topology and has no switches", item, topo.name,
+                               kind_name(topo.kind)));
   if (!wants_switch && topo.kind != Kind::block)
-    return invalid(fmt::format("{}: the topology '{}' is a {} topology and has no blocks", item,
-                               topo.name, kind_name(topo.kind)));
+    return invalid(
+        fmt::format("{}: the topology '{}' is a {} topology and has no blocks", item, topo.name, kind_name(topo.kind)));
   return {};
 }
 
-Result<std::vector<std::string>> unit_nodes(const Call& c, const std::string& arg,
-                                            const std::string& item, const Topology& topo) {
+Result<std::vector<std::string>> unit_nodes(const Call& c, const std::string& arg, const std::string& item,
+                                            const Topology& topo) {
   if (c.function == "switch") {
     auto sw = topo.find_switch(arg);
     if (!sw) return not_found(fmt::format("{}: no switch named {}", item, arg));
@@ -82,20 +81,18 @@ Result<std::vector<std::string>> unit_nodes(const Call& c, const std::string& ar
   }
   auto leaf = topo.leaf_of(arg);
   if (!leaf)
-    return not_found(fmt::format("{}: node {} is in no {}", item, arg,
-                                 c.function == "switchwith" ? "switch" : "block"));
+    return not_found(
+        fmt::format("{}: node {} is in no {}", item, arg, c.function == "switchwith" ? "switch" : "block"));
   if (c.function == "switchwith") return topo.switches[*leaf].nodes;
   return topo.blocks[*leaf].nodes;
 }
 
 // The nodes a function item names; its argument may itself be a hostlist (switch{s[1-2]}).
-Result<std::vector<std::string>> expand_call(const Call& c, const std::string& item,
-                                             const Topology& topo) {
+Result<std::vector<std::string>> expand_call(const Call& c, const std::string& item, const Topology& topo) {
   if (auto st = check_kind(c, item, topo); !st) return st.error();
   auto args = Hostlist::parse(c.argument);
   if (!args || args->empty())
-    return invalid(fmt::format("{}: invalid argument '{}'{}", item, c.argument,
-                               args ? "" : ": " + args.message()));
+    return invalid(fmt::format("{}: invalid argument '{}'{}", item, c.argument, args ? "" : ": " + args.message()));
   std::vector<std::string> out;
   for (const std::string& arg : args->hosts()) {
     auto nodes = unit_nodes(c, arg, item, topo);

@@ -29,16 +29,13 @@ std::vector<std::string> node_names(const std::string& prefix, uint64_t n) {
   return out;
 }
 
-std::string switch_name(unsigned level, uint64_t index) {
-  return fmt::format("s{}-{}", level, index);
-}
+std::string switch_name(unsigned level, uint64_t index) { return fmt::format("s{}-{}", level, index); }
 
 uint64_t ceil_div(uint64_t a, uint64_t b) { return (a + b - 1) / b; }
 
 Status check_prefix(const std::string& prefix) {
   if (prefix.find_first_of(",[]{}= \t") != std::string::npos)
-    return invalid(
-        fmt::format("node name prefix '{}' may not contain , [ ] {{ }} = or blanks", prefix));
+    return invalid(fmt::format("node name prefix '{}' may not contain , [ ] {{ }} = or blanks", prefix));
   return {};
 }
 
@@ -79,9 +76,8 @@ Result<Topology> generate_fat_tree(const FatTreeSpec& spec) {
     return invalid("fat tree: the radix (children per inner switch) must be at least 2");
   if (auto st = check_prefix(spec.prefix); !st) return st.error();
   if (spec.levels == 1 && spec.nodes > spec.leaf_nodes)
-    return invalid(
-        fmt::format("fat tree: one level is one leaf switch of {} nodes, not {}: add levels",
-                    spec.leaf_nodes, spec.nodes));
+    return invalid(fmt::format("fat tree: one level is one leaf switch of {} nodes, not {}: add levels",
+                               spec.leaf_nodes, spec.nodes));
   Topology t;
   t.kind = Kind::tree;
   add_leaves(t, node_names(spec.prefix, spec.nodes), spec.leaf_nodes);
@@ -100,14 +96,12 @@ Result<Topology> generate_fat_tree(const FatTreeSpec& spec) {
 
 Result<Topology> generate_dragonfly(const DragonflySpec& spec) {
   if (spec.groups == 0) return invalid("dragonfly: the number of groups must be at least 1");
-  if (spec.switches_per_group == 0)
-    return invalid("dragonfly: switches per group must be at least 1");
+  if (spec.switches_per_group == 0) return invalid("dragonfly: switches per group must be at least 1");
   if (spec.nodes_per_switch == 0) return invalid("dragonfly: nodes per switch must be at least 1");
   if (auto st = check_prefix(spec.prefix); !st) return st.error();
   const uint64_t leaves = uint64_t{spec.groups} * spec.switches_per_group;
   const uint64_t nodes = leaves * spec.nodes_per_switch;
-  if (nodes > (uint64_t{1} << 31))
-    return invalid(fmt::format("dragonfly: {} nodes are too many", nodes));
+  if (nodes > (uint64_t{1} << 31)) return invalid(fmt::format("dragonfly: {} nodes are too many", nodes));
   Topology t;
   t.kind = Kind::dragonfly;
   add_leaves(t, node_names(spec.prefix, nodes), spec.nodes_per_switch);
@@ -123,10 +117,10 @@ Result<Topology> generate_blocks(const BlockSpec& spec) {
   if (spec.nodes == 0) return invalid("blocks: the number of nodes must be at least 1");
   if (spec.base_block_nodes == 0) return invalid("blocks: the base block size must be at least 1");
   if (spec.nodes % spec.base_block_nodes != 0)
-    return invalid(fmt::format(
-        "blocks: {} nodes do not divide into base blocks of {} nodes (base blocks must all be "
-        "the same size)",
-        spec.nodes, spec.base_block_nodes));
+    return invalid(
+        fmt::format("blocks: {} nodes do not divide into base blocks of {} nodes (base blocks must all be "
+                    "the same size)",
+                    spec.nodes, spec.base_block_nodes));
   if (auto st = check_prefix(spec.prefix); !st) return st.error();
   Topology t;
   t.kind = Kind::block;
@@ -137,8 +131,7 @@ Result<Topology> generate_blocks(const BlockSpec& spec) {
     Block blk;
     blk.name = fmt::format("b{}", b);
     auto first = nodes.begin() + static_cast<ptrdiff_t>(b * spec.base_block_nodes);
-    blk.nodes.assign(std::make_move_iterator(first),
-                     std::make_move_iterator(first + spec.base_block_nodes));
+    blk.nodes.assign(std::make_move_iterator(first), std::make_move_iterator(first + spec.base_block_nodes));
     t.blocks.push_back(std::move(blk));
   }
   t.block_sizes = spec.block_sizes;
@@ -170,8 +163,7 @@ void append_tree(std::string& out, const Topology& t) {
 }
 
 void append_blocks(std::string& out, const Topology& t) {
-  for (const Block& b : t.blocks)
-    out += fmt::format("BlockName={} Nodes={}\n", b.name, encode_names(b.nodes));
+  for (const Block& b : t.blocks) out += fmt::format("BlockName={} Nodes={}\n", b.name, encode_names(b.nodes));
   if (!t.block_sizes.empty()) out += fmt::format("BlockSizes={}\n", fmt::join(t.block_sizes, ","));
 }
 
@@ -197,8 +189,8 @@ void append_torus(std::string& out, const Topology& t) {
 }  // namespace
 
 std::string to_topology_conf(const Topology& topo) {
-  std::string out = fmt::format("# topology.conf: {} topology '{}' written by corral\n",
-                                kind_name(topo.kind), topo.name);
+  std::string out =
+      fmt::format("# topology.conf: {} topology '{}' written by corral\n", kind_name(topo.kind), topo.name);
   switch (topo.kind) {
     case Kind::tree:
     case Kind::dragonfly:

@@ -13,10 +13,10 @@ namespace corral::topology {
 // Node names are PREFIX followed by a zero-padded index ("node00042"), switch names
 // s<level>-<index>, block names b<index>; generated names sort naturally.
 struct FatTreeSpec {
-  unsigned nodes = 0;         // total compute nodes
-  unsigned leaf_nodes = 32;   // nodes per leaf switch
-  unsigned radix = 32;        // children per inner switch
-  unsigned levels = 3;        // switch levels including the leaves; one top switch
+  unsigned nodes = 0;        // total compute nodes
+  unsigned leaf_nodes = 32;  // nodes per leaf switch
+  unsigned radix = 32;       // children per inner switch
+  unsigned levels = 3;       // switch levels including the leaves; one top switch
   std::string prefix = "node";
 };
 struct DragonflySpec {

@@ -32,15 +32,13 @@ class Map {
       : node_(node), what_(std::move(what)), file_(file) {}
 
   Status check(std::initializer_list<std::string_view> allowed) const {
-    if (!node_.IsMap())
-      return invalid(fmt::format("{}: {} must be a mapping (key: value lines)", at(node_), what_));
+    if (!node_.IsMap()) return invalid(fmt::format("{}: {} must be a mapping (key: value lines)", at(node_), what_));
     for (auto it = node_.begin(); it != node_.end(); ++it) {
       const std::string key = it->first.as<std::string>();
       if (std::find(allowed.begin(), allowed.end(), key) == allowed.end()) {
         std::string list;
         for (auto a : allowed) list += fmt::format("{}{}", list.empty() ? "" : ", ", a);
-        return invalid(
-            fmt::format("{}: {}: unknown key '{}' (expected {})", at(it->first), what_, key, list));
+        return invalid(fmt::format("{}: {}: unknown key '{}' (expected {})", at(it->first), what_, key, list));
       }
     }
     return {};
@@ -60,8 +58,7 @@ class Map {
       if (!required) return std::string();
       return invalid(fmt::format("{}: {} has no '{}'", at(node_), what_, key));
     }
-    if (!v.IsScalar())
-      return invalid(fmt::format("{}: {}: '{}' must be a single value", at(v), what_, key));
+    if (!v.IsScalar()) return invalid(fmt::format("{}: {}: '{}' must be a single value", at(v), what_, key));
     return v.as<std::string>();
   }
 
@@ -95,11 +92,9 @@ class Map {
   const std::string& file_;
 };
 
-Result<std::vector<long>> number_list(const YAML::Node& v, const std::string& key,
-                                      const std::string& file) {
+Result<std::vector<long>> number_list(const YAML::Node& v, const std::string& key, const std::string& file) {
   if (v.IsScalar()) return detail::parse_number_list(v.as<std::string>(), key, file, line_of(v));
-  if (!v.IsSequence())
-    return invalid(fmt::format("{}: '{}' must be a list of numbers", where(file, line_of(v)), key));
+  if (!v.IsSequence()) return invalid(fmt::format("{}: '{}' must be a list of numbers", where(file, line_of(v)), key));
   std::string text;
   for (const auto& item : v) text += (text.empty() ? "" : ",") + item.as<std::string>();
   return detail::parse_number_list(text, key, file, line_of(v));
@@ -116,8 +111,7 @@ Status parse_tree(Topology& t, const YAML::Node& node, const std::string& file) 
   t.topo_optional = *optional;
   YAML::Node list = tree.get("switches");
   if (!list || !list.IsSequence() || list.size() == 0)
-    return invalid(fmt::format("{}: topology {}: tree needs a non-empty 'switches' list",
-                               tree.at(list), t.name));
+    return invalid(fmt::format("{}: topology {}: tree needs a non-empty 'switches' list", tree.at(list), t.name));
   std::vector<detail::SwitchDef> defs;
   for (const auto& item : list) {
     Map sw(item, "switch", file);
@@ -137,8 +131,7 @@ Status parse_tree(Topology& t, const YAML::Node& node, const std::string& file) 
     if (sw.has("link_speed")) {
       auto v = number_list(sw.get("link_speed"), "link_speed", file);
       if (!v || v->size() != 1)
-        return invalid(
-            fmt::format("{}: link_speed must be one number", sw.at(sw.get("link_speed"))));
+        return invalid(fmt::format("{}: link_speed must be one number", sw.at(sw.get("link_speed"))));
       d.link_speed = static_cast<uint64_t>(v->front());
     }
     defs.push_back(std::move(d));
@@ -159,8 +152,7 @@ Status parse_block(Topology& t, const YAML::Node& node, const std::string& file)
   }
   YAML::Node list = block.get("blocks");
   if (!list || !list.IsSequence() || list.size() == 0)
-    return invalid(fmt::format("{}: topology {}: block needs a non-empty 'blocks' list",
-                               block.at(list), t.name));
+    return invalid(fmt::format("{}: topology {}: block needs a non-empty 'blocks' list", block.at(list), t.name));
   for (const auto& item : list) {
     Map b(item, "block", file);
     if (auto st = b.check({"block", "nodes"}); !st) return st;
@@ -178,8 +170,7 @@ Status parse_block(Topology& t, const YAML::Node& node, const std::string& file)
   return detail::build_blocks(t, file, sizes_line);
 }
 
-Status parse_torus_list(Topology& t, const YAML::Node& list, std::vector<unsigned>& lines,
-                        const std::string& file) {
+Status parse_torus_list(Topology& t, const YAML::Node& list, std::vector<unsigned>& lines, const std::string& file) {
   for (const auto& item : list) {
     Map n(item, "torus node", file);
     if (auto st = n.check({"node", "coords"}); !st) return st;
@@ -190,8 +181,8 @@ Status parse_torus_list(Topology& t, const YAML::Node& list, std::vector<unsigne
       auto v = number_list(n.get("coords"), "coords", file);
       if (!v) return v.status();
       if (v->size() != 3)
-        return invalid(fmt::format("{}: node {}: coords must be three numbers [x, y, z]",
-                                   n.at(n.get("coords")), *name));
+        return invalid(
+            fmt::format("{}: node {}: coords must be three numbers [x, y, z]", n.at(n.get("coords")), *name));
       for (size_t i = 0; i < 3; ++i) tn.coord[i] = static_cast<int>((*v)[i]);
     } else {
       auto c = detail::torus_from_names({*name}, file, n.line());
@@ -220,9 +211,8 @@ Status parse_torus(Topology& t, const YAML::Node& node, const std::string& file)
   } else if (nodes && nodes.IsSequence() && nodes.size() > 0) {
     if (auto st = parse_torus_list(t, nodes, lines, file); !st) return st;
   } else {
-    return invalid(fmt::format(
-        "{}: topology {}: torus needs 'nodes': a hostlist or a list of {{node, coords}}",
-        torus.at(nodes), t.name));
+    return invalid(fmt::format("{}: topology {}: torus needs 'nodes': a hostlist or a list of {{node, coords}}",
+                               torus.at(nodes), t.name));
   }
   return detail::build_torus(t, lines, file);
 }
@@ -230,8 +220,7 @@ Status parse_torus(Topology& t, const YAML::Node& node, const std::string& file)
 // One entry of the top-level list. Returns whether it says cluster_default: true.
 Result<bool> parse_entry(Topology& t, const YAML::Node& item, const std::string& file) {
   Map m(item, "topology", file);
-  if (auto st = m.check({"topology", "cluster_default", "tree", "block", "flat", "torus"}); !st)
-    return st.error();
+  if (auto st = m.check({"topology", "cluster_default", "tree", "block", "flat", "torus"}); !st) return st.error();
   auto name = m.scalar("topology", true);
   if (!name) return name.error();
   t.name = *name;
@@ -243,8 +232,7 @@ Result<bool> parse_entry(Topology& t, const YAML::Node& item, const std::string&
   const int kinds = m.has("tree") + m.has("block") + m.has("torus") + (*flat ? 1 : 0);
   if (kinds != 1)
     return invalid(
-        fmt::format("{}: topology {} must define exactly one of tree, block, flat: true or torus",
-                    m.at(item), t.name));
+        fmt::format("{}: topology {} must define exactly one of tree, block, flat: true or torus", m.at(item), t.name));
   Status st;
   if (m.has("tree"))
     st = parse_tree(t, m.get("tree"), file);
@@ -260,16 +248,15 @@ Result<bool> parse_entry(Topology& t, const YAML::Node& item, const std::string&
 
 Result<TopologySet> parse_document(const YAML::Node& root, const std::string& file) {
   if (!root.IsSequence() || root.size() == 0)
-    return invalid(fmt::format("{}: expected a list of topologies ('- topology: NAME' entries)",
-                               where(file, line_of(root))));
+    return invalid(
+        fmt::format("{}: expected a list of topologies ('- topology: NAME' entries)", where(file, line_of(root))));
   TopologySet set;
   for (const auto& item : root) {
     Topology t;
     auto is_default = parse_entry(t, item, file);
     if (!is_default) return is_default.error();
     if (set.find(t.name))
-      return invalid(
-          fmt::format("{}: topology {} is defined twice", where(file, line_of(item)), t.name));
+      return invalid(fmt::format("{}: topology {} is defined twice", where(file, line_of(item)), t.name));
     // Slurm: the first one marked cluster_default wins.
     if (*is_default && set.cluster_default.empty()) set.cluster_default = t.name;
     set.topologies.push_back(std::move(t));
@@ -279,8 +266,7 @@ Result<TopologySet> parse_document(const YAML::Node& root, const std::string& fi
 }
 
 bool has_suffix(const std::string& s, std::string_view suffix) {
-  return s.size() >= suffix.size() &&
-         s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
 }  // namespace
@@ -299,13 +285,11 @@ Result<TopologySet> load_topology(const std::string& path) {
   if (std::filesystem::is_directory(path, ec))
     return io_error(fmt::format("cannot read topology file {}: it is a directory", path));
   std::ifstream in(path);
-  if (!in)
-    return io_error(fmt::format("cannot read topology file {}: {}", path, std::strerror(errno)));
+  if (!in) return io_error(fmt::format("cannot read topology file {}: {}", path, std::strerror(errno)));
   std::ostringstream text;
   text << in.rdbuf();
   if (in.bad()) return io_error(fmt::format("cannot read topology file {}", path));
-  if (has_suffix(path, ".yaml") || has_suffix(path, ".yml"))
-    return parse_topology_yaml(text.str(), path);
+  if (has_suffix(path, ".yaml") || has_suffix(path, ".yml")) return parse_topology_yaml(text.str(), path);
   return parse_topology_conf(text.str(), path);
 }
 

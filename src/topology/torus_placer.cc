@@ -72,8 +72,7 @@ class TorusPlacer final : public Placer {
     }
   }
 
-  std::optional<Allocation> place(const Request& req,
-                                  const std::vector<NodeState>& nodes) const override;
+  std::optional<Allocation> place(const Request& req, const std::vector<NodeState>& nodes) const override;
 
  private:
   uint64_t key_of(const std::string& name) const {
@@ -163,8 +162,7 @@ class Decision {
     for (size_t pos = 0; pos < order_.size(); ++pos) {
       uint32_t n = order_[pos];
       unsigned cap = 0;
-      if (n < nodes_.size() && allowed(n) && !in_sorted(required_, n))
-        cap = task_capacity(r_, nodes_[n]);
+      if (n < nodes_.size() && allowed(n) && !in_sorted(required_, n)) cap = task_capacity(r_, nodes_[n]);
       if (cap >= need && cap > 0) {
         cur.push_back({n, cap, free_core_count(nodes_[n]), pos});
       } else if (!cur.empty()) {
@@ -242,15 +240,12 @@ class Decision {
   std::vector<uint32_t> required_, allowed_;
 };
 
-std::optional<Allocation> TorusPlacer::place(const Request& req,
-                                             const std::vector<NodeState>& nodes) const {
+std::optional<Allocation> TorusPlacer::place(const Request& req, const std::vector<NodeState>& nodes) const {
   return Decision(req, nodes, curve(line_, sorted_)).run();
 }
 
 }  // namespace
 
-std::unique_ptr<Placer> make_torus_placer(const Topology& topo) {
-  return std::make_unique<TorusPlacer>(topo);
-}
+std::unique_ptr<Placer> make_torus_placer(const Topology& topo) { return std::make_unique<TorusPlacer>(topo); }
 
 }  // namespace corral::topology

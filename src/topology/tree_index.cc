@@ -8,8 +8,8 @@
 namespace corral::topology {
 
 bool FreeHistogram::add(unsigned free, int delta) {
-  auto it = std::lower_bound(buckets_.begin(), buckets_.end(), free,
-                             [](const auto& b, unsigned f) { return b.first < f; });
+  auto it =
+      std::lower_bound(buckets_.begin(), buckets_.end(), free, [](const auto& b, unsigned f) { return b.first < f; });
   if (it == buckets_.end() || it->first != free) {
     if (delta <= 0) return false;  // nothing filed there: a caller bug, ignore
     buckets_.insert(it, {free, static_cast<unsigned>(delta)});
@@ -112,8 +112,7 @@ void TreeIndex::join_forest(const Topology& topo, const std::vector<uint32_t>& t
 }
 
 // Adds switch `sw` and what is below it; kNone if no node is below it.
-uint32_t TreeIndex::add_subtree(const Topology& topo, uint32_t sw,
-                                const std::vector<std::vector<uint32_t>>& kids_of) {
+uint32_t TreeIndex::add_subtree(const Topology& topo, uint32_t sw, const std::vector<std::vector<uint32_t>>& kids_of) {
   const Switch& s = topo.switches[sw];
   auto first_leaf = static_cast<uint32_t>(leaves_.size());
   std::vector<uint32_t> made;
@@ -223,8 +222,7 @@ void TreeIndex::update(uint32_t node, const NodeState& st) {
   now.eligible = st.usable && !st.exclusive_held;
   now.idle = now.eligible && st.jobs == 0;
   now.busy = st.usable && st.jobs > 0;
-  if (now.free == info.free && now.eligible == info.eligible && now.idle == info.idle &&
-      now.busy == info.busy) {
+  if (now.free == info.free && now.eligible == info.eligible && now.idle == info.idle && now.busy == info.busy) {
     return;
   }
   const uint32_t leaf = info.leaf;

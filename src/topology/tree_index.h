@@ -5,8 +5,8 @@
 // leaves and switches, not at every node.
 #pragma once
 
-#include <cstdint>
 #include <array>
+#include <cstdint>
 #include <string>
 #include <unordered_map>
 #include <utility>
@@ -38,7 +38,7 @@ class TreeIndex {
   struct Group {
     uint32_t topo_switch = kNone;  // index in Topology::switches; kNone when virtual
     uint32_t parent = kNone;
-    unsigned level = 0;            // 0 = leaf
+    unsigned level = 0;                     // 0 = leaf
     uint32_t leaf_begin = 0, leaf_end = 0;  // its leaves: positions [begin, end)
     // Over the nodes below that may take work (usable, not held exclusively):
     uint32_t eligible = 0, idle = 0;
@@ -61,17 +61,15 @@ class TreeIndex {
   const std::vector<uint32_t>& roots() const { return roots_; }
   const std::vector<std::vector<uint32_t>>& by_level() const { return by_level_; }
   // The leaf position of a pool node, or kNone if the topology does not know it.
-  uint32_t leaf_of(uint32_t node) const {
-    return node < nodes_.size() ? nodes_[node].leaf : kNone;
-  }
+  uint32_t leaf_of(uint32_t node) const { return node < nodes_.size() ? nodes_[node].leaf : kNone; }
   // The lowest group containing both (kNone if in different trees).
   uint32_t common_group(uint32_t a, uint32_t b) const;
 
   // Per node, as last seen.
   struct NodeInfo {
     uint32_t leaf = kNone;
-    unsigned free = 0;                       // free cores
-    unsigned cores = 0, gpus = 0;            // configured
+    unsigned free = 0;             // free cores
+    unsigned cores = 0, gpus = 0;  // configured
     uint64_t memory_mb = 0;
     bool eligible = false, idle = false, busy = false;
   };
@@ -103,8 +101,7 @@ class TreeIndex {
  private:
   void build(const Topology& topo);
   void join_forest(const Topology& topo, const std::vector<uint32_t>& tops);
-  uint32_t add_subtree(const Topology& topo, uint32_t sw,
-                       const std::vector<std::vector<uint32_t>>& kids_of);
+  uint32_t add_subtree(const Topology& topo, uint32_t sw, const std::vector<std::vector<uint32_t>>& kids_of);
   void contribute(uint32_t leaf, const NodeInfo& info, int sign);
   void file(uint32_t leaf, unsigned free, bool idle_only, int delta);
 
@@ -122,7 +119,7 @@ class TreeIndex {
   std::unordered_map<std::string, uint32_t> leaf_by_node_;
   std::vector<NodeInfo> nodes_;
   std::vector<std::array<Bucket, 2>> with_free_;  // [free cores][idle only]
-  std::vector<uint64_t> whole_;                     // leaves with no busy node
+  std::vector<uint64_t> whole_;                   // leaves with no busy node
 };
 
 }  // namespace corral::topology

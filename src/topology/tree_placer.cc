@@ -17,8 +17,7 @@ namespace corral::topology {
 namespace {
 
 // The allocation of `plan`, with the number of leaf switches it uses.
-Allocation build_on(const Request& r, const std::vector<NodeState>& nodes, const TreeIndex& index,
-                    Plan plan) {
+Allocation build_on(const Request& r, const std::vector<NodeState>& nodes, const TreeIndex& index, Plan plan) {
   std::vector<uint32_t> leaves;
   for (const auto& step : plan) leaves.push_back(index.leaf_of(step.first));
   Allocation alloc = build(r, nodes, std::move(plan));
@@ -30,8 +29,7 @@ Allocation build_on(const Request& r, const std::vector<NodeState>& nodes, const
 // task more take the `ntasks % nnodes` extra tasks. `chosen` all hold ntasks / nnodes.
 std::optional<Plan> distribute(const Request& r, std::vector<Candidate> chosen) {
   if (chosen.size() != r.nnodes) return std::nullopt;
-  std::sort(chosen.begin(), chosen.end(),
-            [](const Candidate& a, const Candidate& b) { return a.node < b.node; });
+  std::sort(chosen.begin(), chosen.end(), [](const Candidate& a, const Candidate& b) { return a.node < b.node; });
   const unsigned base = r.ntasks / r.nnodes;
   unsigned extra = r.ntasks % r.nnodes;
   Plan plan;
@@ -44,14 +42,13 @@ std::optional<Plan> distribute(const Request& r, std::vector<Candidate> chosen) 
   return plan;
 }
 
-
 // What one placement decision works with.
 struct Job {
   const Request& req;
   const Capacity& capacity;
   Need need;
-  std::vector<Candidate> must;    // required nodes
-  std::vector<uint32_t> leaves;   // their leaves, sorted
+  std::vector<Candidate> must;   // required nodes
+  std::vector<uint32_t> leaves;  // their leaves, sorted
 };
 
 // Required nodes must be known, allowed and able to take their share.
@@ -67,8 +64,7 @@ bool take_required(Job& job, const TreeIndex& index) {
 }
 
 bool is_required(const Job& job, uint32_t n) {
-  return std::any_of(job.must.begin(), job.must.end(),
-                     [&](const Candidate& c) { return c.node == n; });
+  return std::any_of(job.must.begin(), job.must.end(), [&](const Candidate& c) { return c.node == n; });
 }
 
 // The nodes of `leaf` that may take a share (required ones excluded).
@@ -79,8 +75,7 @@ void gather(const Job& job, const TreeIndex& index, uint32_t leaf, std::vector<C
   }
 }
 
-std::optional<Plan> plan_on_leaves(const Job& job, const TreeIndex& index,
-                                   const std::vector<uint32_t>& leaves) {
+std::optional<Plan> plan_on_leaves(const Job& job, const TreeIndex& index, const std::vector<uint32_t>& leaves) {
   std::vector<Candidate> others;
   for (uint32_t l : leaves) gather(job, index, l, others);
   if (!job.need.spread) return pack_plan(job.req, job.must, std::move(others));
@@ -112,8 +107,7 @@ std::vector<uint32_t> round_robin(const TreeIndex& index, const std::vector<uint
 
 // Dragonfly, more than one leaf: one node per leaf per round, so the job is spread over as
 // many leaves (and groups) as it has nodes, at most max_leaves.
-std::optional<Plan> spread_over_leaves(const Job& job, const TreeIndex& index,
-                                       const LeafChooser& chooser) {
+std::optional<Plan> spread_over_leaves(const Job& job, const TreeIndex& index, const LeafChooser& chooser) {
   const unsigned limit = job.req.max_leaves;
   std::vector<uint32_t> leaves;
   for (uint32_t root : chooser.candidate_roots()) {
@@ -160,9 +154,7 @@ class TreePlacer final : public Placer {
   void node_added(uint32_t node, const std::string& name, const NodeState& state) override {
     index_.add_node(node, name, state);
   }
-  void node_changed(uint32_t node, const NodeState& state) override {
-    index_.update(node, state);
-  }
+  void node_changed(uint32_t node, const NodeState& state) override { index_.update(node, state); }
 
   // The true minimum for both kinds. A tree placement on an empty machine always gets it; a
   // dragonfly one only when the job fits one leaf (larger jobs are spread on purpose).
@@ -176,8 +168,7 @@ class TreePlacer final : public Placer {
     return chooser.fewest().value_or(0);
   }
 
-  std::optional<Allocation> place(const Request& req,
-                                  const std::vector<NodeState>& nodes) const override {
+  std::optional<Allocation> place(const Request& req, const std::vector<NodeState>& nodes) const override {
     auto need = first_need(req);
     if (!need) return std::nullopt;
     Capacity capacity(index_, req, &nodes);
@@ -205,8 +196,7 @@ class TreePlacer final : public Placer {
     return Need{true, req.ntasks / req.nnodes, req.nnodes};
   }
 
-  std::optional<Plan> place_with(const Request& req, const Capacity& capacity,
-                                 const Need& need) const {
+  std::optional<Plan> place_with(const Request& req, const Capacity& capacity, const Need& need) const {
     Job job{req, capacity, need, {}, {}};
     if (!take_required(job, index_)) return std::nullopt;
     LeafChooser chooser(index_, capacity.leaf_units(need), need.units, job.leaves);

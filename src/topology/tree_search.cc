@@ -15,8 +15,7 @@ uint64_t units_of(uint64_t key) { return key >> 32; }
 
 }  // namespace
 
-Capacity::Capacity(const TreeIndex& index, const Request& req,
-                   const std::vector<NodeState>* nodes)
+Capacity::Capacity(const TreeIndex& index, const Request& req, const std::vector<NodeState>* nodes)
     : index_(index), req_(req), nodes_(nodes), allowed_(&req.allowed_nodes) {
   const auto& a = req.allowed_nodes;
   if (std::is_sorted(a.begin(), a.end()) && std::adjacent_find(a.begin(), a.end()) == a.end()) {
@@ -184,8 +183,7 @@ std::optional<uint32_t> LeafChooser::lowest_group(unsigned k) const {
       if (s < need_) continue;
       if (groups[g].level == 0 ? (k != 1 || !holds_mandatory(g)) : fewest_in(g) != k) continue;
       uint64_t spare = s - need_;
-      if (!best || spare < best_spare ||
-          (spare == best_spare && groups[g].leaf_begin < groups[*best].leaf_begin)) {
+      if (!best || spare < best_spare || (spare == best_spare && groups[g].leaf_begin < groups[*best].leaf_begin)) {
         best = g;
         best_spare = spare;
       }
@@ -216,9 +214,8 @@ std::vector<uint32_t> LeafChooser::pick(uint32_t group, unsigned k) const {
   const auto& groups = index_.groups();
   auto sibling = [&](uint32_t leaf) {
     uint32_t parent = groups[leaves[leaf].group].parent;
-    return std::any_of(chosen.begin(), chosen.end(), [&](uint32_t c) {
-      return groups[leaves[c].group].parent == parent;
-    });
+    return std::any_of(chosen.begin(), chosen.end(),
+                       [&](uint32_t c) { return groups[leaves[c].group].parent == parent; });
   };
   std::optional<uint32_t> last;
   bool last_sibling = false;

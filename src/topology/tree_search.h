@@ -16,7 +16,7 @@ namespace corral::topology {
 struct Need {
   bool spread = false;  // exactly `units` nodes, each holding at least `thr` tasks
   unsigned thr = 1;
-  uint64_t units = 0;   // spread: nodes; otherwise tasks
+  uint64_t units = 0;  // spread: nodes; otherwise tasks
 };
 
 // What nodes can give one request: now (`nodes` given) or on an empty machine (null).
@@ -26,9 +26,9 @@ class Capacity {
   Capacity(const Capacity&) = delete;
   Capacity& operator=(const Capacity&) = delete;
 
-  bool allowed(uint32_t n) const;  // known to the topology and in the allowed set
-  unsigned cap(uint32_t n) const;  // tasks node n can take; 0 if not allowed
-  unsigned free(uint32_t n) const; // free cores, for best fit
+  bool allowed(uint32_t n) const;   // known to the topology and in the allowed set
+  unsigned cap(uint32_t n) const;   // tasks node n can take; 0 if not allowed
+  unsigned free(uint32_t n) const;  // free cores, for best fit
   uint64_t unit(uint32_t n, const Need& need) const {
     unsigned c = cap(n);
     return need.spread ? (c >= need.thr ? 1 : 0) : c;
@@ -51,8 +51,7 @@ class Capacity {
 class LeafChooser {
  public:
   // `mandatory`: leaves of required nodes, sorted and unique.
-  LeafChooser(const TreeIndex& index, std::vector<uint64_t> units, uint64_t need,
-              std::vector<uint32_t> mandatory);
+  LeafChooser(const TreeIndex& index, std::vector<uint64_t> units, uint64_t need, std::vector<uint32_t> mandatory);
 
   // The fewest leaves a tree that may hold the job needs (a job spans one tree, or a group
   // joining trees); nullopt if none can hold it.

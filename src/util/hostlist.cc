@@ -33,9 +33,7 @@ bool is_control(char c) {
 bool all_digits(std::string_view s) { return std::all_of(s.begin(), s.end(), is_digit); }
 
 // "007" is zero padded to width 3; "7" and "0" are not padded (width 0).
-size_t padded_width(std::string_view digits) {
-  return digits.size() > 1 && digits[0] == '0' ? digits.size() : 0;
-}
+size_t padded_width(std::string_view digits) { return digits.size() > 1 && digits[0] == '0' ? digits.size() : 0; }
 
 uint64_t to_number(std::string_view digits) {
   uint64_t v = 0;
@@ -87,8 +85,7 @@ class Parser {
 
  private:
   Error fail(std::string_view why, size_t pos) const {
-    return invalid(fmt::format("invalid hostlist \"{}\": {} at column {}", excerpt(pos), why,
-                               pos + 1));
+    return invalid(fmt::format("invalid hostlist \"{}\": {} at column {}", excerpt(pos), why, pos + 1));
   }
 
   // Long lists are shown only around the error so the message stays readable.
@@ -211,7 +208,8 @@ class Parser {
   // The most digits one number of the bracket prints with.
   static uint64_t bracket_digits(const Part& p) {
     uint64_t most = 0;
-    for (const IdRange& r : p.ids) most = std::max<uint64_t>(most, std::max<uint64_t>(r.width, std::to_string(r.hi).size()));
+    for (const IdRange& r : p.ids)
+      most = std::max<uint64_t>(most, std::max<uint64_t>(r.width, std::to_string(r.hi).size()));
     return most;
   }
 
@@ -225,9 +223,7 @@ class Parser {
     return size;
   }
 
-  Error too_many(size_t pos) const {
-    return fail(fmt::format("expands to more than {} hosts", kMaxHosts), pos);
-  }
+  Error too_many(size_t pos) const { return fail(fmt::format("expands to more than {} hosts", kMaxHosts), pos); }
 
   std::string_view expr_;
   size_t next_ = 0;
@@ -261,8 +257,7 @@ size_t encode_group(const std::vector<std::string>& hosts, size_t i, std::string
   }
   // The varying number is the digit run where head and the next host first differ.
   const std::string& second = hosts[i + 1];
-  size_t p = std::mismatch(head.begin(), head.end(), second.begin(), second.end()).first -
-             head.begin();
+  size_t p = std::mismatch(head.begin(), head.end(), second.begin(), second.end()).first - head.begin();
   while (p > 0 && is_digit(head[p - 1])) --p;
   size_t e = p;
   while (e < head.size() && is_digit(head[e])) ++e;
@@ -324,8 +319,7 @@ Result<std::string> Hostlist::nth(long n) const {
   auto size = static_cast<long>(hosts_.size());
   long idx = n < 0 ? n + size : n;
   if (idx < 0 || idx >= size) {
-    return not_found(
-        fmt::format("index {} is out of range for a hostlist of {} hosts", n, hosts_.size()));
+    return not_found(fmt::format("index {} is out of range for a hostlist of {} hosts", n, hosts_.size()));
   }
   return hosts_[static_cast<size_t>(idx)];
 }
@@ -336,9 +330,7 @@ std::optional<size_t> Hostlist::find(std::string_view host) const {
   return static_cast<size_t>(it - hosts_.begin());
 }
 
-void Hostlist::append(const Hostlist& other) {
-  hosts_.insert(hosts_.end(), other.hosts_.begin(), other.hosts_.end());
-}
+void Hostlist::append(const Hostlist& other) { hosts_.insert(hosts_.end(), other.hosts_.begin(), other.hosts_.end()); }
 
 std::string Hostlist::encode() const {
   std::string out;

@@ -26,9 +26,7 @@ Result<uint32_t> parse_id(std::string_view text, std::string_view item, size_t p
   uint32_t value = 0;
   auto [end, ec] = std::from_chars(item.data(), item.data() + item.size(), value);
   if (ec != std::errc() || end != item.data() + item.size()) {
-    return bad_idset(text, fmt::format("id {} is larger than {}", item,
-                                       std::numeric_limits<uint32_t>::max()),
-                     pos);
+    return bad_idset(text, fmt::format("id {} is larger than {}", item, std::numeric_limits<uint32_t>::max()), pos);
   }
   return value;
 }
@@ -81,8 +79,7 @@ Result<IdSet> IdSet::parse(std::string_view text) {
   size_t start = 0;
   while (true) {
     size_t comma = body.find(',', start);
-    std::string_view item = body.substr(start, comma == std::string_view::npos ? body.npos
-                                                                                : comma - start);
+    std::string_view item = body.substr(start, comma == std::string_view::npos ? body.npos : comma - start);
     auto range = parse_item(text, item, offset + start);
     if (!range) return range.error();
     set.ranges_.push_back(*range);
@@ -121,8 +118,8 @@ size_t IdSet::count() const {
 
 bool IdSet::contains(uint32_t id) const {
   // First range whose end is >= id; it holds id if it starts at or before it.
-  auto it = std::lower_bound(ranges_.begin(), ranges_.end(), id,
-                             [](const Range& r, uint32_t v) { return r.second < v; });
+  auto it =
+      std::lower_bound(ranges_.begin(), ranges_.end(), id, [](const Range& r, uint32_t v) { return r.second < v; });
   return it != ranges_.end() && it->first <= id;
 }
 
@@ -132,9 +129,8 @@ void IdSet::insert_range(uint32_t first, uint32_t last) {
   if (first > last) return;  // an empty range adds nothing
   // Merge in place with every range that overlaps or touches [first, last], so that
   // building a set id by id in ascending order stays cheap.
-  auto it = std::lower_bound(ranges_.begin(), ranges_.end(), first, [](const Range& r, uint32_t v) {
-    return uint64_t{r.second} + 1 < v;
-  });
+  auto it = std::lower_bound(ranges_.begin(), ranges_.end(), first,
+                             [](const Range& r, uint32_t v) { return uint64_t{r.second} + 1 < v; });
   auto end = it;
   uint32_t lo = first, hi = last;
   while (end != ranges_.end() && uint64_t{end->first} <= uint64_t{last} + 1) {
@@ -147,8 +143,8 @@ void IdSet::insert_range(uint32_t first, uint32_t last) {
 }
 
 void IdSet::erase(uint32_t id) {
-  auto it = std::lower_bound(ranges_.begin(), ranges_.end(), id,
-                             [](const Range& r, uint32_t v) { return r.second < v; });
+  auto it =
+      std::lower_bound(ranges_.begin(), ranges_.end(), id, [](const Range& r, uint32_t v) { return r.second < v; });
   if (it == ranges_.end() || it->first > id) return;
   auto [lo, hi] = *it;
   if (lo == hi) {

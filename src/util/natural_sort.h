@@ -10,8 +10,6 @@ namespace corral {
 // ("n01" vs "n1") are ordered by the first such difference, so the order is total.
 int natural_compare(std::string_view a, std::string_view b);
 
-inline bool natural_less(std::string_view a, std::string_view b) {
-  return natural_compare(a, b) < 0;
-}
+inline bool natural_less(std::string_view a, std::string_view b) { return natural_compare(a, b) < 0; }
 
 }  // namespace corral

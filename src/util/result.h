@@ -13,7 +13,7 @@ enum class Errc {
   not_found,
   permission_denied,
   already_exists,
-  unavailable,  // a peer or resource is not reachable now; retrying may help
+  unavailable,         // a peer or resource is not reachable now; retrying may help
   resource_exhausted,  // a limit was reached (a per-user limit, a size); the message names it
   io_error,
   internal,

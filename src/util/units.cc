@@ -125,8 +125,8 @@ Result<double> slurm_time_seconds(std::string_view text, const SlurmTime& st) {
   bool minutes_lead = !st.days && f.size() <= 2;
   if (!minutes_lead && m >= 60) return bad_time(text, fmt::format("minutes {} must be below 60", m));
   if (f.size() >= 2 && s >= 60) return bad_time(text, fmt::format("seconds {} must be below 60", s));
-  return static_cast<double>(d) * kDay + static_cast<double>(h) * kHour +
-         static_cast<double>(m) * kMinute + static_cast<double>(s);
+  return static_cast<double>(d) * kDay + static_cast<double>(h) * kHour + static_cast<double>(m) * kMinute +
+         static_cast<double>(s);
 }
 
 struct SizeUnit {
@@ -136,11 +136,11 @@ struct SizeUnit {
 
 constexpr uint64_t kKi = 1024;
 constexpr std::array<SizeUnit, 6> kBinary{{{"KiB", kKi},
-                                           {"MiB", kKi * kKi},
-                                           {"GiB", kKi * kKi * kKi},
-                                           {"TiB", kKi * kKi * kKi * kKi},
-                                           {"PiB", kKi * kKi * kKi * kKi * kKi},
-                                           {"EiB", kKi * kKi * kKi * kKi * kKi * kKi}}};
+                                           {"MiB", kKi* kKi},
+                                           {"GiB", kKi* kKi* kKi},
+                                           {"TiB", kKi* kKi* kKi* kKi},
+                                           {"PiB", kKi* kKi* kKi* kKi* kKi},
+                                           {"EiB", kKi* kKi* kKi* kKi* kKi* kKi}}};
 constexpr std::array<SizeUnit, 6> kDecimal{{{"KB", 1'000},
                                             {"MB", 1'000'000},
                                             {"GB", 1'000'000'000},
@@ -202,13 +202,11 @@ Result<double> parse_duration(std::string_view text) {
   std::string_view number = t.substr(0, k), unit = t.substr(k);
   auto v = parse_number(number);
   if (!v) {
-    return invalid(fmt::format(
-        "invalid duration \"{}\": \"{}\" is not a non-negative number", text, number));
+    return invalid(fmt::format("invalid duration \"{}\": \"{}\" is not a non-negative number", text, number));
   }
   auto scale = duration_unit(unit);
   if (!scale) {
-    return invalid(fmt::format("invalid duration \"{}\": unknown unit \"{}\" (use ms, s, m, h or d)",
-                               text, unit));
+    return invalid(fmt::format("invalid duration \"{}\": unknown unit \"{}\" (use ms, s, m, h or d)", text, unit));
   }
   return *v * *scale;
 }
@@ -217,9 +215,7 @@ Result<double> parse_time_limit(std::string_view text) {
   std::string_view t = trim(text);
   if (t.empty()) return bad_time(text, "expected minutes, [D-]HH:MM:SS or a duration like 1.5h");
   if (means_unlimited(t)) return 0.0;
-  bool slurm_form = std::all_of(t.begin(), t.end(), [](char c) {
-    return is_digit(c) || c == ':' || c == '-';
-  });
+  bool slurm_form = std::all_of(t.begin(), t.end(), [](char c) { return is_digit(c) || c == ':' || c == '-'; });
   if (!slurm_form) return parse_duration(t);
   auto st = split_slurm_time(t);
   if (!st) {
@@ -262,8 +258,8 @@ Result<uint64_t> parse_size(std::string_view text, uint64_t default_unit) {
   std::string unit = lower(trim(t.substr(k)));
   auto scale = unit.empty() ? std::optional<uint64_t>(default_unit) : size_unit(unit);
   if (!scale) {
-    return bad_size(text, fmt::format("unknown unit \"{}\" (use B, K, KB, KiB, M, MB, MiB, ..., P)",
-                                      trim(t.substr(k))));
+    return bad_size(text,
+                    fmt::format("unknown unit \"{}\" (use B, K, KB, KiB, M, MB, MiB, ..., P)", trim(t.substr(k))));
   }
   if (!parse_number(number)) {
     return bad_size(text, fmt::format("\"{}\" is not a non-negative number", number));

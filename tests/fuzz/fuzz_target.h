@@ -11,12 +11,12 @@
 #include <cstdlib>
 #include <string_view>
 
-#define CORRAL_FUZZ_CHECK(cond)                                                    \
-  do {                                                                              \
-    if (!(cond)) {                                                                  \
+#define CORRAL_FUZZ_CHECK(cond)                                                          \
+  do {                                                                                   \
+    if (!(cond)) {                                                                       \
       std::fprintf(stderr, "%s:%d: fuzz check failed: %s\n", __FILE__, __LINE__, #cond); \
-      std::abort();                                                                 \
-    }                                                                               \
+      std::abort();                                                                      \
+    }                                                                                    \
   } while (0)
 
 inline std::string_view fuzz_text(const uint8_t* data, size_t size) {

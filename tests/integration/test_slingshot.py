@@ -311,3 +311,24 @@ def test_reservations_survive_kill_9_of_the_controller(make_cluster, tmp_path):
     assert job_until(cluster, held, lambda j: j["state"] == "RUN")
     cluster.corral("cancel", held, new)
     wait_free(cluster, vnis + nv)
+
+
+def test_nodes_show_the_nics_the_agents_found(make_cluster, tmp_path):
+    """The node half of the hook reports the node's NICs at registration (`hardware` in
+    `corral nodes --json`); an agent whose hooks report too much is refused, naming the node."""
+    c = sim_cluster(make_cluster, tmp_path, size=2, agents=1)
+    listed = json.loads(c.corral("nodes", "--json").stdout)
+    assert [n["hardware"] for n in listed] == [{"cray-slingshot": "cxi0,cxi1 (simulated)"}] * 2, listed
+    probe = binary("corral-rpc-probe")
+    many = subprocess.run([probe, "--register", c.uri, "greedy", "17", "8"], capture_output=True, text=True,
+                          timeout=30)
+    assert many.returncode == 1 and "'greedy' reports more than 16 hardware entries" in many.stdout, many.stdout
+    long = subprocess.run([probe, "--register", c.uri, "wordy", "1", "2000"], capture_output=True, text=True,
+                          timeout=30)
+    assert long.returncode == 1 and "node 'wordy'" in long.stdout and "1024" in long.stdout, long.stdout
+    assert {n["name"] for n in json.loads(c.corral("nodes", "--json").stdout)} == {"node0", "node1"}
+    fine = subprocess.run([probe, "--register", c.uri, "modest", "2", "16"], capture_output=True, text=True,
+                          timeout=30)
+    assert fine.returncode == 0, fine.stdout
+    shown = {n["name"]: n["hardware"] for n in json.loads(c.corral("nodes", "--json").stdout)}
+    assert shown["modest"] == {"hook0": "x" * 16, "hook1": "x" * 16}, shown

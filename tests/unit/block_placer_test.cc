@@ -22,8 +22,7 @@ Topology blocks(unsigned nblocks, unsigned per_block, std::vector<unsigned> size
   for (unsigned b = 0; b < nblocks; ++b) {
     Block blk;
     blk.name = fmt::format("b{}", b);
-    for (unsigned i = 0; i < per_block; ++i)
-      blk.nodes.push_back(fmt::format("n{:02}", b * per_block + i));
+    for (unsigned i = 0; i < per_block; ++i) blk.nodes.push_back(fmt::format("n{:02}", b * per_block + i));
     t.blocks.push_back(std::move(blk));
   }
   t.block_sizes = std::move(sizes);
@@ -226,7 +225,7 @@ TEST(BlockPlacer, SmallJobsPreferTheTightestBlock) {
 
 TEST(BlockPlacer, ExclusiveJobsFitByWholeNodes) {
   Machine m(small());
-  m.busy(4, 1);        // b1: two nodes with 3 free cores, two idle (14 free cores)
+  m.busy(4, 1);  // b1: two nodes with 3 free cores, two idle (14 free cores)
   m.busy(5, 1);
   m.busy_block(2, 1);  // b2: three idle nodes (12 free cores)
   auto a = m.place(nodes_req(2));

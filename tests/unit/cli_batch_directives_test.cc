@@ -56,8 +56,7 @@ TEST(CliDirectives, OptionsMergeInOrder) {
 TEST(CliDirectives, ErrorsNameFileLineAndDirective) {
   auto o = directive_options("#!/bin/sh\n\n#CORRAL --nodes=x\n", "script.sh", ctx());
   ASSERT_FALSE(o.ok());
-  EXPECT_EQ(o.message().rfind("script.sh:3: #CORRAL --nodes=x: -N/--nodes", 0), 0u)
-      << o.message();
+  EXPECT_EQ(o.message().rfind("script.sh:3: #CORRAL --nodes=x: -N/--nodes", 0), 0u) << o.message();
   auto unknown = directive_options("#!/bin/sh\n#CORRAL --bogus\n", "s", ctx());
   ASSERT_FALSE(unknown.ok());
   EXPECT_EQ(unknown.message().rfind("s:2: #CORRAL --bogus: ", 0), 0u) << unknown.message();

@@ -14,12 +14,49 @@ JobContext test_context() {
 }
 
 TEST(CliJobOptions, ParsesEveryOption) {
-  auto opts = parse_job_option_words(
-      {"-N", "2", "-n8", "--cpus-per-task=2", "--gpus-per-task", "1", "--mem", "4G", "-t",
-       "1:30:00", "-J", "sim", "-o", "out.%j", "-e", "err", "-i", "in", "-w", "n[1-2]", "-x",
-       "n3", "-p", "batch", "--exclusive", "-d", "afterok:5", "--begin", "now+60", "--export",
-       "NONE,X=1", "-D", "sub", "--urgency", "20", "--setopt", "a.b=3", "--setopt", "flag",
-       "--cc", "1-3", "--test-run-duration", "2s"});
+  auto opts = parse_job_option_words({"-N",
+                                      "2",
+                                      "-n8",
+                                      "--cpus-per-task=2",
+                                      "--gpus-per-task",
+                                      "1",
+                                      "--mem",
+                                      "4G",
+                                      "-t",
+                                      "1:30:00",
+                                      "-J",
+                                      "sim",
+                                      "-o",
+                                      "out.%j",
+                                      "-e",
+                                      "err",
+                                      "-i",
+                                      "in",
+                                      "-w",
+                                      "n[1-2]",
+                                      "-x",
+                                      "n3",
+                                      "-p",
+                                      "batch",
+                                      "--exclusive",
+                                      "-d",
+                                      "afterok:5",
+                                      "--begin",
+                                      "now+60",
+                                      "--export",
+                                      "NONE,X=1",
+                                      "-D",
+                                      "sub",
+                                      "--urgency",
+                                      "20",
+                                      "--setopt",
+                                      "a.b=3",
+                                      "--setopt",
+                                      "flag",
+                                      "--cc",
+                                      "1-3",
+                                      "--test-run-duration",
+                                      "2s"});
   ASSERT_TRUE(opts.ok()) << opts.message();
   auto job = to_job_request(*opts, test_context());
   ASSERT_TRUE(job.ok()) << job.message();
@@ -106,8 +143,7 @@ TEST(CliJobOptions, BadValuesNameTheOption) {
     return o;
   };
   std::vector<BadCase> cases{
-      {with([](JobOptions& o) { o.nodes = "abc"; }),
-       "-N/--nodes: expected a positive integer, got 'abc'"},
+      {with([](JobOptions& o) { o.nodes = "abc"; }), "-N/--nodes: expected a positive integer, got 'abc'"},
       {with([](JobOptions& o) { o.ntasks = "0"; }), "-n/--ntasks"},
       {with([](JobOptions& o) { o.cpus_per_task = "x"; }), "-c/--cpus-per-task"},
       {with([](JobOptions& o) { o.gpus_per_task = "-1"; }), "--gpus-per-task"},

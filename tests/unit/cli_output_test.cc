@@ -5,8 +5,8 @@
 #include <cstdio>
 #include <memory>
 
-#include <CLI/CLI.hpp>
 #include <gtest/gtest.h>
+#include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
 #include "cli/argv_split.h"
@@ -33,8 +33,8 @@ TEST(CliTable, StreamedRenderMatchesStored) {
   for (bool header : {true, false}) {
     std::unique_ptr<std::FILE, int (*)(std::FILE*)> f(std::tmpfile(), &std::fclose);
     ASSERT_TRUE(f);
-    t.render_to(f.get(), rows.size(),
-                [&](size_t i, std::vector<std::string>& cells) { cells = rows[i]; }, header);
+    t.render_to(
+        f.get(), rows.size(), [&](size_t i, std::vector<std::string>& cells) { cells = rows[i]; }, header);
     std::rewind(f.get());
     std::string got(256, '\0');
     got.resize(std::fread(got.data(), 1, got.size(), f.get()));
@@ -55,9 +55,7 @@ struct SplitFixture : ::testing::Test {
     run->add_flag("-l,--label-io", flag);
     app.add_subcommand("queue");
   }
-  std::vector<std::string> split(std::vector<std::string>& args) {
-    return split_trailing_command(app, takes, args);
-  }
+  std::vector<std::string> split(std::vector<std::string>& args) { return split_trailing_command(app, takes, args); }
 };
 
 TEST_F(SplitFixture, CommandStartsAtTheFirstPositional) {
@@ -79,8 +77,7 @@ TEST_F(SplitFixture, AttachedValuesAndDashDash) {
   EXPECT_EQ(split(d), (std::vector<std::string>{"ls"}));
 }
 
-corral::v1::JobInfo job(std::string state, std::string result = "", int ws = -1,
-                        std::string exc = "") {
+corral::v1::JobInfo job(std::string state, std::string result = "", int ws = -1, std::string exc = "") {
   corral::v1::JobInfo j;
   j.set_state(std::move(state));
   j.set_result(std::move(result));
@@ -175,12 +172,31 @@ TEST(CliJobRow, TableRowsAndConsistency) {
   corral::v1::JobTable t;
   for (const char* s : {"", "alice", "run", "RUN"}) t.add_strings(s);
   auto add_row = [&](uint64_t id) {
-    t.add_id(id); t.add_userid(1000); t.add_username(1); t.add_name(2); t.add_state(3);
-    t.add_result(0); t.add_reason(0); t.add_urgency(16); t.add_priority(0);
-    t.add_t_submit(1); t.add_t_run(2); t.add_t_cleanup(0); t.add_t_inactive(0);
-    t.add_nodelist(0); t.add_nnodes(1); t.add_ntasks(1); t.add_ncores(1); t.add_ngpus(0);
-    t.add_partition(0); t.add_duration(0); t.add_waitstatus(-1); t.add_exception_type(0);
-    t.add_exception_note(0); t.add_cwd(0); t.add_dependencies(0);
+    t.add_id(id);
+    t.add_userid(1000);
+    t.add_username(1);
+    t.add_name(2);
+    t.add_state(3);
+    t.add_result(0);
+    t.add_reason(0);
+    t.add_urgency(16);
+    t.add_priority(0);
+    t.add_t_submit(1);
+    t.add_t_run(2);
+    t.add_t_cleanup(0);
+    t.add_t_inactive(0);
+    t.add_nodelist(0);
+    t.add_nnodes(1);
+    t.add_ntasks(1);
+    t.add_ncores(1);
+    t.add_ngpus(0);
+    t.add_partition(0);
+    t.add_duration(0);
+    t.add_waitstatus(-1);
+    t.add_exception_type(0);
+    t.add_exception_note(0);
+    t.add_cwd(0);
+    t.add_dependencies(0);
   };
   add_row(7);
   add_row(8);
@@ -198,8 +214,7 @@ TEST(CliJobRow, TableRowsAndConsistency) {
 }
 
 TEST(CliLocalCluster, SplitsNodesEvenly) {
-  EXPECT_EQ(split_nodes(8, 4),
-            (std::vector<std::string>{"node[0-1]", "node[2-3]", "node[4-5]", "node[6-7]"}));
+  EXPECT_EQ(split_nodes(8, 4), (std::vector<std::string>{"node[0-1]", "node[2-3]", "node[4-5]", "node[6-7]"}));
   EXPECT_EQ(split_nodes(5, 2), (std::vector<std::string>{"node[0-2]", "node[3-4]"}));
   EXPECT_EQ(split_nodes(2, 4), (std::vector<std::string>{"node0", "node1"}));
   EXPECT_EQ(split_nodes(1, 1), (std::vector<std::string>{"node0"}));

@@ -7,7 +7,7 @@
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
 
-#include "cli/step_client.h"
+#include "cli/client/step_client.h"
 #include "corral.grpc.pb.h"
 #include "temp_dir.h"
 
@@ -18,14 +18,12 @@ namespace pb = corral::v1;
 
 class FakeStepManager final : public pb::StepService::Service {
  public:
-  grpc::Status RunStep(
-      grpc::ServerContext*,
-      grpc::ServerReaderWriter<pb::StepServerMessage, pb::StepClientMessage>* stream) override {
+  grpc::Status RunStep(grpc::ServerContext*,
+                       grpc::ServerReaderWriter<pb::StepServerMessage, pb::StepClientMessage>* stream) override {
     pb::StepClientMessage first;
     if (!stream->Read(&first) || !first.has_create())
       return {grpc::StatusCode::INVALID_ARGUMENT, "the first message must carry create"};
-    if (first.create().argv_size() == 0)
-      return {grpc::StatusCode::INVALID_ARGUMENT, "the step has no command"};
+    if (first.create().argv_size() == 0) return {grpc::StatusCode::INVALID_ARGUMENT, "the step has no command"};
     pb::StepServerMessage waiting;
     waiting.set_waiting("running steps hold the cores");
     stream->Write(waiting);
@@ -58,8 +56,7 @@ class FakeStepManager final : public pb::StepService::Service {
     return grpc::Status::OK;
   }
 
-  grpc::Status ListSteps(grpc::ServerContext*, const pb::ListStepsRequest* req,
-                         pb::ListStepsReply* reply) override {
+  grpc::Status ListSteps(grpc::ServerContext*, const pb::ListStepsRequest* req, pb::ListStepsReply* reply) override {
     if (req->jobid() == 99) return {grpc::StatusCode::PERMISSION_DENIED, "job 99 belongs to bob"};
     auto* s = reply->add_steps();
     s->set_jobid(req->jobid());
@@ -153,8 +150,7 @@ TEST(StepClientUnreachable, SaysWhichStepManagerCannotBeReached) {
   auto reply = client.list_steps(42, 5);
   ASSERT_FALSE(reply.ok());
   EXPECT_EQ(reply.error().code, Errc::unavailable);
-  EXPECT_NE(reply.message().find("cannot reach the step manager of job 42 at " + address),
-            std::string::npos)
+  EXPECT_NE(reply.message().find("cannot reach the step manager of job 42 at " + address), std::string::npos)
       << reply.message();
   pb::StepSpec spec;
   spec.add_argv("true");

@@ -156,8 +156,7 @@ TEST(StepSpec, RefusesJobOnlyOptionsAndBadValuesByName) {
 
   JobOptions part;
   part.partition = "debug";
-  EXPECT_NE(build_step_spec(1, part, {}, {"true"}, context()).message().find("-p/--partition"),
-            std::string::npos);
+  EXPECT_NE(build_step_spec(1, part, {}, {"true"}, context()).message().find("-p/--partition"), std::string::npos);
 
   JobOptions bad;
   bad.ntasks = "zero";
@@ -178,8 +177,7 @@ TEST(StepSpec, RefusesJobOnlyOptionsAndBadValuesByName) {
 }
 
 TEST(StepTarget, ComesFromTheEnvironmentInsideAnAllocation) {
-  std::map<std::string, std::string> env = {{"CORRAL_JOBID", "42"},
-                                            {"CORRAL_STEPMGR", "unix:/tmp/a/step.sock"}};
+  std::map<std::string, std::string> env = {{"CORRAL_JOBID", "42"}, {"CORRAL_STEPMGR", "unix:/tmp/a/step.sock"}};
   auto t = step_target_from_env(env, 0);
   ASSERT_TRUE(t.ok());
   ASSERT_TRUE(t->has_value());
@@ -308,8 +306,8 @@ TEST(HistoryFormat, RowsListEachJobThenItsSteps) {
   *h->add_steps() = make_step(42, "batch", "COMPLETED");
   auto rows = history_rows(reply, 2000);
   ASSERT_EQ(rows.size(), 4u);
-  EXPECT_EQ(rows[0], (std::vector<std::string>{"42", "job.sh", "alice", "FAILED", "1:40", "1:0",
-                                               "2", "node[0-1]", "00:07.000"}));
+  EXPECT_EQ(rows[0], (std::vector<std::string>{"42", "job.sh", "alice", "FAILED", "1:40", "1:0", "2", "node[0-1]",
+                                               "00:07.000"}));
   EXPECT_EQ(rows[1][0], "42.batch");
   EXPECT_EQ(rows[2][0], "42.0");
   EXPECT_EQ(rows[3][0], "42.1");
@@ -321,8 +319,7 @@ TEST(HistoryFormat, RowsListEachJobThenItsSteps) {
 // ------------------------------------------------------------------ steps listing
 
 TEST(StepListing, MergesLiveAndRecordedStepsWithTheLiveViewWinning) {
-  std::vector<pb::StepInfo> recorded = {make_step(42, "0", "COMPLETED"),
-                                        make_step(42, "2", "FAILED")};
+  std::vector<pb::StepInfo> recorded = {make_step(42, "0", "COMPLETED"), make_step(42, "2", "FAILED")};
   pb::StepInfo stale = make_step(42, "10", "COMPLETED");
   recorded.push_back(stale);
   std::vector<pb::StepInfo> live = {make_step(42, "10", "RUNNING"), make_step(42, "2", "FAILED")};
@@ -333,8 +330,7 @@ TEST(StepListing, MergesLiveAndRecordedStepsWithTheLiveViewWinning) {
   EXPECT_EQ(merged[2].step(), "10");  // by number, not by text
   EXPECT_EQ(merged[2].state(), "RUNNING");
   auto cells = step_cells(merged[2], 1030);
-  EXPECT_EQ(cells, (std::vector<std::string>{"42.10", "sh", "RUNNING", "2", "4", "4", "0:30",
-                                             "node[0-1]"}));
+  EXPECT_EQ(cells, (std::vector<std::string>{"42.10", "sh", "RUNNING", "2", "4", "4", "0:30", "node[0-1]"}));
 }
 
 }  // namespace

@@ -6,8 +6,8 @@
 
 #include "ctld/agent_link.h"
 #include "ctld/controller.h"
-#include "ctld_test_controller.h"
 #include "ctld/watch_hub.h"
+#include "ctld_test_controller.h"
 #include "job/jobspec.h"
 #include "temp_dir.h"
 

@@ -39,8 +39,8 @@ TEST(ListenConfig, AcceptsHostPortLists) {
 }
 
 TEST(ListenConfig, RefusesWhatIsNotHostPort) {
-  for (const char* bad : {R"(["0.0.0.0"])", R"([":6817"])", R"(["host:0"])", R"(["host:65536"])",
-                          R"(["host:68x"])", R"(["host:99999999999999999999"])", R"("0.0.0.0:6817")", "[1]"}) {
+  for (const char* bad : {R"(["0.0.0.0"])", R"([":6817"])", R"(["host:0"])", R"(["host:65536"])", R"(["host:68x"])",
+                          R"(["host:99999999999999999999"])", R"("0.0.0.0:6817")", "[1]"}) {
     auto c = with({std::string("controller.listen=") + bad});
     ASSERT_FALSE(c.ok()) << bad;
     EXPECT_NE(c.message().find("listen"), std::string::npos) << c.message();

@@ -31,9 +31,9 @@ TEST(NodeConfig, ReadsItsKeys) {
 }
 
 TEST(NodeConfig, RefusesBadValuesNamingTheKey) {
-  for (const char* bad : {"node.job-pids-max=-1", R"(node.job-pids-max="64")", "node.job-pids-max=99999999",
-                          R"(node.cpu-bind="sockets")", "node.cpu-bind=1", "node.output-spool=1", "job.requeue=3",
-                          "job.max-requeue=-1"}) {
+  for (const char* bad :
+       {"node.job-pids-max=-1", R"(node.job-pids-max="64")", "node.job-pids-max=99999999", R"(node.cpu-bind="sockets")",
+        "node.cpu-bind=1", "node.output-spool=1", "job.requeue=3", "job.max-requeue=-1"}) {
     auto c = with({bad});
     ASSERT_FALSE(c.ok()) << bad;
     const std::string key = std::string(bad).substr(0, std::string(bad).find('='));

@@ -32,15 +32,14 @@ TEST(StepsConfig, KeyFileFollowsTheStateDirectoryUnlessSet) {
 }
 
 TEST(StepsConfig, AcceptsGoodValues) {
-  auto c = with({"steps.fanout-width=2", "steps.mpi-ports=12000-12999",
-                 "steps.mpi-ports-per-job=50", "steps.mpi-ports-per-step=5"});
+  auto c = with({"steps.fanout-width=2", "steps.mpi-ports=12000-12999", "steps.mpi-ports-per-job=50",
+                 "steps.mpi-ports-per-step=5"});
   ASSERT_TRUE(c.ok()) << c.message();
   EXPECT_EQ(c->steps.fanout_width, 2u);
   EXPECT_EQ(c->steps.mpi_ports, "12000-12999");
   EXPECT_EQ(c->steps.mpi_ports_per_job, 50u);
   EXPECT_EQ(c->steps.mpi_ports_per_step, 5u);
-  auto single = with({"steps.mpi-ports=12000", "steps.mpi-ports-per-job=1",
-                      "steps.mpi-ports-per-step=1"});
+  auto single = with({"steps.mpi-ports=12000", "steps.mpi-ports-per-job=1", "steps.mpi-ports-per-step=1"});
   ASSERT_TRUE(single.ok()) << single.message();
   EXPECT_EQ(single->steps.mpi_ports, "12000");
 }
@@ -64,8 +63,7 @@ TEST(StepsConfig, BadValuesNameTheKey) {
        }) {
     auto c = with(sets);
     ASSERT_FALSE(c.ok()) << sets.front() << " was accepted";
-    EXPECT_NE(c.message().find(expect), std::string::npos) << sets.front() << ": "
-                                                            << c.message();
+    EXPECT_NE(c.message().find(expect), std::string::npos) << sets.front() << ": " << c.message();
   }
 }
 

@@ -67,8 +67,8 @@ class CtldHostile : public ::testing::Test {
 
 TEST_F(CtldHostile, HostileJobspecsAreRefusedAndChangeNothing) {
   v1::SubmitReply rep;
-  const std::string deep = R"({"version":1,"attributes":{"user":)" + std::string(200000, '[') +
-                           std::string(200000, ']') + "}}";
+  const std::string deep =
+      R"({"version":1,"attributes":{"user":)" + std::string(200000, '[') + std::string(200000, ']') + "}}";
   auto st = submit_text(kAlice, deep, &rep);
   EXPECT_EQ(st.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
   EXPECT_THAT(st.error_message(), HasSubstr("nested more than 64 levels deep"));

@@ -105,8 +105,7 @@ class CtldSteps : public ::testing::Test {
 
   // The next StartJob of `jobid` (one seen already counts once).
   v1::StartJob await_start(uint64_t jobid) {
-    bool ok = starts_.count(jobid) ||
-              await([&](const v1::ControllerMessage&) { return starts_.count(jobid) > 0; });
+    bool ok = starts_.count(jobid) || await([&](const v1::ControllerMessage&) { return starts_.count(jobid) > 0; });
     EXPECT_TRUE(ok) << "no StartJob for job " << jobid;
     v1::StartJob got = starts_[jobid];
     starts_.erase(jobid);
@@ -199,8 +198,7 @@ TEST_F(CtldSteps, PortSharesSurviveARestartAndComeBackWhenJobsEnd) {
   bool warned = false;
   const v1::JobInfo info = job(c, true);
   for (const auto& line : info.eventlog())
-    warned |= line.find("mpi-ports") != std::string::npos &&
-              line.find("warning") != std::string::npos;
+    warned |= line.find("mpi-ports") != std::string::npos && line.find("warning") != std::string::npos;
   EXPECT_TRUE(warned);
 
   restart();
@@ -285,8 +283,8 @@ TEST_F(CtldSteps, CancelStepGoesToTheStepManagersAgent) {
   EXPECT_TRUE(await([&](const v1::ControllerMessage& m) {
     if (m.cancel_step_size() != 1) return false;
     const auto& cs = m.cancel_step(0);
-    return cs.jobid() == id && cs.step() == "3" && cs.signal() == SIGINT &&
-           cs.userid() == ::getuid() && cs.kill_grace() == 10.0;
+    return cs.jobid() == id && cs.step() == "3" && cs.signal() == SIGINT && cs.userid() == ::getuid() &&
+           cs.kill_grace() == 10.0;
   }));
   if (::getuid() != 0) {
     v1::CancelReply other;

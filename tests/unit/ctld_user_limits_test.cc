@@ -39,10 +39,10 @@ TEST(UserLimits, SubmissionRateIsATokenBucketPerUser) {
   ASSERT_FALSE(st.ok());
   EXPECT_THAT(st.message(), HasSubstr("limits.submit-rate"));
   EXPECT_THAT(st.message(), HasSubstr("try again in 0.5 s"));
-  EXPECT_TRUE(limits.admit(8, 1, 100.0).ok());   // others keep their own bucket
-  EXPECT_TRUE(limits.admit(7, 1, 100.5).ok());   // one token back after half a second
+  EXPECT_TRUE(limits.admit(8, 1, 100.0).ok());  // others keep their own bucket
+  EXPECT_TRUE(limits.admit(7, 1, 100.5).ok());  // one token back after half a second
   EXPECT_FALSE(limits.admit(7, 1, 100.6).ok());
-  EXPECT_TRUE(limits.admit(7, 1, 200.0).ok());   // refilled, up to the burst
+  EXPECT_TRUE(limits.admit(7, 1, 200.0).ok());  // refilled, up to the burst
 }
 
 TEST(UserLimits, RunningJobsPerUser) {
@@ -70,9 +70,9 @@ TEST(UserLimits, NoLimitsByDefault) {
 }
 
 TEST(LimitsConfig, KeysAndBadValues) {
-  auto cfg = load_config("", {"limits.max-submit-jobs=10", "limits.max-running-jobs=4", "limits.submit-rate=2.5",
-                              "limits.submit-burst=5", "limits.max-batch-script=\"1MiB\"",
-                              "controller.private-data=[\"jobs\"]"});
+  auto cfg = load_config(
+      "", {"limits.max-submit-jobs=10", "limits.max-running-jobs=4", "limits.submit-rate=2.5", "limits.submit-burst=5",
+           "limits.max-batch-script=\"1MiB\"", "controller.private-data=[\"jobs\"]"});
   ASSERT_TRUE(cfg.ok()) << cfg.message();
   EXPECT_EQ(cfg->limits.max_submit_jobs, 10u);
   EXPECT_EQ(cfg->limits.max_running_jobs, 4u);
@@ -84,9 +84,9 @@ TEST(LimitsConfig, KeysAndBadValues) {
   ASSERT_TRUE(defaults.ok());
   EXPECT_EQ(defaults->limits.max_batch_script, 4u << 20);
   EXPECT_FALSE(defaults->private_jobs);
-  for (const char* bad : {"limits.max-submit-jobs=-1", "limits.submit-rate=-2", "limits.max-batch-script=\"12\"",
-                          "limits.nonsense=1", "controller.private-data=[\"everything\"]",
-                          "limits.max-batch-script=\"64MiB\""}) {
+  for (const char* bad :
+       {"limits.max-submit-jobs=-1", "limits.submit-rate=-2", "limits.max-batch-script=\"12\"", "limits.nonsense=1",
+        "controller.private-data=[\"everything\"]", "limits.max-batch-script=\"64MiB\""}) {
     auto r = load_config("", {bad});
     EXPECT_FALSE(r.ok()) << bad;
   }

@@ -10,8 +10,7 @@ using ::testing::HasSubstr;
 
 TEST(EventlogTest, EncodesKeysInRfcOrderWithMicroseconds) {
   Event ev{1700000000.123456, "submit", R"({"urgency":16})"};
-  EXPECT_EQ(encode_event(ev),
-            R"({"timestamp":1700000000.123456,"name":"submit","context":{"urgency":16}})");
+  EXPECT_EQ(encode_event(ev), R"({"timestamp":1700000000.123456,"name":"submit","context":{"urgency":16}})");
   Event empty{1.5, "clean", ""};
   EXPECT_EQ(encode_event(empty), R"({"timestamp":1.500000,"name":"clean","context":{}})");
 }
@@ -24,8 +23,7 @@ TEST(EventlogTest, EscapesNames) {
 }
 
 TEST(EventlogTest, RoundTrip) {
-  Event ev{1700000000.5, "exception",
-           R"({"note":"cancel requested","severity":0,"type":"cancel"})"};
+  Event ev{1700000000.5, "exception", R"({"note":"cancel requested","severity":0,"type":"cancel"})"};
   auto back = decode_event(encode_event(ev));
   ASSERT_TRUE(back.ok()) << back.message();
   EXPECT_EQ(*back, ev);
@@ -50,8 +48,7 @@ TEST(EventlogTest, BadEvents) {
 }
 
 TEST(EventlogTest, DecodesWholeLogSkippingBlankLines) {
-  std::string text = encode_event({1, "submit", "{}"}) + "\n\n" +
-                     encode_event({2, "validate", "{}"}) + "\r\n  \n" +
+  std::string text = encode_event({1, "submit", "{}"}) + "\n\n" + encode_event({2, "validate", "{}"}) + "\r\n  \n" +
                      encode_event({3, "depend", "{}"});
   auto events = decode_eventlog(text);
   ASSERT_TRUE(events.ok()) << events.message();

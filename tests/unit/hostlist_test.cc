@@ -73,8 +73,8 @@ TEST(HostlistRfc29, IdListKeepsOrderAndRepeats) {
 }
 
 TEST(HostlistRfc29, EncodingRoundTripsTheTestVectors) {
-  for (const char* expr : {"foox,fooy,fooz", "[1-3,5-6]", "foo[1-5]", "foo[0-4]-eth2",
-                           "foo1,foo1,foo1", "[00-02]", "foo[1,1,2,1]"}) {
+  for (const char* expr :
+       {"foox,fooy,fooz", "[1-3,5-6]", "foo[1-5]", "foo[0-4]-eth2", "foo1,foo1,foo1", "[00-02]", "foo[1,1,2,1]"}) {
     auto hl = Hostlist::parse(expr);
     ASSERT_TRUE(hl.ok());
     auto again = Hostlist::parse(hl->encode());
@@ -92,14 +92,12 @@ TEST(HostlistSlurm, SimpleRangesFromTheManPages) {
 }
 
 TEST(HostlistSlurm, MultipleBracketsExpandAsCartesianProductFirstBracketSlowest) {
-  EXPECT_THAT(expand("rack[1-2]-node[01-03]"),
-              ElementsAre("rack1-node01", "rack1-node02", "rack1-node03", "rack2-node01",
-                          "rack2-node02", "rack2-node03"));
+  EXPECT_THAT(expand("rack[1-2]-node[01-03]"), ElementsAre("rack1-node01", "rack1-node02", "rack1-node03",
+                                                           "rack2-node01", "rack2-node02", "rack2-node03"));
   // Each range keeps the padding of its own low end, as in Slurm: 5 stays "5".
   EXPECT_THAT(expand("rack[01-3]-node[01-2,5]"),
-              ElementsAre("rack01-node01", "rack01-node02", "rack01-node5", "rack02-node01",
-                          "rack02-node02", "rack02-node5", "rack03-node01", "rack03-node02",
-                          "rack03-node5"));
+              ElementsAre("rack01-node01", "rack01-node02", "rack01-node5", "rack02-node01", "rack02-node02",
+                          "rack02-node5", "rack03-node01", "rack03-node02", "rack03-node5"));
   auto blades = expand("rack[0-63]_blade[0-41]");
   ASSERT_EQ(blades.size(), 64u * 42u);
   EXPECT_EQ(blades[0], "rack0_blade0");
@@ -109,8 +107,7 @@ TEST(HostlistSlurm, MultipleBracketsExpandAsCartesianProductFirstBracketSlowest)
 }
 
 TEST(HostlistSlurm, ZeroPaddingAndSuffixes) {
-  EXPECT_THAT(expand("d[1-5],n[01-05]"),
-              ElementsAre("d1", "d2", "d3", "d4", "d5", "n01", "n02", "n03", "n04", "n05"));
+  EXPECT_THAT(expand("d[1-5],n[01-05]"), ElementsAre("d1", "d2", "d3", "d4", "d5", "n01", "n02", "n03", "n04", "n05"));
   EXPECT_THAT(expand("n[098-101]"), ElementsAre("n098", "n099", "n100", "n101"));
   EXPECT_THAT(expand("n[8-10]"), ElementsAre("n8", "n9", "n10"));
   EXPECT_THAT(expand("login[1-2]-ib.cluster"), ElementsAre("login1-ib.cluster", "login2-ib.cluster"));
@@ -141,8 +138,7 @@ TEST(HostlistEncode, KeepsWidthsApart) {
 
 TEST(HostlistEncode, SuffixesAndMultipleNumbers) {
   EXPECT_EQ(Hostlist::parse("foo[0-4]-eth2")->encode(), "foo[0-4]-eth2");
-  EXPECT_EQ(Hostlist::parse("rack[1-2]-node[01-03]")->encode(),
-            "rack1-node[01-03],rack2-node[01-03]");
+  EXPECT_EQ(Hostlist::parse("rack[1-2]-node[01-03]")->encode(), "rack1-node[01-03],rack2-node[01-03]");
   EXPECT_EQ(Hostlist({"r1n1", "r2n1", "r3n1"}).encode(), "r[1-3]n1");
   EXPECT_EQ(Hostlist({"foox", "fooy"}).encode(), "foox,fooy");
 }
@@ -239,7 +235,8 @@ TEST(HostlistErrors, BadRanges) {
 
 TEST(HostlistErrors, HugeRanges) {
   // Slurm's per-range limit, then the whole expression's.
-  EXPECT_THAT(parse_error("n[1-2000000]"), HasSubstr("too many hosts in range \"1-2000000\" (at most 65536 per range)"));
+  EXPECT_THAT(parse_error("n[1-2000000]"),
+              HasSubstr("too many hosts in range \"1-2000000\" (at most 65536 per range)"));
   EXPECT_TRUE(Hostlist::parse("n[1-65536]").ok());
   EXPECT_THAT(parse_error("n[0-65536]"), HasSubstr("at most 65536 per range"));
   EXPECT_THAT(parse_error("r[1-1000]n[1-1001]"), HasSubstr("more than 1000000 hosts"));

@@ -48,8 +48,9 @@ TEST(JobFenceTable, AnswersEveryNodeWithEveryonesPutsOnceAllContributed) {
 TEST(JobFenceTable, RefusesATwiceEnteredBarrierAndDisagreeingNodeCounts) {
   JobFenceTable table;
   std::atomic<bool> stop{false};
-  auto first = std::async(std::launch::async,
-                          [&] { return table.contribute(contribution(1, 0, "n0", 2, "a"), [&] { return stop.load(); }); });
+  auto first = std::async(std::launch::async, [&] {
+    return table.contribute(contribution(1, 0, "n0", 2, "a"), [&] { return stop.load(); });
+  });
   std::this_thread::sleep_for(std::chrono::milliseconds(50));
   auto twice = table.contribute(contribution(1, 0, "n0", 2, "a"), never());
   ASSERT_FALSE(twice.ok());

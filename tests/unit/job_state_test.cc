@@ -154,15 +154,13 @@ TEST_F(JobStateTest, BadContexts) {
   must("validate");
   must("depend");
   EXPECT_THAT(post("priority").message(), HasSubstr("context.priority is missing"));
-  EXPECT_THAT(post("priority", R"({"priority":"high"})").message(),
-              HasSubstr("context.priority must be an integer"));
+  EXPECT_THAT(post("priority", R"({"priority":"high"})").message(), HasSubstr("context.priority must be an integer"));
   EXPECT_THAT(post("priority", "not json").message(), HasSubstr("context is not a JSON object"));
   EXPECT_THAT(post("urgency", R"({"urgency":32})").message(), HasSubstr("outside 0-31"));
   must("urgency", R"({"urgency":0})");
   EXPECT_EQ(status_.urgency, 0u);
   EXPECT_THAT(post("exception", R"({"severity":0})").message(), HasSubstr("context.type is missing"));
-  EXPECT_THAT(post("exception", R"({"type":"x","severity":9})").message(),
-              HasSubstr("outside 0-7"));
+  EXPECT_THAT(post("exception", R"({"type":"x","severity":9})").message(), HasSubstr("outside 0-7"));
   EXPECT_EQ(status_.state, JobState::PRIORITY);
 }
 
@@ -183,8 +181,8 @@ TEST_F(JobStateTest, NonFatalExceptionChangesNothing) {
 // A fatal exception moves every active state before CLEANUP to CLEANUP.
 TEST_F(JobStateTest, FatalExceptionAtEachState) {
   const std::vector<std::string> path = {"submit", "validate", "depend", "priority", "alloc"};
-  const std::vector<JobState> states = {JobState::NEW, JobState::DEPEND, JobState::PRIORITY,
-                                        JobState::SCHED, JobState::RUN};
+  const std::vector<JobState> states = {JobState::NEW, JobState::DEPEND, JobState::PRIORITY, JobState::SCHED,
+                                        JobState::RUN};
   for (size_t n = 1; n <= path.size(); ++n) {
     status_ = JobStatus();
     for (size_t i = 0; i < n; ++i) {
@@ -220,7 +218,7 @@ TEST_F(JobStateTest, AnOutOfMemoryKillNamesTheResultUnlessTimeOrCancelEndedIt) {
   must("start");
   must("exception", R"({"type":"oom","severity":1,"note":"node0: 64 MiB"})");
   EXPECT_EQ(status_.state, JobState::RUN);  // not fatal: the job's other tasks go on
-  must("finish", R"({"status":0})");         // even when the script itself exits 0
+  must("finish", R"({"status":0})");        // even when the script itself exits 0
   must("free");
   must("clean");
   EXPECT_EQ(job_result(status_), "OUT_OF_MEMORY");

@@ -40,8 +40,7 @@ TEST(JobspecAlloc, BadValuesNameTheField) {
   EXPECT_NE(str.message().find("attributes.system.alloc"), std::string::npos) << str.message();
   auto batch = with_system(R"({"alloc": true, "batch": {"script": "#!/bin/sh\n"}})");
   ASSERT_FALSE(batch.ok());
-  EXPECT_NE(batch.message().find("attributes.system.alloc"), std::string::npos)
-      << batch.message();
+  EXPECT_NE(batch.message().find("attributes.system.alloc"), std::string::npos) << batch.message();
 }
 
 TEST(JobspecAlloc, BuiltFromARequestAndKeptInTheText) {

@@ -18,7 +18,8 @@ const std::string kValidJson =
 
 TEST(JobspecLimits, DeeplyNestedJsonIsRefusedNotACrash) {
   // 100,000 levels used to overflow the stack of the code that walks the document.
-  std::string doc = R"({"version":1,"attributes":{"user":)" + std::string(100000, '[') + std::string(100000, ']') + "}}";
+  std::string doc =
+      R"({"version":1,"attributes":{"user":)" + std::string(100000, '[') + std::string(100000, ']') + "}}";
   auto spec = parse_jobspec(doc);
   ASSERT_FALSE(spec.ok());
   EXPECT_THAT(spec.message(), HasSubstr("nested more than 64 levels deep"));
@@ -55,9 +56,10 @@ TEST(JobspecLimits, YamlAliasBombIsRefusedQuickly) {
   EXPECT_THAT(spec.message(), HasSubstr("more than 1000000 values"));
   EXPECT_LT(took, std::chrono::seconds(20));  // a bound on failure, not a benchmark
   // A few aliases are fine.
-  std::string small = "version: 1\nresources: &r\n  - type: slot\n    count: 1\n    label: task\n"
-                      "    with: [{type: core, count: 1}]\ntasks: [{command: [\"true\"], slot: task, count: {per_slot: 1}}]\n"
-                      "attributes: {system: {duration: 0}, user: {copy: *r}}\n";
+  std::string small =
+      "version: 1\nresources: &r\n  - type: slot\n    count: 1\n    label: task\n"
+      "    with: [{type: core, count: 1}]\ntasks: [{command: [\"true\"], slot: task, count: {per_slot: 1}}]\n"
+      "attributes: {system: {duration: 0}, user: {copy: *r}}\n";
   EXPECT_TRUE(parse_jobspec(small).ok()) << parse_jobspec(small).message();
 }
 

@@ -67,8 +67,7 @@ TEST(JobspecTest, ReadsEveryField) {
   EXPECT_EQ(spec->partition, "pbatch");
   EXPECT_EQ(spec->requested_nodes, "node[1-4]");
   EXPECT_EQ(spec->excluded_nodes, "node3");
-  EXPECT_EQ(spec->dependencies,
-            (std::vector<std::string>{"afterok:12", "afterany:13", "afterany:14"}));
+  EXPECT_EQ(spec->dependencies, (std::vector<std::string>{"afterok:12", "afterany:13", "afterany:14"}));
   EXPECT_DOUBLE_EQ(spec->begin_time, 1700000000.5);
   EXPECT_DOUBLE_EQ(spec->mock_duration, 2.0);
   EXPECT_EQ(spec->output.path, "out.%j");
@@ -127,10 +126,8 @@ TEST(JobspecTest, ErrorsNameTheField) {
   const std::vector<Case> cases = {
       {"/version", 2, "version: unsupported jobspec version 2 (corral accepts version 1)"},
       {"/resources/0/count", -1, "resources[0].count: must be a positive integer, got -1"},
-      {"/resources/0/with/0/count", -1,
-       "resources[0].with[0].count: must be a positive integer, got -1"},
-      {"/resources/0/with/0/with/0/count", 0,
-       "resources[0].with[0].with[0].count: must be a positive integer, got 0"},
+      {"/resources/0/with/0/count", -1, "resources[0].with[0].count: must be a positive integer, got -1"},
+      {"/resources/0/with/0/with/0/count", 0, "resources[0].with[0].with[0].count: must be a positive integer, got 0"},
       {"/resources/0/with/0/with/1/count", "x",
        "resources[0].with[0].with[1].count: must be a positive integer, got \"x\""},
       {"/resources/0/with/0/with/1/type", "memory",
@@ -388,8 +385,8 @@ TEST(BuildJobspecTest, AttributesRoundTrip) {
   req.output = "job.%j.out";
   req.error = "job.%j.err";
   req.input = "/dev/zero";
-  req.options = {{"cray-slingshot.vnicount", "2"}, {"verbose", "true"}, {"ratio", "0.5"},
-                 {"mode", "fast"}, {"cray-slingshot.tcs", "BEST_EFFORT"}, {"neg", "-4"}};
+  req.options = {{"cray-slingshot.vnicount", "2"},      {"verbose", "true"}, {"ratio", "0.5"}, {"mode", "fast"},
+                 {"cray-slingshot.tcs", "BEST_EFFORT"}, {"neg", "-4"}};
   auto spec = build_jobspec(req);
   ASSERT_TRUE(spec.ok()) << spec.message();
   EXPECT_EQ(spec->cwd, "/work");
@@ -399,8 +396,7 @@ TEST(BuildJobspecTest, AttributesRoundTrip) {
   EXPECT_EQ(spec->partition, "debug");
   EXPECT_EQ(spec->requested_nodes, "n[1-8]");
   EXPECT_EQ(spec->excluded_nodes, "n5");
-  EXPECT_EQ(spec->dependencies,
-            (std::vector<std::string>{"afterok:12", "afterok:13", "singleton"}));
+  EXPECT_EQ(spec->dependencies, (std::vector<std::string>{"afterok:12", "afterok:13", "singleton"}));
   EXPECT_EQ(spec->begin_time, 1700000000);
   EXPECT_EQ(spec->mock_duration, 0.5);
   EXPECT_EQ(spec->output.path, "job.%j.out");

@@ -4,13 +4,12 @@
 #include <chrono>
 #include <functional>
 
-#include "node/event_loop.h"
+#include "util/event_loop.h"
 
 namespace corral::test {
 
 // Runs `loop` until `done` holds (checked every 5 ms) or `seconds` pass; true if it held.
-inline bool run_loop_until(node::EventLoop& loop, const std::function<bool()>& done,
-                           double seconds = 10) {
+inline bool run_loop_until(EventLoop& loop, const std::function<bool()>& done, double seconds = 10) {
   bool ok = false;
   auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
   std::function<void()> check = [&] {

@@ -11,8 +11,8 @@
 
 #include "corral.pb.h"
 #include "job/jobspec.h"
-#include "node/agent.h"
 #include "loop_until.h"
+#include "node/agent.h"
 
 namespace corral::node {
 namespace {
@@ -260,8 +260,9 @@ TEST_F(NodeAgent, KillAfterEscalatesToSigkill) {
 // then, and a signal for the earlier attempt does not reach the next.
 TEST_F(NodeAgent, ALaterAttemptReplacesTheRunHeldHere) {
   const std::string marker = (dir_ / "second").string();
-  auto req = command({"/bin/sh", "-c", "echo run $CORRAL_RESTART_COUNT; [ $CORRAL_RESTART_COUNT = 1 ] && touch " + marker +
-                                           "; exec sleep 100"});
+  auto req = command(
+      {"/bin/sh", "-c",
+       "echo run $CORRAL_RESTART_COUNT; [ $CORRAL_RESTART_COUNT = 1 ] && touch " + marker + "; exec sleep 100"});
   const std::string js = spec(req);
   start(30, js, {{"n1", 0, 1}});
   ASSERT_TRUE(run_until([&] { return output(30, 0, false).first == "run 0\n"; }));
@@ -424,7 +425,8 @@ TEST_F(NodeAgent, RootRunsTasksAsTheJobUserThroughImp) {
   EXPECT_EQ(exits(16).at(0).waitstatus(), 127 << 8);
   EXPECT_EQ(exits(16).at(0).error(),
             "corral-node: n1: job 16: cannot execute 'no-such-command-corral': No such file or directory");
-  EXPECT_EQ(output(16, 0, true).first, "corral-imp: cannot execute 'no-such-command-corral': No such file or directory\n");
+  EXPECT_EQ(output(16, 0, true).first,
+            "corral-imp: cannot execute 'no-such-command-corral': No such file or directory\n");
 }
 
 TEST_F(NodeAgent, ShutdownKillsEverything) {

@@ -7,8 +7,18 @@ namespace {
 
 TEST(NodeImpArgs, ParsesEverything) {
   ImpArgs a;
-  auto err = parse_imp_args({"--uid", "1000", "--gid", "100", "--cwd", "/w", "--cgroup", "/cg/job_1/tasks", "--cgroup", "/v1/memory/job_1/tasks", "--stdin", "/dev/null", "--stdout", "o",
-                             "--stderr", "e", "--env-fd", "3", "--status-fd", "4", "--", "echo", "--uid", "x"},
+  auto err = parse_imp_args({"--uid",       "1000",
+                             "--gid",       "100",
+                             "--cwd",       "/w",
+                             "--cgroup",    "/cg/job_1/tasks",
+                             "--cgroup",    "/v1/memory/job_1/tasks",
+                             "--stdin",     "/dev/null",
+                             "--stdout",    "o",
+                             "--stderr",    "e",
+                             "--env-fd",    "3",
+                             "--status-fd", "4",
+                             "--",          "echo",
+                             "--uid",       "x"},
                             a);
   ASSERT_FALSE(err) << *err;
   EXPECT_EQ(a.uid, 1000);
@@ -25,7 +35,8 @@ TEST(NodeImpArgs, ParsesEverything) {
 
 TEST(NodeImpArgs, NotesAndKeptDescriptors) {
   ImpArgs a;
-  auto err = parse_imp_args({"--uid", "1", "--gid", "1", "--note-fd", "5", "--keep-fd", "7", "--keep-fd", "9", "--", "x"}, a);
+  auto err =
+      parse_imp_args({"--uid", "1", "--gid", "1", "--note-fd", "5", "--keep-fd", "7", "--keep-fd", "9", "--", "x"}, a);
   ASSERT_FALSE(err) << *err;
   EXPECT_EQ(a.note_fd, 5);
   EXPECT_EQ(a.keep_fds, (std::vector<int>{7, 9}));

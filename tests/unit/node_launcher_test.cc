@@ -24,8 +24,7 @@ namespace fs = std::filesystem;
 
 int wait_for(pid_t pid) {
   int st = 0;
-  while (::waitpid(pid, &st, 0) < 0 && errno == EINTR) {
-  }
+  while (::waitpid(pid, &st, 0) < 0 && errno == EINTR) {}
   return st;
 }
 
@@ -235,7 +234,7 @@ TEST_F(NodeLauncher, ImpRunsAsTheUserAndCreatesTheirFiles) {
   EXPECT_EQ(wait_for(p->pid), 0);
   EXPECT_EQ(read_all(p->stderr_pipe.get()), "e\n");
   EXPECT_EQ(slurp(dir_ / "o.txt"), "65534\n65534\nbar\n" + dir_.string() + "\n");
-  struct stat st{};
+  struct stat st {};
   ASSERT_EQ(::stat((dir_ / "o.txt").c_str(), &st), 0);
   EXPECT_EQ(st.st_uid, 65534u);
 }
@@ -390,8 +389,8 @@ TEST_F(NodeLauncher, ImpWritesNotesAsTheUserOnly) {
   fs::permissions(dir_, fs::perms::all);
   const fs::path victim = dir_ / "roots-file";
   { std::ofstream(victim) << "root's\n"; }
-  fs::permissions(victim, fs::perms::owner_read | fs::perms::owner_write | fs::perms::group_read |
-                              fs::perms::others_read);
+  fs::permissions(victim,
+                  fs::perms::owner_read | fs::perms::owner_write | fs::perms::group_read | fs::perms::others_read);
   LaunchRequest r = sh("echo ran");
   r.error_path = victim.string();
   r.stderr_note = "corral: a note\n";
@@ -401,7 +400,7 @@ TEST_F(NodeLauncher, ImpWritesNotesAsTheUserOnly) {
   EXPECT_EQ(WEXITSTATUS(wait_for(p->pid)), 126);
   EXPECT_NE(read_all(p->status_pipe.get()).find("cannot open error file"), std::string::npos);
   EXPECT_EQ(slurp(victim), "root's\n");
-  struct stat st{};
+  struct stat st {};
   ASSERT_EQ(::stat(victim.c_str(), &st), 0);
   EXPECT_EQ(st.st_uid, 0u);
 

@@ -32,12 +32,28 @@ JobNodeEnv job() {
 
 TEST(NodeTaskEnv, HasEveryCorralVariable) {
   auto env = build_task_env(build_node_env({{"FOO", "bar"}, {"PATH", "/x"}}, job(), {}), 5, 1);
-  for (const char* kv : {"FOO=bar", "PATH=/x", "CORRAL_JOBID=42", "CORRAL_JOB_NAME=sim", "CORRAL_NODENAME=n3",
-                         "CORRAL_NODEID=2", "CORRAL_NODELIST=n[1-4]", "CORRAL_NNODES=4", "CORRAL_NTASKS=8", "CORRAL_RESTART_COUNT=2",
-                         "CORRAL_TASK_RANK=5", "CORRAL_LOCAL_RANK=1", "CORRAL_CPUS_ON_NODE=4",
-                         "CORRAL_JOB_CPUS=0-2,5", "CUDA_VISIBLE_DEVICES=0,1,3", "ROCR_VISIBLE_DEVICES=0,1,3", "CORRAL_GPUS=0-1,3",
-                         "CORRAL_SUBMIT_DIR=/home/u/run", "CORRAL_URI=unix:/run/corral.sock", "HOME=/home/u",
-                         "USER=u", "LOGNAME=u"})
+  for (const char* kv : {"FOO=bar",
+                         "PATH=/x",
+                         "CORRAL_JOBID=42",
+                         "CORRAL_JOB_NAME=sim",
+                         "CORRAL_NODENAME=n3",
+                         "CORRAL_NODEID=2",
+                         "CORRAL_NODELIST=n[1-4]",
+                         "CORRAL_NNODES=4",
+                         "CORRAL_NTASKS=8",
+                         "CORRAL_RESTART_COUNT=2",
+                         "CORRAL_TASK_RANK=5",
+                         "CORRAL_LOCAL_RANK=1",
+                         "CORRAL_CPUS_ON_NODE=4",
+                         "CORRAL_JOB_CPUS=0-2,5",
+                         "CUDA_VISIBLE_DEVICES=0,1,3",
+                         "ROCR_VISIBLE_DEVICES=0,1,3",
+                         "CORRAL_GPUS=0-1,3",
+                         "CORRAL_SUBMIT_DIR=/home/u/run",
+                         "CORRAL_URI=unix:/run/corral.sock",
+                         "HOME=/home/u",
+                         "USER=u",
+                         "LOGNAME=u"})
     EXPECT_TRUE(has(env, kv)) << kv;
 }
 
@@ -57,10 +73,9 @@ TEST(NodeTaskEnv, SubmitEnvironmentWinsForUserBasics) {
 }
 
 TEST(NodeTaskEnv, CorralVariablesOverrideSubmittedOnesAndExtraOverridesBoth) {
-  auto env = build_task_env(
-      build_node_env({{"CORRAL_JOBID", "1"}, {"CORRAL_NNODES", "9"}, {"CORRAL_TASK_RANK", "77"}}, job(),
-                     {{"CORRAL_NNODES", "5"}, {"SLINGSHOT_VNIS", "1024"}}),
-      3, 0);
+  auto env = build_task_env(build_node_env({{"CORRAL_JOBID", "1"}, {"CORRAL_NNODES", "9"}, {"CORRAL_TASK_RANK", "77"}},
+                                           job(), {{"CORRAL_NNODES", "5"}, {"SLINGSHOT_VNIS", "1024"}}),
+                            3, 0);
   EXPECT_TRUE(has(env, "CORRAL_JOBID=42"));
   EXPECT_TRUE(has(env, "CORRAL_NNODES=5"));
   EXPECT_TRUE(has(env, "SLINGSHOT_VNIS=1024"));

@@ -29,7 +29,7 @@ TEST(PeerTable, AClosedConnectionsNumberIsNotTheNextCallersName) {
   const int alice = table.adopt(socket_fd(), PeerCred{1001, 1001, 11});
   ASSERT_GE(alice, 0);
   ASSERT_EQ(table.lookup(peer(alice))->uid, 1001u);
-  ::close(alice);  // gRPC closes Alice's connection...
+  ::close(alice);                                                // gRPC closes Alice's connection...
   const int bob = table.adopt(socket_fd(), PeerCred{0, 0, 12});  // ...and root connects
   // The kernel would have reused Alice's number; the table gives root another one, so a
   // call still in flight on Alice's connection can never be taken for root's.

@@ -365,7 +365,8 @@ TEST_F(PmiServerTest, PutsHaveABudgetPerRank) {
   start_loop();
   std::string value(500, 'v');
   std::string last;
-  for (int i = 0; i < 10000 && !contains(last, "rc=-1"); ++i) last = call(0, "cmd=put key=k" + std::to_string(i) + " value=" + value);
+  for (int i = 0; i < 10000 && !contains(last, "rc=-1"); ++i)
+    last = call(0, "cmd=put key=k" + std::to_string(i) + " value=" + value);
   EXPECT_TRUE(contains(last, "rc=-1")) << last;
   EXPECT_EQ(call(0, "cmd=get_appnum"), "cmd=appnum rc=0 appnum=0");
 }
@@ -584,7 +585,8 @@ class PmiMpichTest : public PmiServerTest {
     for (const auto& p : procs) {
       EXPECT_EQ(p.status, 0) << "rank " << p.rank << " output:\n" << p.output;
       EXPECT_TRUE(contains(p.output, "rank " + std::to_string(p.rank) + " of " + std::to_string(size)))
-          << "rank " << p.rank << " printed:\n" << p.output;
+          << "rank " << p.rank << " printed:\n"
+          << p.output;
       if (p.rank == 0) {
         EXPECT_TRUE(contains(p.output, "ring and allreduce ok")) << p.output;
       }

@@ -53,8 +53,8 @@ TEST(PmiWire, MultiLineCommandIsMarked) {
 }
 
 TEST(PmiWire, RejectsMalformedLines) {
-  for (const char* line : {"", "   ", "put key=x", "cmd=", "cmd", "key=x cmd=put", "cmd=put =x",
-                           "cmd=put stray", "cmd=put key=a key=b", "mcmd=", "cmd=put key=\x01"}) {
+  for (const char* line : {"", "   ", "put key=x", "cmd=", "cmd", "key=x cmd=put", "cmd=put =x", "cmd=put stray",
+                           "cmd=put key=a key=b", "mcmd=", "cmd=put key=\x01"}) {
     auto cmd = parse_line(line);
     EXPECT_FALSE(cmd.ok()) << "accepted '" << line << "'";
     if (!cmd.ok()) {

@@ -20,13 +20,12 @@ TEST(PortRange, ParsesRangesAndSinglePorts) {
 }
 
 TEST(PortRange, RejectsBadText) {
-  for (auto bad : {"", "-", "abc", "12000-", "-12000", "12000-12x", "12000--13000", " 12000",
-                   "12000-13000-14000", "1e4"}) {
+  for (auto bad :
+       {"", "-", "abc", "12000-", "-12000", "12000-12x", "12000--13000", " 12000", "12000-13000-14000", "1e4"}) {
     auto r = PortRange::parse(bad);
     ASSERT_FALSE(r.ok()) << bad;
     EXPECT_EQ(r.error().code, Errc::invalid_argument);
-    EXPECT_NE(r.message().find("port range \"" + std::string(bad) + "\""), std::string::npos)
-        << r.message();
+    EXPECT_NE(r.message().find("port range \"" + std::string(bad) + "\""), std::string::npos) << r.message();
   }
 }
 
@@ -80,13 +79,11 @@ TEST(PortPool, RejectsImpossibleSharesAndBadReleases) {
   auto big = pool.split(11);
   ASSERT_FALSE(big.ok());
   EXPECT_EQ(big.error().code, Errc::invalid_argument);
-  EXPECT_EQ(big.message(),
-            "MPI port shares of 11 ports do not fit the configured range 12000-12009 (10 ports)");
+  EXPECT_EQ(big.message(), "MPI port shares of 11 ports do not fit the configured range 12000-12009 (10 ports)");
   EXPECT_EQ(pool.split(0).error().code, Errc::invalid_argument);
   auto s = *pool.split(5);
   EXPECT_EQ(pool.release(R(11990, 11999)).error().code, Errc::invalid_argument);
-  EXPECT_EQ(pool.release(R(12005, 12006)).message(),
-            "ports 12005-12006 of 12000-12009 are already free");
+  EXPECT_EQ(pool.release(R(12005, 12006)).message(), "ports 12005-12006 of 12000-12009 are already free");
   ASSERT_TRUE(pool.release(s).ok());
   EXPECT_EQ(pool.release(s).error().code, Errc::invalid_argument);  // twice
   EXPECT_EQ(pool.free_count(), 10u);

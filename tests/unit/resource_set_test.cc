@@ -12,8 +12,7 @@ namespace {
 using ::testing::HasSubstr;
 using json = nlohmann::json;
 
-RNode node(uint32_t rank, std::string name, uint32_t cores, uint32_t gpus = 0,
-           uint64_t mem = 0) {
+RNode node(uint32_t rank, std::string name, uint32_t cores, uint32_t gpus = 0, uint64_t mem = 0) {
   RNode n;
   n.rank = rank;
   n.name = std::move(name);
@@ -102,8 +101,7 @@ TEST(ResourceSetTest, Errors) {
   EXPECT_THAT(err(R"({"version":2,"execution":{}})"), HasSubstr("unsupported R version 2"));
   EXPECT_THAT(err(R"({"version":1})"), HasSubstr("execution"));
   EXPECT_THAT(err(R"({"version":1,"execution":{}})"), HasSubstr("execution.R_lite: missing"));
-  EXPECT_THAT(err(R"({"version":1,"execution":{"R_lite":[{"rank":"x"}]}})"),
-              HasSubstr("execution.R_lite[0].rank"));
+  EXPECT_THAT(err(R"({"version":1,"execution":{"R_lite":[{"rank":"x"}]}})"), HasSubstr("execution.R_lite[0].rank"));
   EXPECT_THAT(err(R"({"version":1,"execution":{"R_lite":[{"rank":"0","children":{"core":3}}]}})"),
               HasSubstr("execution.R_lite[0].children.core: must be an idset string"));
   EXPECT_THAT(err(R"({"version":1,"execution":{"R_lite":[{"rank":"0","children":{"ssd":"0"}}]}})"),

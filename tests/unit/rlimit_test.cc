@@ -43,9 +43,9 @@ job::Jobspec jobspec_of(std::vector<std::string> words) {
 
 TEST(Rlimits, EveryLimitTravelsByDefault) {
   auto spec = jobspec_of({});
-  EXPECT_THAT(spec.rlimits, ::testing::UnorderedElementsAre(job::TaskRlimit{RLIMIT_NOFILE, 256},
-                                                            job::TaskRlimit{RLIMIT_CORE, 0},
-                                                            job::TaskRlimit{RLIMIT_STACK, -1}));
+  EXPECT_THAT(spec.rlimits,
+              ::testing::UnorderedElementsAre(job::TaskRlimit{RLIMIT_NOFILE, 256}, job::TaskRlimit{RLIMIT_CORE, 0},
+                                              job::TaskRlimit{RLIMIT_STACK, -1}));
 }
 
 TEST(Rlimits, PropagateChoosesWhich) {

@@ -26,8 +26,7 @@ PendingJob pending(uint64_t id, unsigned ntasks, double duration = 0, unsigned u
   return pending(job_request(id, ntasks), duration, urgency);
 }
 
-std::unique_ptr<Scheduler> cluster(unsigned nodes, unsigned cores, unsigned gpus = 0,
-                                   uint64_t mem = 0) {
+std::unique_ptr<Scheduler> cluster(unsigned nodes, unsigned cores, unsigned gpus = 0, uint64_t mem = 0) {
   auto s = std::make_unique<Scheduler>(topology::make_flat_placer());
   for (unsigned i = 0; i < nodes; ++i) s->add_node({"n" + std::to_string(i), cores, gpus, mem});
   return s;
@@ -233,8 +232,8 @@ TEST_F(Backfill, ShortJobUsesReservedNodesBeforeTheReservation) {
 }
 
 TEST_F(Backfill, LongJobMayNotDelayTheReservation) {
-  s->enqueue(pending(2, 2, 500));   // fits on node 1 or 2; 2 is outside the reservation
-  s->enqueue(pending(3, 2, 500));   // fits only on node 1 now: would delay the top job
+  s->enqueue(pending(2, 2, 500));  // fits on node 1 or 2; 2 is outside the reservation
+  s->enqueue(pending(3, 2, 500));  // fits only on node 1 now: would delay the top job
   auto started = s->schedule(0);
   ASSERT_EQ(ids(started), std::vector<uint64_t>{2});
   EXPECT_EQ(started[0].alloc.shares[0].node, 2u);
@@ -312,8 +311,7 @@ TEST(Scheduler, UnsatisfiableRequestsSayWhy) {
   r.nnodes = 20;
   r.allowed_nodes.clear();
   for (uint32_t n = 0; n < 16; ++n) r.allowed_nodes.push_back(n);
-  EXPECT_EQ(s->unsatisfiable(r),
-            "requested 20 nodes but the partition has 16 nodes (up or down)");
+  EXPECT_EQ(s->unsatisfiable(r), "requested 20 nodes but the partition has 16 nodes (up or down)");
 
   r = job_request(1, 1, 128);
   EXPECT_EQ(s->unsatisfiable(r), "requested 128 cores per task but the largest node has 64");
@@ -329,14 +327,12 @@ TEST(Scheduler, UnsatisfiableRequestsSayWhy) {
 
   r = job_request(1, 1);
   r.mem_per_node_mb = 300000;
-  EXPECT_EQ(s->unsatisfiable(r),
-            "requested 300000 MB of memory per node but the largest node has 256000 MB");
+  EXPECT_EQ(s->unsatisfiable(r), "requested 300000 MB of memory per node but the largest node has 256000 MB");
 
   r = job_request(1, 1);
   r.gpus_per_task = 1;
   r.required_nodes = {16};
-  EXPECT_NE(s->unsatisfiable(r)->find("requested node n99 cannot hold one task"),
-            std::string::npos);
+  EXPECT_NE(s->unsatisfiable(r)->find("requested node n99 cannot hold one task"), std::string::npos);
 
   r = job_request(1, 2000);
   EXPECT_NE(s->unsatisfiable(r)->find("holds at most 1032 at once"), std::string::npos);

@@ -10,17 +10,16 @@ namespace corral::sim {
 namespace {
 
 // One SWF job line: the fields that matter here, the rest unknown.
-std::string line(const std::string& id, const std::string& submit, const std::string& run,
-                 const std::string& alloc, const std::string& req_procs = "-1",
-                 const std::string& req_time = "-1") {
-  return id + " " + submit + " -1 " + run + " " + alloc + " -1 -1 " + req_procs + " " +
-         req_time + " -1 1 -1 -1 -1 0 -1 -1 -1\n";
+std::string line(const std::string& id, const std::string& submit, const std::string& run, const std::string& alloc,
+                 const std::string& req_procs = "-1", const std::string& req_time = "-1") {
+  return id + " " + submit + " -1 " + run + " " + alloc + " -1 -1 " + req_procs + " " + req_time +
+         " -1 1 -1 -1 -1 0 -1 -1 -1\n";
 }
 
 TEST(Swf, ReadsHeaderAndJobs) {
-  auto t = parse_swf("; Version: 2\n;MaxNodes: 4\n\n" + line("1", "0", "100", "3", "-1", "200") +
-                         line("2", "10.5", "50", "2"),
-                     "t.swf");
+  auto t = parse_swf(
+      "; Version: 2\n;MaxNodes: 4\n\n" + line("1", "0", "100", "3", "-1", "200") + line("2", "10.5", "50", "2"),
+      "t.swf");
   ASSERT_TRUE(t) << t.message();
   ASSERT_EQ(t->header.size(), 2u);
   EXPECT_EQ(t->header[0], " Version: 2");
@@ -35,9 +34,9 @@ TEST(Swf, ReadsHeaderAndJobs) {
 }
 
 TEST(Swf, UnknownFieldsFallBack) {
-  auto t = parse_swf(line("1", "0", "30", "-1", "4", "-1") +  // allocated unknown: requested
+  auto t = parse_swf(line("1", "0", "30", "-1", "4", "-1") +      // allocated unknown: requested
                          line("2", "0", "30", "2", "-1", "-1") +  // requested unknown: allocated
-                         line("3", "0", "30", "2", "8", "90"),  // both known: requested wins
+                         line("3", "0", "30", "2", "8", "90"),    // both known: requested wins
                      "t.swf");
   ASSERT_TRUE(t) << t.message();
   ASSERT_EQ(t->jobs.size(), 3u);
@@ -49,8 +48,8 @@ TEST(Swf, UnknownFieldsFallBack) {
 }
 
 TEST(Swf, SkipsJobsWithoutRunTimeOrProcessors) {
-  auto t = parse_swf(line("1", "0", "-1", "4") + line("2", "0", "10", "-1") +
-                         line("3", "0", "10", "0", "0") + line("4", "5", "0", "1"),
+  auto t = parse_swf(line("1", "0", "-1", "4") + line("2", "0", "10", "-1") + line("3", "0", "10", "0", "0") +
+                         line("4", "5", "0", "1"),
                      "t.swf");
   ASSERT_TRUE(t) << t.message();
   EXPECT_EQ(t->skipped, 3u);
@@ -70,8 +69,7 @@ TEST(Swf, BadLinesNameFileLineAndField) {
 
   auto frac = parse_swf(line("1", "0", "10", "2.5"), "w.swf");
   ASSERT_FALSE(frac);
-  EXPECT_NE(frac.message().find("w.swf:1: field 5 (allocated processors) must be a whole"),
-            std::string::npos)
+  EXPECT_NE(frac.message().find("w.swf:1: field 5 (allocated processors) must be a whole"), std::string::npos)
       << frac.message();
 
   auto submit = parse_swf(line("1", "-1", "10", "2"), "w.swf");
@@ -80,8 +78,7 @@ TEST(Swf, BadLinesNameFileLineAndField) {
 }
 
 TEST(Swf, LimitKeepsTheFirstJobs) {
-  auto t = parse_swf(line("1", "0", "1", "1") + line("2", "1", "1", "1") + "garbage\n", "t.swf",
-                     2);
+  auto t = parse_swf(line("1", "0", "1", "1") + line("2", "1", "1", "1") + "garbage\n", "t.swf", 2);
   ASSERT_TRUE(t) << t.message();  // the bad line after the limit is never read
   EXPECT_EQ(t->jobs.size(), 2u);
 }

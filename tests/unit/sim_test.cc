@@ -43,9 +43,13 @@ TEST(Simulator, TinyTraceWorkedByHand) {
   SwfTrace trace = tiny_trace();
   SimResult r = simulate(flat_cluster(4), trace);
   ASSERT_EQ(r.jobs.size(), 5u);
-  struct Want { uint64_t id; double submit, start, end; unsigned nodes; };
-  const Want want[] = {{1, 0, 0, 100, 3}, {2, 10, 100, 150, 4}, {3, 20, 20, 50, 1},
-                       {4, 30, 50, 55, 1}, {5, 40, 150, 170, 1}};
+  struct Want {
+    uint64_t id;
+    double submit, start, end;
+    unsigned nodes;
+  };
+  const Want want[] = {
+      {1, 0, 0, 100, 3}, {2, 10, 100, 150, 4}, {3, 20, 20, 50, 1}, {4, 30, 50, 55, 1}, {5, 40, 150, 170, 1}};
   for (size_t i = 0; i < 5; ++i) {
     SCOPED_TRACE("job " + std::to_string(want[i].id));
     EXPECT_EQ(r.jobs[i].id, want[i].id);
@@ -147,8 +151,7 @@ TEST(Cluster, NodesFromFlagsOrTopology) {
 // span both now; job 4 (8 nodes) needs both leaves anyway and waits for the others.
 TEST(Simulator, LeavesAgainstTheFewestOnATree) {
   auto set = topology::parse_topology_conf(
-      "SwitchName=s0 Nodes=n[0-3]\nSwitchName=s1 Nodes=n[4-7]\nSwitchName=top Switches=s[0-1]\n",
-      "tree.conf");
+      "SwitchName=s0 Nodes=n[0-3]\nSwitchName=s1 Nodes=n[4-7]\nSwitchName=top Switches=s[0-1]\n", "tree.conf");
   ASSERT_TRUE(set) << set.message();
   Cluster cluster;
   cluster.topology = *set->default_topology();

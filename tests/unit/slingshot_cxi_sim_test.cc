@@ -6,11 +6,11 @@
 
 #include <gtest/gtest.h>
 
-#include "temp_dir.h"
 #include "fabric/slingshot/cxi_device.h"
 #include "fabric/slingshot/cxi_resources.h"
 #include "fabric/slingshot/node_ops.h"
 #include "fabric/slingshot/sim_cxi.h"
+#include "temp_dir.h"
 
 namespace ss = corral::fabric::slingshot;
 using corral::Errc;
@@ -408,7 +408,7 @@ TEST_F(SlingshotSim, EpilogRetriesBusyUntilTheTimeIsUp) {
   ASSERT_EQ(r->busy.size(), 1u);
   EXPECT_EQ(r->busy[0].svc.id, 2u);
   EXPECT_EQ(sleeps, 2);  // tries at 0, 0.5 and 1 s
-  opts.retry_for = 5;  // housekeeping: long enough
+  opts.retry_for = 5;    // housekeeping: long enough
   r = ss::destroy_matching(*dev, ss::epilog_match({1024}), opts);
   ASSERT_TRUE(r.ok());
   EXPECT_TRUE(r->busy.empty());

@@ -4,9 +4,9 @@
 
 #include <gtest/gtest.h>
 
-#include "temp_dir.h"
 #include "fabric/slingshot/sim_cxi.h"
 #include "fabric/slingshot/slingshot_env.h"
+#include "temp_dir.h"
 
 namespace ss = corral::fabric::slingshot;
 
@@ -92,8 +92,10 @@ TEST_F(SlingshotEnv, NoServiceAnywhereIsAnError) {
 
 TEST_F(SlingshotEnv, EmptyVnisClearTheVariables) {
   auto dev = open(1);
-  std::map<std::string, std::string> env{{"SLINGSHOT_VNIS", "9"},    {"SLINGSHOT_DEVICES", "cxi0"},
-                                         {"SLINGSHOT_SVC_IDS", "4"}, {"SLINGSHOT_TCS", "0x0f"},
+  std::map<std::string, std::string> env{{"SLINGSHOT_VNIS", "9"},
+                                         {"SLINGSHOT_DEVICES", "cxi0"},
+                                         {"SLINGSHOT_SVC_IDS", "4"},
+                                         {"SLINGSHOT_TCS", "0x0f"},
                                          {"HOME", "/root"}};
   ASSERT_TRUE(ss::apply_slingshot_env(*dev, {}, 1000, env).ok());
   EXPECT_EQ(env, (std::map<std::string, std::string>{{"HOME", "/root"}}));

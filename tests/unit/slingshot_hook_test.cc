@@ -10,9 +10,9 @@
 namespace corral::fabric::slingshot {
 namespace {
 
-using nlohmann::json;
 using hook::JobRecord;
 using hook::PerilogOutcome;
+using nlohmann::json;
 
 struct Run {
   uint64_t jobid;
@@ -30,9 +30,7 @@ class FakeContext final : public hook::HookContext {
     return it == jobs.end() ? nullptr : it->second;
   }
   std::optional<std::string> inactive_result(uint64_t) const override { return std::nullopt; }
-  void post_event(uint64_t id, std::string name, std::string ctx) override {
-    events.push_back({id, name, ctx});
-  }
+  void post_event(uint64_t id, std::string name, std::string ctx) override { events.push_back({id, name, ctx}); }
   void raise_exception(uint64_t id, std::string type, int sev, std::string note) override {
     exceptions.push_back({id, type + "/" + std::to_string(sev), note});
   }
@@ -48,19 +46,14 @@ class FakeContext final : public hook::HookContext {
   void set_task_env(uint64_t id, std::string k, std::string v) override { env[id][k] = v; }
   Status rewrite_jobspec(uint64_t, const std::string&) override { return {}; }
   void run_on_nodes(uint64_t id, const std::string& kind, const std::string& command, double timeout,
-                    const std::vector<std::string>& nodes,
-                    const std::map<std::string, std::string>& e) override {
+                    const std::vector<std::string>& nodes, const std::map<std::string, std::string>& e) override {
     runs.push_back({id, kind, command, timeout, nodes, e});
   }
-  void drain_node(const std::string& node, const std::string& reason) override {
-    drained[node] = reason;
-  }
+  void drain_node(const std::string& node, const std::string& reason) override { drained[node] = reason; }
   bool node_drained(const std::string& node) const override { return drained.count(node) > 0; }
   bool node_exists(const std::string& node) const override { return node != "nosuchnode"; }
   void at(double, std::function<void()>) override {}
-  void save_state(std::string_view, const std::string& k, const std::string& v) override {
-    state[k] = v;
-  }
+  void save_state(std::string_view, const std::string& k, const std::string& v) override { state[k] = v; }
   void erase_state(std::string_view, const std::string& k) override { state.erase(k); }
 
   static std::string fmt(uint64_t id, const std::string& a, const std::string& b) {
@@ -79,8 +72,7 @@ class FakeContext final : public hook::HookContext {
   std::map<std::string, std::string> state;
 };
 
-std::shared_ptr<const job::Jobspec> spec_with(
-    std::vector<std::pair<std::string, std::string>> opts) {
+std::shared_ptr<const job::Jobspec> spec_with(std::vector<std::pair<std::string, std::string>> opts) {
   job::JobRequest req;
   req.command = {"a.out"};
   req.options = std::move(opts);
@@ -108,8 +100,8 @@ std::unique_ptr<JobRecord> make_job(uint64_t id, std::vector<unsigned> cores,
   return job;
 }
 
-PerilogOutcome outcome(const std::string& node, const std::string& kind, int exit_code,
-                       std::string output = "", bool timed_out = false) {
+PerilogOutcome outcome(const std::string& node, const std::string& kind, int exit_code, std::string output = "",
+                       bool timed_out = false) {
   return {node, kind, exit_code << 8, timed_out, std::move(output)};
 }
 
@@ -122,9 +114,7 @@ class SlingshotHookTest : public ::testing::Test {
     EXPECT_TRUE(h.ok()) << h.message();
     return std::move(*h);
   }
-  void event(const JobRecord& job, const std::string& name) {
-    hook->on_event(ctx, job, job::make_event(name));
-  }
+  void event(const JobRecord& job, const std::string& name) { hook->on_event(ctx, job, job::make_event(name)); }
   JobRecord& add(std::unique_ptr<JobRecord> job) {
     ctx.jobs[job->id] = job.get();
     owned.push_back(std::move(job));
@@ -178,8 +168,7 @@ TEST_F(SlingshotHookTest, AllocReservesPostsAndRunsProlog) {
   EXPECT_EQ(ctx.runs[1].env["CORRAL_SLINGSHOT_NCORES"], "8");
 
   hook->on_perilog(ctx, job, outcome("n1", "slingshot-prolog", 0));
-  hook->on_perilog(ctx, job, outcome("n2", "slingshot-prolog", 0,
-                                     "warning: cxi0: les: asked 64, given 16\n"));
+  hook->on_perilog(ctx, job, outcome("n2", "slingshot-prolog", 0, "warning: cxi0: les: asked 64, given 16\n"));
   EXPECT_EQ(ctx.actions.size(), 1u);
   hook->on_perilog(ctx, job, outcome("n3", "slingshot-prolog", 0));
   EXPECT_EQ(ctx.actions.back(), "1 prolog-finish cray-slingshot=0");
@@ -189,8 +178,7 @@ TEST_F(SlingshotHookTest, AllocReservesPostsAndRunsProlog) {
   EXPECT_EQ(w["source"], "cray-slingshot");
   EXPECT_EQ(w["node"], "n2");
   EXPECT_EQ(w["message"], "cxi0: les: asked 64, given 16");
-  EXPECT_EQ(ctx.notes, std::vector<std::string>{
-                           "1 note corral: cray-slingshot: n2: cxi0: les: asked 64, given 16"});
+  EXPECT_EQ(ctx.notes, std::vector<std::string>{"1 note corral: cray-slingshot: n2: cxi0: les: asked 64, given 16"});
   EXPECT_TRUE(ctx.exceptions.empty());
 }
 
@@ -201,8 +189,7 @@ TEST_F(SlingshotHookTest, PrologFailureIsFatal) {
   hook->on_perilog(ctx, job, outcome("n2", "slingshot-prolog", 1, "error: cxi0: no such NIC\n"));
   ASSERT_EQ(ctx.exceptions.size(), 1u);
   EXPECT_EQ(ctx.exceptions[0].name, "cray-slingshot/0");
-  EXPECT_EQ(ctx.exceptions[0].context,
-            "CXI service allocation failed on n2: cxi0: no such NIC (exit 1)");
+  EXPECT_EQ(ctx.exceptions[0].context, "CXI service allocation failed on n2: cxi0: no such NIC (exit 1)");
   EXPECT_EQ(ctx.actions.back(), "1 prolog-finish cray-slingshot=1");
 }
 
@@ -253,8 +240,7 @@ TEST_F(SlingshotHookTest, ReleaseQuarantinesUntilEpilogConfirms) {
   EXPECT_EQ(ctx.runs[0].kind, "slingshot-epilog");
   EXPECT_EQ(ctx.runs[0].command, "/opt/corral-slingshot epilog --retry-for 10");
   EXPECT_EQ(ctx.runs[0].nodes, (std::vector<std::string>{"n1", "n2"}));
-  EXPECT_EQ(json::parse(ctx.state.at("job-1")),
-            json::parse(R"({"vnis":[1024],"pending":["n1","n2"],"uid":1001})"));
+  EXPECT_EQ(json::parse(ctx.state.at("job-1")), json::parse(R"({"vnis":[1024],"pending":["n1","n2"],"uid":1001})"));
   json p = pool();
   EXPECT_EQ(p["free"], 3);
   EXPECT_EQ(p["quarantined"][0]["nodes"], json::parse(R"(["n1","n2"])"));
@@ -272,8 +258,7 @@ TEST_F(SlingshotHookTest, BusyServiceGoesToHousekeepingThenDrains) {
   event(job, "alloc");
   event(job, "release");
   ctx.runs.clear();
-  hook->on_perilog(ctx, job, outcome("n1", "slingshot-epilog", 3,
-                                     "busy: cxi0 service 5 (VNIs 1024)\n"));
+  hook->on_perilog(ctx, job, outcome("n1", "slingshot-epilog", 3, "busy: cxi0 service 5 (VNIs 1024)\n"));
   ASSERT_EQ(ctx.runs.size(), 1u);
   EXPECT_EQ(ctx.runs[0].kind, "slingshot-housekeeping");
   EXPECT_EQ(ctx.runs[0].command, "/opt/corral-slingshot epilog --retry-for 300");
@@ -282,10 +267,8 @@ TEST_F(SlingshotHookTest, BusyServiceGoesToHousekeepingThenDrains) {
   EXPECT_EQ(ctx.runs[0].env["CORRAL_SLINGSHOT_VNIS"], "1024");
   EXPECT_EQ(ctx.events.back().name, "warning");
 
-  hook->on_perilog_inactive(ctx, 1, outcome("n1", "slingshot-housekeeping", 3,
-                                            "busy: cxi0 service 5 (VNIs 1024)\n"));
-  EXPECT_EQ(ctx.drained["n1"],
-            "cray-slingshot: CXI service 5 on cxi0 (VNIs 1024) still busy after 300s");
+  hook->on_perilog_inactive(ctx, 1, outcome("n1", "slingshot-housekeeping", 3, "busy: cxi0 service 5 (VNIs 1024)\n"));
+  EXPECT_EQ(ctx.drained["n1"], "cray-slingshot: CXI service 5 on cxi0 (VNIs 1024) still busy after 300s");
   EXPECT_EQ(pool()["quarantined"].size(), 1u);
 
   // An admin resumes the node: its quarantine is over.

@@ -76,7 +76,7 @@ TEST(SlingshotResources, ScalesBackWhatDoesNotFitWithAWarningPerResource) {
   at(other.desc.limits, Rsrc::EQ) = {2000, 2000};
   auto fit = ss::fit_limits(ss::desired_limits(20), cassini({other}));
   EXPECT_EQ(at(fit.limits, Rsrc::TXQ).reserved, 12u);
-  EXPECT_EQ(at(fit.limits, Rsrc::TXQ).max, 12u);  // max clamped to what is left too
+  EXPECT_EQ(at(fit.limits, Rsrc::TXQ).max, 12u);      // max clamped to what is left too
   EXPECT_EQ(at(fit.limits, Rsrc::EQ).reserved, 40u);  // 2*20 fits in the 47 left
   EXPECT_EQ(at(fit.limits, Rsrc::EQ).max, 47u);
   EXPECT_EQ(at(fit.limits, Rsrc::PTE).reserved, 120u);

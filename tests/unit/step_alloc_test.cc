@@ -15,8 +15,7 @@ IdSet ids(std::string_view text) {
 StepAllocator job12(int gpus = 0) {
   std::vector<JobNode> nodes;
   for (int i = 1; i <= 4; ++i)
-    nodes.push_back({"n" + std::to_string(i), IdSet::range(0, 7),
-                     gpus > 0 ? IdSet::range(0, gpus - 1) : IdSet{}});
+    nodes.push_back({"n" + std::to_string(i), IdSet::range(0, 7), gpus > 0 ? IdSet::range(0, gpus - 1) : IdSet{}});
   auto a = StepAllocator::create(12, std::move(nodes));
   EXPECT_TRUE(a.ok()) << a.message();
   return std::move(*a);
@@ -41,8 +40,7 @@ StepRequest on(std::string nodelist, uint32_t n) {
   return r;
 }
 
-NodeShare ns(std::string name, uint32_t ntasks, std::string_view cores,
-             std::string_view gpus = "") {
+NodeShare ns(std::string name, uint32_t ntasks, std::string_view cores, std::string_view gpus = "") {
   return NodeShare{std::move(name), ntasks, ids(cores), gpus.empty() ? IdSet{} : ids(gpus)};
 }
 
@@ -74,8 +72,7 @@ TEST(StepAlloc, FewestNodesBlockLayout) {
   EXPECT_EQ(layout(a, 0, tasks(10)), (Layout{ns("n1", 8, "0-7"), ns("n2", 2, "0-1")}));
   auto b = job12();
   // 3 cores per task: 2 tasks fit on an 8-core node, so 5 tasks need 3 nodes.
-  EXPECT_EQ(layout(b, 0, tasks(5, 3)),
-            (Layout{ns("n1", 2, "0-5"), ns("n2", 2, "0-5"), ns("n3", 1, "0-2")}));
+  EXPECT_EQ(layout(b, 0, tasks(5, 3)), (Layout{ns("n1", 2, "0-5"), ns("n2", 2, "0-5"), ns("n3", 1, "0-2")}));
   auto c = job12();
   auto one = c.allocate(0, tasks(1));
   ASSERT_TRUE(one.ok());
@@ -86,8 +83,7 @@ TEST(StepAlloc, FewestNodesBlockLayout) {
 TEST(StepAlloc, ExactNodeCountSpreadsEvenly) {
   auto a = job12();
   // 7 tasks on 3 nodes: 3+2+2, the extra task on the first node.
-  EXPECT_EQ(layout(a, 0, on_nodes(3, 7)),
-            (Layout{ns("n1", 3, "0-2"), ns("n2", 2, "0-1"), ns("n3", 2, "0-1")}));
+  EXPECT_EQ(layout(a, 0, on_nodes(3, 7)), (Layout{ns("n1", 3, "0-2"), ns("n2", 2, "0-1"), ns("n3", 2, "0-1")}));
   auto b = job12();
   EXPECT_EQ(layout(b, 0, on_nodes(4, 4)),
             (Layout{ns("n1", 1, "0"), ns("n2", 1, "0"), ns("n3", 1, "0"), ns("n4", 1, "0")}));
@@ -214,8 +210,7 @@ TEST(StepAlloc, NeverFitsSaysWhatTheJobHas) {
 
 TEST(StepAlloc, NeverFitsNodelistErrors) {
   auto a = job12();
-  EXPECT_EQ(fail(a, 0, on("n9", 1)).message,
-            "the step asks for node n9, which is not in job 12 (n[1-4])");
+  EXPECT_EQ(fail(a, 0, on("n9", 1)).message, "the step asks for node n9, which is not in job 12 (n[1-4])");
   Error bad = fail(a, 0, on("n[1-", 1));
   EXPECT_EQ(bad.code, Errc::invalid_argument);
   EXPECT_EQ(bad.message.rfind("the step's node list (-w) is not valid: ", 0), 0u) << bad.message;
@@ -229,8 +224,7 @@ TEST(StepAlloc, NeverFitsNodelistErrors) {
 }
 
 TEST(StepAlloc, GpusPerTaskLimitTasksPerNode) {
-  auto made =
-      StepAllocator::create(5, {{"a1", ids("0-3"), ids("0-1")}, {"a2", ids("0-3"), ids("0-3")}});
+  auto made = StepAllocator::create(5, {{"a1", ids("0-3"), ids("0-1")}, {"a2", ids("0-3"), ids("0-3")}});
   ASSERT_TRUE(made.ok());
   StepAllocator a = std::move(*made);
   StepRequest r = tasks(3);

@@ -148,9 +148,7 @@ TEST(StepCredTest, EveryTruncationIsRefused) {
   for (size_t len = 0; len < token.size(); ++len) {
     auto r = verify_step_cred(token.substr(0, len), kKey, policy_for(c));
     ASSERT_FALSE(r.ok()) << "prefix of length " << len << " was accepted";
-    EXPECT_TRUE(r.error().code == Errc::invalid_argument ||
-                r.error().code == Errc::permission_denied)
-        << r.message();
+    EXPECT_TRUE(r.error().code == Errc::invalid_argument || r.error().code == Errc::permission_denied) << r.message();
   }
   expect_malformed(verify_step_cred(token.substr(0, token.size() - 1), kKey, policy_for(c)));
 }
@@ -216,15 +214,13 @@ TEST(StepCredTest, OtherUserIsRefused) {
   StepCred c = sample_cred();
   VerifyPolicy p = policy_for(c);
   p.uid = 1001;
-  expect_denied(verify_step_cred(sign_step_cred(c, kKey), kKey, p),
-                "step credential is for uid 1000, not 1001");
+  expect_denied(verify_step_cred(sign_step_cred(c, kKey), kKey, p), "step credential is for uid 1000, not 1001");
 }
 
 TEST(StepCredTest, NodeNotIncludedIsRefused) {
   StepCred c = sample_cred();
   std::string token = sign_step_cred(c, kKey);
-  expect_denied(verify_step_cred(token, kKey, policy_for(c, "n5")),
-                "step credential does not include node n5");
+  expect_denied(verify_step_cred(token, kKey, policy_for(c, "n5")), "step credential does not include node n5");
   EXPECT_TRUE(verify_step_cred(token, kKey, policy_for(c, "n4")).ok());
 }
 
@@ -289,8 +285,7 @@ TEST(StepCredTest, JobIdChangedInJobKeySignedTokenIsRefusedByClusterKeyCheck) {
   auto [payload, mac] = open_token(sign_step_cred(c, derive_job_key(kKey, c.jobid)));
   auto j = nlohmann::json::parse(payload);
   j["job"] = c.jobid + 1;
-  expect_denied(verify_step_cred_with_cluster_key(reseal(j.dump(), mac), kKey, policy_for(c)),
-                "forged or altered");
+  expect_denied(verify_step_cred_with_cluster_key(reseal(j.dump(), mac), kKey, policy_for(c)), "forged or altered");
 }
 
 TEST(StepCredTest, ForgedTokenIsRefusedByClusterKeyCheck) {

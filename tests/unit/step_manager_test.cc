@@ -22,10 +22,10 @@
 #include "job/key_wrap.h"
 #include "job/step_cred.h"
 #include "job/step_id.h"
+#include "loop_until.h"
 #include "net/peer_listener.h"
 #include "node/agent.h"
 #include "node/step_service.h"
-#include "loop_until.h"
 
 namespace corral::node {
 namespace {
@@ -66,8 +66,7 @@ struct FakeClient {
   std::optional<Error> failed;
 
   StepClientSink sink() {
-    return {[this](v1::StepServerMessage&& m) { got.push_back(std::move(m)); },
-            [this](const Error& e) { failed = e; }};
+    return {[this](v1::StepServerMessage&& m) { got.push_back(std::move(m)); }, [this](const Error& e) { failed = e; }};
   }
   const v1::StepExit* exit() const {
     for (const auto& m : got)
@@ -112,7 +111,8 @@ class StepManagerTest : public ::testing::Test {
     c.kill_grace = 0.05;
     c.early_open_wait = 0.05;
     c.created_linger = 0;  // `created` at once, so tests can look at it before any exit
-    mgr_ = std::make_unique<StepManager>(*loop_, launcher_, c, [this](const v1::StepInfo& i) { records_.push_back(i); });
+    mgr_ =
+        std::make_unique<StepManager>(*loop_, launcher_, c, [this](const v1::StepInfo& i) { records_.push_back(i); });
     mgr_->set_interactive_end([this](uint64_t jobid, int ws) { interactive_ends_.emplace_back(jobid, ws); });
   }
 
@@ -719,7 +719,8 @@ class StepAgent : public ::testing::Test {
     c.handle_termination = false;
     StepNodeConfig sc;
     sc.cluster_key = kClusterKey;
-    agent_ = std::make_unique<Agent>(*loop_, c, [this](uint64_t, v1::AgentMessage&& m) { sent_.push_back(m); }, sc);
+    agent_ = std::make_unique<Agent>(
+        *loop_, c, [this](uint64_t, v1::AgentMessage&& m) { sent_.push_back(m); }, sc);
     ASSERT_TRUE(agent_->start());
     auto reg = agent_->begin_register(1);
     EXPECT_EQ(reg.register_().step_uri(), c.step_uri);
@@ -892,15 +893,16 @@ class StepServiceTest : public StepAgent {
     auto l = net::PeerListener::open(path_, 1024);
     ASSERT_TRUE(l) << l.message();
     peers_ = std::move(*l);
-    service_ = std::make_unique<StepService>(*loop_, agent_->steps(), agent_->step_node(), agent_->fences(),
-                                             peers_.get());
+    service_ =
+        std::make_unique<StepService>(*loop_, agent_->steps(), agent_->step_node(), agent_->fences(), peers_.get());
     grpc::ServerBuilder b;
     b.RegisterService(service_->service());
     server_ = b.BuildAndStart();
     ASSERT_TRUE(server_);
     peers_->start(server_.get());
     loop_thread_ = std::thread([this] { loop_->run(); });
-    stub_ = v1::StepService::NewStub(grpc::CreateChannel(agent_->config().step_uri, grpc::InsecureChannelCredentials()));
+    stub_ =
+        v1::StepService::NewStub(grpc::CreateChannel(agent_->config().step_uri, grpc::InsecureChannelCredentials()));
   }
   void TearDown() override {
     peers_->stop();

@@ -22,8 +22,8 @@
 #include <functional>
 #include <future>
 #include <map>
-#include <optional>
 #include <mutex>
+#include <optional>
 #include <thread>
 
 #include "corral.grpc.pb.h"
@@ -31,13 +31,13 @@
 #include "job/key_wrap.h"
 #include "job/step_cred.h"
 #include "node/agent_config.h"
-#include "node/event_loop.h"
 #include "node/job_keys.h"
 #include "node/pmi_server.h"
 #include "node/step_launch_rpc.h"
 #include "node/step_tasks.h"
 #include "temp_dir.h"
 #include "test_programs.h"
+#include "util/event_loop.h"
 
 extern char** environ;
 
@@ -46,9 +46,9 @@ namespace {
 
 namespace fs = std::filesystem;
 using namespace std::chrono_literals;
-using ::testing::HasSubstr;
 using test::run_command;
 using test::test_data_dir;
+using ::testing::HasSubstr;
 
 constexpr uint64_t kJob = 42;
 constexpr uint32_t kStep = 3;
@@ -212,7 +212,7 @@ class StepNodeTest : public ::testing::Test {
   void reap_loop() {
     while (!stop_reaper_) {
       int status = 0;
-      struct rusage ru{};
+      struct rusage ru {};
       pid_t pid = ::wait4(-1, &status, WNOHANG, &ru);
       if (pid <= 0) {
         std::this_thread::sleep_for(5ms);
@@ -319,7 +319,7 @@ class StepNodeTest : public ::testing::Test {
   }
 
   test::TempDir tmp_{"corral-step-node"};
-  std::string digest_;  // of the last request built or launched
+  std::string digest_;                 // of the last request built or launched
   std::optional<uint32_t> cred_user_;  // the credential's uid and gid, when not ours
   mutable uint64_t nonce_ = 0;
   std::unique_ptr<TestAgent> a_, b_;
@@ -605,8 +605,8 @@ TEST_F(StepNodeTest, StdinGoesToRankZeroOnItsAgent) {
 }
 
 TEST_F(StepNodeTest, RankZeroOnATerminal) {
-  auto req = request({"/bin/sh", "-c", "read x; test -t 0 && test -t 1 && echo tty-ok; stty size"},
-                     {{"n1", a_.get(), 1}});
+  auto req =
+      request({"/bin/sh", "-c", "read x; test -t 0 && test -t 1 && echo tty-ok; stty size"}, {{"n1", a_.get(), 1}});
   req.set_pty(true);
   req.set_stdin_open(true);
   auto id = launch(std::move(req));

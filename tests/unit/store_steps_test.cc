@@ -37,21 +37,19 @@ StepRecord step(uint64_t jobid, std::string name, uint32_t userid = 1000) {
 
 // A finished job's summary as the controller writes it (the fields history filters on).
 std::string summary(uint64_t id, uint32_t userid, const std::string& result, double t_inactive) {
-  return nlohmann::json{{"id", id}, {"userid", userid}, {"state", "INACTIVE"},
-                        {"result", result}, {"t_inactive", t_inactive}}
+  return nlohmann::json{
+      {"id", id}, {"userid", userid}, {"state", "INACTIVE"}, {"result", result}, {"t_inactive", t_inactive}}
       .dump();
 }
 
 class StoreStepsTest : public ::testing::Test {
  protected:
   std::unique_ptr<Store> open() {
-    auto s = Store::open((dir_.path() / "state.db").string(),
-                         {.synchronous_full = false, .commit_interval = 0.002});
+    auto s = Store::open((dir_.path() / "state.db").string(), {.synchronous_full = false, .commit_interval = 0.002});
     EXPECT_TRUE(s.ok()) << (s.ok() ? "" : s.message());
     return s.ok() ? std::move(s.value()) : nullptr;
   }
-  void finished_job(Store& s, uint64_t id, uint32_t userid, const std::string& result,
-                    double t_inactive) {
+  void finished_job(Store& s, uint64_t id, uint32_t userid, const std::string& result, double t_inactive) {
     s.insert_job(id, userid, "{}");
     s.finish_job(id, summary(id, userid, result, t_inactive));
   }

@@ -114,8 +114,7 @@ TEST_F(StoreTest, JobIdsAreNeverReused) {
   // Even with the highest job purged from the table, its id is not handed out again.
   sqlite3* db = nullptr;
   ASSERT_EQ(sqlite3_open(db_path().c_str(), &db), SQLITE_OK);
-  ASSERT_EQ(sqlite3_exec(db, "DELETE FROM jobs WHERE id = 10", nullptr, nullptr, nullptr),
-            SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(db, "DELETE FROM jobs WHERE id = 10", nullptr, nullptr, nullptr), SQLITE_OK);
   sqlite3_close(db);
   auto s = open();
   ASSERT_TRUE(s);
@@ -287,8 +286,8 @@ TEST_F(StoreTest, AFailedCommitReportsItAndTheStoreKeepsGoing) {
   std::promise<void> gate;
   std::shared_future<void> opened = gate.get_future().share();
   s->on_durable([opened](const Status&) { opened.wait(); });  // the writer waits here...
-  s->append_event(1, ev(1, "submit"));                          // ...so these two are one group
-  s->finish_job(42, "{}");  // never recorded
+  s->append_event(1, ev(1, "submit"));                        // ...so these two are one group
+  s->finish_job(42, "{}");                                    // never recorded
   gate.set_value();
   EXPECT_EQ(s->flush().error().code, Errc::not_found);
 
@@ -324,8 +323,7 @@ class FullDiskTest : public ::testing::Test {
   void fill() {
     std::ofstream out(mount_ / "filler");
     const std::string block(4096, 'x');
-    while (out.write(block.data(), block.size())) {
-    }
+    while (out.write(block.data(), block.size())) {}
   }
   void make_room() { fs::remove(mount_ / "filler"); }
 
@@ -361,7 +359,7 @@ TEST_F(FullDiskTest, WritesAreHeldAndRetriedUntilSpaceReturns) {
   EXPECT_NE(s->health().message().find("full"), std::string::npos) << s->health().message();
   auto waited = patient.get_future();
   EXPECT_EQ(waited.wait_for(std::chrono::milliseconds(300)), std::future_status::timeout);
-  s->discard_job(2);  // the refused submission
+  s->discard_job(2);                                  // the refused submission
   EXPECT_NE(s->read_eventlog(1).value().size(), 0u);  // reads go on meanwhile
 
   make_room();

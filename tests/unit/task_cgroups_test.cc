@@ -19,8 +19,8 @@
 
 #include "loop_until.h"
 #include "node/task_launcher.h"
-#include "test_programs.h"
 #include "temp_dir.h"
+#include "test_programs.h"
 
 namespace corral::node {
 namespace {
@@ -201,9 +201,7 @@ TEST_F(TaskCgroupsTest, OtherAgentsGetTheirOwnRoot) {
 // machines like this one's CI); each test says so when it skips.
 class TaskCgroupsLimitsTest : public TaskCgroupsTest {
  protected:
-  bool lacks(const std::string& controller) const {
-    return cgroups_->missing().find(controller) != std::string::npos;
-  }
+  bool lacks(const std::string& controller) const { return cgroups_->missing().find(controller) != std::string::npos; }
   struct Ran {
     std::string out;
     int status = -1;
@@ -284,8 +282,7 @@ TEST(TaskCgroupsSetting, NoneIsOffAndABadDirectoryIsRefused) {
   test::TempDir plain;
   auto bad = TaskCgroups::open(**loop, plain.str(), "n1", "/tmp");
   ASSERT_FALSE(bad);
-  EXPECT_NE(bad.message().find(plain.str() + " is not in a cgroup v2 hierarchy"), std::string::npos)
-      << bad.message();
+  EXPECT_NE(bad.message().find(plain.str() + " is not in a cgroup v2 hierarchy"), std::string::npos) << bad.message();
 }
 
 }  // namespace

@@ -129,8 +129,7 @@ TEST(TopologyConf, NonConsecutiveHostlistsAndForwardReferences) {
       "SwitchName=s1 Nodes=tux[4-5]\n"
       "SwitchName=s2 Nodes=tux6\n"
       "SwitchName=s4 Nodes=tux7\r\n");
-  EXPECT_THAT(sw(t, "s0").nodes,
-              ElementsAre("tux0", "tux1", "tux2", "tux3", "tux12", "tux18", "tux19", "tux20"));
+  EXPECT_THAT(sw(t, "s0").nodes, ElementsAre("tux0", "tux1", "tux2", "tux3", "tux12", "tux18", "tux19", "tux20"));
   EXPECT_EQ(sw(t, "top").children.size(), 4u);
   EXPECT_EQ(sw(t, "top").line, 1u);
 }
@@ -181,10 +180,8 @@ TEST(TopologyConf, ChassisBesideTheNetwork) {
   EXPECT_NE(parse_error("ChassisName=c0 Nodes=n[0-1]\nChassisName=c1 Nodes=n1\n")
                 .find("t.conf:2: node n1 is in chassis c0 and in chassis c1"),
             std::string::npos);
-  EXPECT_NE(parse_error("ChassisName=c0 Nodes=n0 Storage=lots\n").find("t.conf:1: Storage=lots"),
-            std::string::npos);
-  EXPECT_NE(parse_error("ChassisName=c0\n").find("t.conf:1: chassis c0 has no Nodes="),
-            std::string::npos);
+  EXPECT_NE(parse_error("ChassisName=c0 Nodes=n0 Storage=lots\n").find("t.conf:1: Storage=lots"), std::string::npos);
+  EXPECT_NE(parse_error("ChassisName=c0\n").find("t.conf:1: chassis c0 has no Nodes="), std::string::npos);
 }
 
 TEST(TopologyConf, EmptyFileIsFlat) {
@@ -227,17 +224,13 @@ TEST(TopologyConf, BadHostlist) {
 }
 
 TEST(TopologyConf, UnknownKeys) {
-  EXPECT_THAT(parse_error("SwitchName=s0 Nodes=tux0 Speed=3\n"),
-              HasSubstr("t.conf:1: unknown key 'Speed'"));
-  EXPECT_THAT(parse_error("# x\nPartitionName=p Nodes=tux0\n"),
-              HasSubstr("t.conf:2: unknown key 'PartitionName'"));
+  EXPECT_THAT(parse_error("SwitchName=s0 Nodes=tux0 Speed=3\n"), HasSubstr("t.conf:1: unknown key 'Speed'"));
+  EXPECT_THAT(parse_error("# x\nPartitionName=p Nodes=tux0\n"), HasSubstr("t.conf:2: unknown key 'PartitionName'"));
   EXPECT_THAT(parse_error("SwitchName s0\n"), HasSubstr("t.conf:1: expected KEY=VALUE"));
-  EXPECT_THAT(parse_error("SwitchName=s0 Nodes=a Nodes=b\n"),
-              HasSubstr("t.conf:1: Nodes is given twice"));
+  EXPECT_THAT(parse_error("SwitchName=s0 Nodes=a Nodes=b\n"), HasSubstr("t.conf:1: Nodes is given twice"));
   EXPECT_THAT(parse_error("TopologyParam=RouteTree\n"),
               HasSubstr("t.conf:1: TopologyParam: unknown parameter 'RouteTree'"));
-  EXPECT_THAT(parse_error("SwitchName=s0 Nodes=a LinkSpeed=fast\n"),
-              HasSubstr("t.conf:1: LinkSpeed=fast"));
+  EXPECT_THAT(parse_error("SwitchName=s0 Nodes=a LinkSpeed=fast\n"), HasSubstr("t.conf:1: LinkSpeed=fast"));
 }
 
 TEST(TopologyConf, StructuralErrors) {
@@ -245,16 +238,14 @@ TEST(TopologyConf, StructuralErrors) {
               HasSubstr("t.conf:2: switch s0 is defined twice"));
   EXPECT_THAT(parse_error("SwitchName=s0 Nodes=a\nSwitchName=s1 Nodes=b Switches=s0\n"),
               HasSubstr("t.conf:2: switch s1 has both Nodes= and Switches="));
-  EXPECT_THAT(parse_error("SwitchName=s0\n"),
-              HasSubstr("t.conf:1: switch s0 has neither Nodes= nor Switches="));
+  EXPECT_THAT(parse_error("SwitchName=s0\n"), HasSubstr("t.conf:1: switch s0 has neither Nodes= nor Switches="));
   EXPECT_THAT(parse_error("SwitchName=a.b Nodes=x\n"), HasSubstr("t.conf:1: switch name 'a.b'"));
   EXPECT_THAT(parse_error("SwitchName=s0 Nodes=\n"), HasSubstr("t.conf:1: Nodes is empty"));
   EXPECT_THAT(parse_error("SwitchName=s0 Nodes=tux[0-1],tux1\n"),
               HasSubstr("t.conf:1: switch s0 lists node tux1 twice"));
   EXPECT_THAT(parse_error("SwitchName=s0 Nodes=a\nSwitchName=s1 Switches=s0,s0\n"),
               HasSubstr("t.conf:2: switch s1 lists switch s0 twice"));
-  EXPECT_THAT(parse_error("BlockName=b1 Nodes=n[1-2],n1\n"),
-              HasSubstr("t.conf:1: block b1 lists node n1 twice"));
+  EXPECT_THAT(parse_error("BlockName=b1 Nodes=n[1-2],n1\n"), HasSubstr("t.conf:1: block b1 lists node n1 twice"));
 }
 
 TEST(TopologyConf, SwitchAndBlockLinesDoNotMix) {
@@ -273,26 +264,22 @@ TEST(TopologyConf, BlockSizesErrors) {
               HasSubstr("t.conf:3: BlockSizes must be ascending: 4 follows 4"));
   EXPECT_THAT(parse_error(blocks + "BlockSizes=8,16\n"),
               HasSubstr("t.conf:3: BlockSizes starts with 8, but base blocks have 4 nodes"));
-  EXPECT_THAT(parse_error(blocks + "BlockSizes=4,6\n"),
-              HasSubstr("t.conf:3: BlockSizes: 6 is not a multiple of 4"));
+  EXPECT_THAT(parse_error(blocks + "BlockSizes=4,6\n"), HasSubstr("t.conf:3: BlockSizes: 6 is not a multiple of 4"));
   EXPECT_THAT(parse_error(blocks + "BlockSizes=4,x\n"),
               HasSubstr("t.conf:3: BlockSizes=4,x: 'x' is not a non-negative integer"));
   EXPECT_THAT(parse_error(blocks + "BlockSizes=4\nBlockSizes=4\n"),
               HasSubstr("t.conf:4: BlockSizes is given twice (first at line 3)"));
   EXPECT_THAT(parse_error("BlockName=b1 Nodes=n[0-3]\nBlockName=b2 Nodes=n[4-6]\n"),
               HasSubstr("t.conf:2: block b2 has 3 nodes but block b1 (t.conf:1) has 4"));
-  EXPECT_THAT(parse_error("BlockSizes=4\n"),
-              HasSubstr("t.conf:1: BlockSizes given but no BlockName lines"));
+  EXPECT_THAT(parse_error("BlockSizes=4\n"), HasSubstr("t.conf:1: BlockSizes given but no BlockName lines"));
   EXPECT_THAT(parse_error("BlockName=b1\n"), HasSubstr("t.conf:1: block b1 has no Nodes="));
-  EXPECT_THAT(parse_error(blocks + "BlockName=b1 Nodes=n[8-11]\n"),
-              HasSubstr("t.conf:3: block b1 is defined twice"));
+  EXPECT_THAT(parse_error(blocks + "BlockName=b1 Nodes=n[8-11]\n"), HasSubstr("t.conf:3: block b1 is defined twice"));
 }
 
 TEST(TopologyConf, TorusErrors) {
   EXPECT_THAT(parse_error("TorusNodes=n-1\n"),
               HasSubstr("t.conf:1: node n-1: cannot take torus coordinates from the name"));
-  EXPECT_THAT(parse_error("NodeName=a Coords=1,2\n"),
-              HasSubstr("t.conf:1: Coords=1,2: expected three coordinates"));
+  EXPECT_THAT(parse_error("NodeName=a Coords=1,2\n"), HasSubstr("t.conf:1: Coords=1,2: expected three coordinates"));
   EXPECT_THAT(parse_error("NodeName=a[1-2] Coords=1,2,3\n"), HasSubstr("t.conf:1: NodeName="));
   EXPECT_THAT(parse_error("TorusNodes=x000\nNodeName=x000 Coords=1,1,1\n"),
               HasSubstr("t.conf:2: node x000 is given twice (first at line 1)"));

@@ -76,15 +76,13 @@ TEST(TopologyFunctions, MixedWithHostlistsAndCommasInBrackets) {
 TEST(TopologyFunctions, Blocks) {
   const Topology t = blocks();
   EXPECT_EQ(*expand_topology_functions("block{b2}", t), "node[05-08]");
-  EXPECT_THAT(expand("blockwith{node02},node09", t),
-              ElementsAre("node01", "node02", "node03", "node04", "node09"));
+  EXPECT_THAT(expand("blockwith{node02},node09", t), ElementsAre("node01", "node02", "node03", "node04", "node09"));
 }
 
 TEST(TopologyFunctions, Errors) {
   const Topology t = tree();
   EXPECT_THAT(error("switch{s9}", t), HasSubstr("switch{s9}: no switch named s9"));
-  EXPECT_THAT(error("tux0,switchwith{ghost}", t),
-              HasSubstr("switchwith{ghost}: node ghost is in no switch"));
+  EXPECT_THAT(error("tux0,switchwith{ghost}", t), HasSubstr("switchwith{ghost}: node ghost is in no switch"));
   EXPECT_THAT(error("block{b1}", t), HasSubstr("block{b1}: the topology 'default' is a tree "
                                                "topology and has no blocks"));
   EXPECT_THAT(error("switch{s0},tux[1-", t), HasSubstr("tux[1-"));

@@ -107,8 +107,7 @@ TEST(TopologyGenerate, Dragonfly) {
   EXPECT_EQ(count_level(*t, 0), 12u);
   EXPECT_EQ(count_level(*t, 1), 4u);
   EXPECT_EQ(count_level(*t, 2), 1u);
-  EXPECT_THAT(t->nodes_under_switch(*t->find_switch("s1-1")),
-              ElementsAre("n06", "n07", "n08", "n09", "n10", "n11"));
+  EXPECT_THAT(t->nodes_under_switch(*t->find_switch("s1-1")), ElementsAre("n06", "n07", "n08", "n09", "n10", "n11"));
   expect_round_trip(*t);
   EXPECT_THAT(to_topology_conf(*t), HasSubstr("TopologyParam=dragonfly\n"));
 
@@ -142,8 +141,7 @@ TEST(TopologyGenerate, Blocks) {
 
   EXPECT_THAT(generate_blocks({60, 16, {}, "n"}).message(),
               HasSubstr("60 nodes do not divide into base blocks of 16 nodes"));
-  EXPECT_THAT(generate_blocks({64, 16, {32, 64}, "n"}).message(),
-              HasSubstr("BlockSizes starts with 32"));
+  EXPECT_THAT(generate_blocks({64, 16, {32, 64}, "n"}).message(), HasSubstr("BlockSizes starts with 32"));
   EXPECT_THAT(generate_blocks({0, 16, {}, "n"}).message(), HasSubstr("nodes"));
   EXPECT_THAT(generate_blocks({16, 0, {}, "n"}).message(), HasSubstr("base block size"));
 }
@@ -158,8 +156,7 @@ TEST(TopologyGenerate, HandWrittenFilesRoundTrip) {
       "t.conf");
   ASSERT_TRUE(tree.ok()) << tree.message();
   expect_round_trip(tree->topologies.front());
-  auto torus = parse_topology_conf(
-      "TorusNodes=t[000-002]\nNodeName=odd Coords=7,8,9\nTorusNodes=t00A\n", "t.conf");
+  auto torus = parse_topology_conf("TorusNodes=t[000-002]\nNodeName=odd Coords=7,8,9\nTorusNodes=t00A\n", "t.conf");
   ASSERT_TRUE(torus.ok()) << torus.message();
   expect_round_trip(torus->topologies.front());
 }
@@ -226,8 +223,7 @@ TEST(TopologyGenerate, IbnetdiscoverSampleFileWithTwoSpines) {
 }
 
 TEST(TopologyGenerate, IbnetdiscoverErrorsAndGenericNames) {
-  EXPECT_THAT(from_ibnetdiscover("hello\n", "x.txt").message(),
-              HasSubstr("x.txt: no \"Switch\" entries found"));
+  EXPECT_THAT(from_ibnetdiscover("hello\n", "x.txt").message(), HasSubstr("x.txt: no \"Switch\" entries found"));
   EXPECT_THAT(from_ibnetdiscover("Switch 36 \"S-1\" # \"a\"\n[1] \"S-2\"[1]\n", "x.txt").message(),
               HasSubstr("no switch has hosts"));
   EXPECT_THAT(from_ibnetdiscover("Switch 36 nothing\n", "x.txt").message(),

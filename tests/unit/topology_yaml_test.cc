@@ -162,8 +162,7 @@ TEST(TopologyYaml, UnknownKeyHasLine) {
 TEST(TopologyYaml, KindErrors) {
   EXPECT_THAT(parse_error("- topology: a\n  cluster_default: true\n"),
               HasSubstr("t.yaml:1: topology a must define exactly one of tree, block, flat"));
-  EXPECT_THAT(parse_error("- topology: a\n  flat: true\n  block:\n    blocks: []\n"),
-              HasSubstr("exactly one"));
+  EXPECT_THAT(parse_error("- topology: a\n  flat: true\n  block:\n    blocks: []\n"), HasSubstr("exactly one"));
   EXPECT_THAT(parse_error("- topology: a\n  flat: maybe\n"),
               HasSubstr("t.yaml:2: topology: 'flat' must be true or false"));
   EXPECT_THAT(parse_error("topology: a\n"), HasSubstr("t.yaml:1: expected a list of topologies"));

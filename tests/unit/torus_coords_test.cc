@@ -64,8 +64,7 @@ TEST(TorusHilbert, StartsAtOriginAndHandlesWideAxes) {
   const uint64_t h = hilbert_index({max, max, max}, 21);
   EXPECT_LT(h, uint64_t{1} << 63);
   std::set<uint64_t> distinct;
-  for (int i = 0; i < 8; ++i)
-    distinct.insert(hilbert_index({max - (i & 1), max - ((i >> 1) & 1), max - (i >> 2)}, 21));
+  for (int i = 0; i < 8; ++i) distinct.insert(hilbert_index({max - (i & 1), max - ((i >> 1) & 1), max - (i >> 2)}, 21));
   EXPECT_EQ(distinct.size(), 8u);
 }
 

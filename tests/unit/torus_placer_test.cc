@@ -206,8 +206,7 @@ TEST(TorusPlacer, CoordinatesFromNamesAndUnplacedNodesLast) {
     for (int y = 0; y < 4; ++y)
       for (int z = 0; z < 4; ++z) {
         nodes.push_back(idle_node(4));
-        placer->node_added(static_cast<uint32_t>(nodes.size() - 1),
-                           fmt::format("bgq{}{}{}", x, y, z), nodes.back());
+        placer->node_added(static_cast<uint32_t>(nodes.size() - 1), fmt::format("bgq{}{}{}", x, y, z), nodes.back());
         coords.push_back({x, y, z});
       }
   Request one;

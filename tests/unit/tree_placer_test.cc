@@ -55,8 +55,13 @@ Names tux(unsigned first, unsigned last) {
 // The guide's eight-node example: a binary tree of three levels.
 Topology guide8() {
   return TopoBuilder()
-      .leaf("s0", tux(0, 1)).leaf("s1", tux(2, 3)).leaf("s2", tux(4, 5)).leaf("s3", tux(6, 7))
-      .inner("s4", {"s0", "s1"}).inner("s5", {"s2", "s3"}).inner("s6", {"s4", "s5"})
+      .leaf("s0", tux(0, 1))
+      .leaf("s1", tux(2, 3))
+      .leaf("s2", tux(4, 5))
+      .leaf("s3", tux(6, 7))
+      .inner("s4", {"s0", "s1"})
+      .inner("s5", {"s2", "s3"})
+      .inner("s6", {"s4", "s5"})
       .done();
 }
 
@@ -76,8 +81,7 @@ struct Cluster {
   sched::Scheduler sched;
   uint64_t next_job = 1000;
 
-  Cluster(const Topology& topo, unsigned cores, Names extra = {})
-      : sched(make_placer(topo)) {
+  Cluster(const Topology& topo, unsigned cores, Names extra = {}) : sched(make_placer(topo)) {
     for (const auto& n : topo.all_nodes()) sched.add_node({n, cores, 0, 0});
     for (const auto& n : extra) sched.add_node({n, cores, 0, 0});
   }
@@ -260,14 +264,17 @@ TEST(TreePlacer, MaxLeaves) {
 TEST(TreePlacer, HopDistanceBreaksTiesForTheLastLeaf) {
   // b1 | a1 a2 | c1 under one top; a1 and c1 hold three nodes, b1 and a2 one each.
   Topology t = TopoBuilder()
-                   .leaf("b1", tux(0, 3)).leaf("a1", tux(4, 7)).leaf("a2", tux(8, 11))
+                   .leaf("b1", tux(0, 3))
+                   .leaf("a1", tux(4, 7))
+                   .leaf("a2", tux(8, 11))
                    .leaf("c1", tux(12, 15))
-                   .inner("B", {"b1"}).inner("A", {"a1", "a2"}).inner("C", {"c1"})
+                   .inner("B", {"b1"})
+                   .inner("A", {"a1", "a2"})
+                   .inner("C", {"c1"})
                    .inner("top", {"B", "A", "C"})
                    .done();
   Cluster c(t, 1);
-  for (const char* n : {"tux0", "tux1", "tux2", "tux4", "tux8", "tux9", "tux10", "tux12"})
-    c.occupy(n, 1);
+  for (const char* n : {"tux0", "tux1", "tux2", "tux4", "tux8", "tux9", "tux10", "tux12"}) c.occupy(n, 1);
   // Seven nodes: a1 and c1 give six, the seventh comes from b1 or a2 (one each): a2 shares
   // a switch with a1, b1 would add a hop.
   auto a = c.place(nodes_job(7));
@@ -344,8 +351,13 @@ TEST(TreePlacer, BlockDistributionOverExactNodeCount) {
 Topology dragonfly() {
   // Two groups of two leaves with two nodes each.
   return TopoBuilder(Kind::dragonfly)
-      .leaf("l0", tux(0, 1)).leaf("l1", tux(2, 3)).leaf("l2", tux(4, 5)).leaf("l3", tux(6, 7))
-      .inner("g0", {"l0", "l1"}).inner("g1", {"l2", "l3"}).inner("top", {"g0", "g1"})
+      .leaf("l0", tux(0, 1))
+      .leaf("l1", tux(2, 3))
+      .leaf("l2", tux(4, 5))
+      .leaf("l3", tux(6, 7))
+      .inner("g0", {"l0", "l1"})
+      .inner("g1", {"l2", "l3"})
+      .inner("top", {"g0", "g1"})
       .done();
 }
 
@@ -439,13 +451,9 @@ class Probe final : public Placer {
  public:
   explicit Probe(const Topology& topo) : index(topo) {}
   std::string name() const override { return "probe"; }
-  void node_added(uint32_t n, const std::string& name, const NodeState& st) override {
-    index.add_node(n, name, st);
-  }
+  void node_added(uint32_t n, const std::string& name, const NodeState& st) override { index.add_node(n, name, st); }
   void node_changed(uint32_t n, const NodeState& st) override { index.update(n, st); }
-  std::optional<Allocation> place(const Request&, const std::vector<NodeState>&) const override {
-    return std::nullopt;
-  }
+  std::optional<Allocation> place(const Request&, const std::vector<NodeState>&) const override { return std::nullopt; }
   TreeIndex index;
 };
 
@@ -471,10 +479,8 @@ void expect_aggregates(const TreeIndex& ix, const sched::Scheduler& s) {
       }
     }
     EXPECT_EQ(leaves[l].busy, busy);
-    std::map<unsigned, unsigned> got_e(leaves[l].eligible.buckets().begin(),
-                                       leaves[l].eligible.buckets().end());
-    std::map<unsigned, unsigned> got_i(leaves[l].idle.buckets().begin(),
-                                       leaves[l].idle.buckets().end());
+    std::map<unsigned, unsigned> got_e(leaves[l].eligible.buckets().begin(), leaves[l].eligible.buckets().end());
+    std::map<unsigned, unsigned> got_i(leaves[l].idle.buckets().begin(), leaves[l].idle.buckets().end());
     EXPECT_EQ(got_e, hist_e) << "leaf " << l;
     EXPECT_EQ(got_i, hist_i) << "leaf " << l;
     for (unsigned b = 0; b < ix.max_free_bucket(); ++b) {
@@ -490,16 +496,14 @@ void expect_aggregates(const TreeIndex& ix, const sched::Scheduler& s) {
 }
 
 // The fewest leaves on the current state, by brute force over each tree's leaves.
-unsigned brute_fewest(const Topology& topo, const sched::Scheduler& s, unsigned nnodes,
-                      bool exclusive) {
+unsigned brute_fewest(const Topology& topo, const sched::Scheduler& s, unsigned nnodes, bool exclusive) {
   std::vector<unsigned> per_leaf;
   for (const auto& sw : topo.switches) {
     if (sw.nodes.empty()) continue;
     unsigned k = 0;
     for (const auto& n : sw.nodes) {
       const NodeState& st = s.node_state(*s.node_index(n));
-      bool ok = st.usable && !st.exclusive_held && !st.free_cores.empty() &&
-                (!exclusive || st.jobs == 0);
+      bool ok = st.usable && !st.exclusive_held && !st.free_cores.empty() && (!exclusive || st.jobs == 0);
       k += ok;
     }
     per_leaf.push_back(k);
@@ -516,8 +520,7 @@ unsigned brute_fewest(const Topology& topo, const sched::Scheduler& s, unsigned 
 
 // Best fit for a single-node job by brute force: fewest free cores that fit, a node on a
 // partly used leaf before one on an unused leaf, then the lower index.
-std::optional<uint32_t> brute_single(const Topology& topo, const sched::Scheduler& s,
-                                     unsigned cores, bool exclusive) {
+std::optional<uint32_t> brute_single(const Topology& topo, const sched::Scheduler& s, unsigned cores, bool exclusive) {
   std::optional<std::tuple<size_t, bool, uint32_t>> best;
   for (const auto& sw : topo.switches) {
     bool whole = std::none_of(sw.nodes.begin(), sw.nodes.end(), [&](const std::string& n) {

@@ -55,12 +55,12 @@ TEST(Duration, RejectsBadInput) {
 }
 
 TEST(TimeLimit, SlurmForms) {
-  EXPECT_DOUBLE_EQ(time_limit("30"), 30 * 60);                    // MM
-  EXPECT_DOUBLE_EQ(time_limit("90"), 90 * 60);                    // MM may exceed 59
-  EXPECT_DOUBLE_EQ(time_limit("5:30"), 5 * 60 + 30);              // MM:SS
-  EXPECT_DOUBLE_EQ(time_limit("1:30:00"), 5400);                  // HH:MM:SS
-  EXPECT_DOUBLE_EQ(time_limit("2-12"), 2 * 86400 + 12 * 3600);    // D-HH
-  EXPECT_DOUBLE_EQ(time_limit("1-02:30"), 86400 + 2 * 3600 + 30 * 60);       // D-HH:MM
+  EXPECT_DOUBLE_EQ(time_limit("30"), 30 * 60);                                  // MM
+  EXPECT_DOUBLE_EQ(time_limit("90"), 90 * 60);                                  // MM may exceed 59
+  EXPECT_DOUBLE_EQ(time_limit("5:30"), 5 * 60 + 30);                            // MM:SS
+  EXPECT_DOUBLE_EQ(time_limit("1:30:00"), 5400);                                // HH:MM:SS
+  EXPECT_DOUBLE_EQ(time_limit("2-12"), 2 * 86400 + 12 * 3600);                  // D-HH
+  EXPECT_DOUBLE_EQ(time_limit("1-02:30"), 86400 + 2 * 3600 + 30 * 60);          // D-HH:MM
   EXPECT_DOUBLE_EQ(time_limit("1-02:30:15"), 86400 + 2 * 3600 + 30 * 60 + 15);  // D-HH:MM:SS
   EXPECT_DOUBLE_EQ(time_limit("UNLIMITED"), 0);
   EXPECT_DOUBLE_EQ(time_limit("infinite"), 0);

@@ -22,8 +22,7 @@ TEST(VniPool, RefusesBadPools) {
   for (auto bad : {"1", "0-20", "10", "2-9,10-12"}) {
     auto p = VniPool::create(bad);
     ASSERT_FALSE(p.ok()) << bad;
-    EXPECT_EQ(p.message(),
-              "vni-pool: VNIs 1 and 10 are the default service's and cannot be in the pool");
+    EXPECT_EQ(p.message(), "vni-pool: VNIs 1 and 10 are the default service's and cannot be in the pool");
   }
   EXPECT_TRUE(VniPool::create("2-9,11-20").ok());
   EXPECT_EQ(make("1024-65535").size(), 64512u);

@@ -57,8 +57,7 @@ Result<uint32_t> parse_tc(std::string_view name) {
 }
 
 bool same_vni_set(const ServiceDesc& desc, const std::vector<uint16_t>& vnis) {
-  return std::set<uint16_t>(desc.vnis.begin(), desc.vnis.end()) ==
-         std::set<uint16_t>(vnis.begin(), vnis.end());
+  return std::set<uint16_t>(desc.vnis.begin(), desc.vnis.end()) == std::set<uint16_t>(vnis.begin(), vnis.end());
 }
 
 namespace {
@@ -92,12 +91,10 @@ class ModuleDevice final : public CxiDevice {
   Result<uint32_t> alloc_service(const std::string& nic, const ServiceDesc& desc) override {
     return dev_->alloc_service(nic, desc);
   }
-  Status destroy_service(const std::string& nic, uint32_t id) override {
-    return dev_->destroy_service(nic, id);
-  }
+  Status destroy_service(const std::string& nic, uint32_t id) override { return dev_->destroy_service(nic, id); }
 
  private:
-  ModuleHandle module_;              // declared first: destroyed after dev_
+  ModuleHandle module_;  // declared first: destroyed after dev_
   std::unique_ptr<CxiDevice> dev_;
 };
 
@@ -130,8 +127,7 @@ Result<std::unique_ptr<CxiDevice>> open_libcxi() {
   void* sym = ::dlsym(module.get(), kLibcxiFactorySymbol);
   if (!sym) {
     const char* e = ::dlerror();
-    return Error{Errc::unavailable,
-                 "libcxi backend: " + std::string(e ? e : "no factory symbol") + hint};
+    return Error{Errc::unavailable, "libcxi backend: " + std::string(e ? e : "no factory symbol") + hint};
   }
   auto factory = reinterpret_cast<LibcxiFactory>(sym);
   std::array<char, 512> msg{};
@@ -162,8 +158,7 @@ Result<std::unique_ptr<CxiDevice>> open_cxi_device(const std::string& spec, cons
   if (spec == "none") return std::unique_ptr<CxiDevice>(std::make_unique<NoCxiDevice>());
   if (spec == "libcxi") return open_libcxi();
   if (spec.rfind("sim:", 0) == 0) return open_sim(std::string_view(spec).substr(4), node);
-  return invalid("unknown CXI backend spec '" + spec +
-                 "' (expected sim:STATE_DIR[:CONFIG.toml], libcxi or none)");
+  return invalid("unknown CXI backend spec '" + spec + "' (expected sim:STATE_DIR[:CONFIG.toml], libcxi or none)");
 }
 
 }  // namespace corral::fabric::slingshot

@@ -52,8 +52,8 @@ struct Service {
 };
 
 struct Nic {
-  std::string name;  // "cxi0"
-  Limits capacity{}; // .max = the NIC's total of each resource; .reserved unused
+  std::string name;   // "cxi0"
+  Limits capacity{};  // .max = the NIC's total of each resource; .reserved unused
   std::vector<Service> services;
 };
 
@@ -87,7 +87,6 @@ using LibcxiFactory = CxiDevice* (*)(char* err, size_t err_len);
 //   "libcxi"                       real NICs (fails with a clear message when libcxi or
 //                                  corral's libcxi module is not installed)
 //   "none"                         a node without Slingshot NICs (list() is empty)
-Result<std::unique_ptr<CxiDevice>> open_cxi_device(const std::string& spec,
-                                                   const std::string& node);
+Result<std::unique_ptr<CxiDevice>> open_cxi_device(const std::string& spec, const std::string& node);
 
 }  // namespace corral::fabric::slingshot

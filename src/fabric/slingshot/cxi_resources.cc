@@ -16,7 +16,7 @@ struct TableRow {
 
 // The seed's "NIC Resource Management" table.
 constexpr TableRow kTable[] = {
-    {Rsrc::TXQ, 2, 2048}, {Rsrc::TGQ, 1, 1024}, {Rsrc::EQ, 2, 2047},  {Rsrc::CT, 1, 2047},
+    {Rsrc::TXQ, 2, 2048}, {Rsrc::TGQ, 1, 1024}, {Rsrc::EQ, 2, 2047},   {Rsrc::CT, 1, 2047},
     {Rsrc::TLE, 1, 0},    {Rsrc::PTE, 6, 2048}, {Rsrc::LE, 16, 16384}, {Rsrc::AC, 2, 1022},
 };
 
@@ -70,8 +70,7 @@ FittedLimits fit_limits(const Limits& desired, const Nic& nic) {
         scaled = 0;
         why += fmt::format("; the driver needs at least {}", kMinTles);
       }
-      out.warnings.push_back(
-          fmt::format("{} reserved {} -> {} ({})", rsrc_name(r), got.reserved, scaled, why));
+      out.warnings.push_back(fmt::format("{} reserved {} -> {} ({})", rsrc_name(r), got.reserved, scaled, why));
       got.reserved = scaled;
     }
     if (r == Rsrc::TLE) got.max = got.reserved;  // the driver wants TLE max == reserved

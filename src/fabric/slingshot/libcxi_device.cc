@@ -89,8 +89,7 @@ Result<std::shared_ptr<Api>> load_api() {
       !resolve(l, "cxil_close_device", api->close_device, err) ||
       !resolve(l, "cxil_get_svc_list", api->get_svc_list, err) ||
       !resolve(l, "cxil_free_svc_list", api->free_svc_list, err) ||
-      !resolve(l, "cxil_alloc_svc", api->alloc_svc, err) ||
-      !resolve(l, "cxil_destroy_svc", api->destroy_svc, err))
+      !resolve(l, "cxil_alloc_svc", api->alloc_svc, err) || !resolve(l, "cxil_destroy_svc", api->destroy_svc, err))
     return Error{Errc::unavailable, err};
   return api;
 }
@@ -101,13 +100,18 @@ Error errno_error(int rc, const std::string& what) {
   switch (e) {
     case EBUSY:
     case ENOSPC:
-    case EAGAIN: return Error{Errc::unavailable, msg};
+    case EAGAIN:
+      return Error{Errc::unavailable, msg};
     case EPERM:
-    case EACCES: return Error{Errc::permission_denied, msg + " (creating CXI services needs root)"};
+    case EACCES:
+      return Error{Errc::permission_denied, msg + " (creating CXI services needs root)"};
     case ENOENT:
-    case ENODEV: return Error{Errc::not_found, msg};
-    case EINVAL: return Error{Errc::invalid_argument, msg};
-    default: return Error{Errc::io_error, msg};
+    case ENODEV:
+      return Error{Errc::not_found, msg};
+    case EINVAL:
+      return Error{Errc::invalid_argument, msg};
+    default:
+      return Error{Errc::io_error, msg};
   }
 }
 

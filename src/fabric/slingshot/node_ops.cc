@@ -67,8 +67,8 @@ Result<PrologOutcome> run_prolog(CxiDevice& dev, const PrologRequest& req) {
     }
     out.created.emplace_back(nic.name, *id);
     if (!fit.warnings.empty())
-      out.warnings.push_back({nic.name, fmt::format("NIC short of resources, service {} scaled back: {}", *id,
-                                                    join(fit.warnings, "; "))});
+      out.warnings.push_back(
+          {nic.name, fmt::format("NIC short of resources, service {} scaled back: {}", *id, join(fit.warnings, "; "))});
   }
   return out;
 }
@@ -79,8 +79,7 @@ std::function<bool(const Service&)> epilog_match(std::vector<uint16_t> vnis) {
 
 std::function<bool(const Service&)> clean_match(std::function<bool(uint16_t)> in_pool) {
   return [in_pool = std::move(in_pool)](const Service& s) {
-    return !s.desc.system && !s.desc.vnis.empty() &&
-           std::all_of(s.desc.vnis.begin(), s.desc.vnis.end(), in_pool);
+    return !s.desc.system && !s.desc.vnis.empty() && std::all_of(s.desc.vnis.begin(), s.desc.vnis.end(), in_pool);
   };
 }
 
@@ -154,8 +153,10 @@ nlohmann::ordered_json limits_json(const Limits& l, bool with_reserved) {
   nlohmann::ordered_json j = nlohmann::ordered_json::object();
   for (size_t i = 0; i < kNumRsrc; ++i) {
     const char* name = rsrc_name(static_cast<Rsrc>(i));
-    if (with_reserved) j[name] = {{"reserved", l[i].reserved}, {"max", l[i].max}};
-    else j[name] = l[i].max;
+    if (with_reserved)
+      j[name] = {{"reserved", l[i].reserved}, {"max", l[i].max}};
+    else
+      j[name] = l[i].max;
   }
   return j;
 }

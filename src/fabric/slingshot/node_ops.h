@@ -27,10 +27,10 @@ struct PrologRequest {
 
 struct PrologOutcome {
   bool ok = true;
-  std::vector<NicMessage> warnings;  // one per NIC whose reservation was scaled back
-  std::vector<NicMessage> errors;    // why it failed (and any rollback trouble)
-  std::vector<std::pair<std::string, uint32_t>> created;  // NIC, service id (kept when ok)
-  std::vector<std::pair<std::string, uint32_t>> existing; // already there (idempotence)
+  std::vector<NicMessage> warnings;                        // one per NIC whose reservation was scaled back
+  std::vector<NicMessage> errors;                          // why it failed (and any rollback trouble)
+  std::vector<std::pair<std::string, uint32_t>> created;   // NIC, service id (kept when ok)
+  std::vector<std::pair<std::string, uint32_t>> existing;  // already there (idempotence)
 };
 
 // One service per NIC for the job: members {uid}, its VNIs, BEST_EFFORT|LOW_LATENCY and
@@ -43,10 +43,10 @@ Result<PrologOutcome> run_prolog(CxiDevice& dev, const PrologRequest& req);
 ServiceDesc job_service_desc(const PrologRequest& req, const Limits& limits);
 
 struct DestroyOptions {
-  double retry_for = 10;   // seconds to keep retrying busy services
-  double interval = 0.5;   // between attempts
-  std::function<double()> now;         // default: a monotonic clock, seconds
-  std::function<void(double)> sleep;   // default: sleeps that many seconds
+  double retry_for = 10;              // seconds to keep retrying busy services
+  double interval = 0.5;              // between attempts
+  std::function<double()> now;        // default: a monotonic clock, seconds
+  std::function<void(double)> sleep;  // default: sleeps that many seconds
 };
 
 struct PendingService {

@@ -55,8 +55,8 @@ json limits_to_json(const Limits& l) {
 
 json svc_to_json(const SvcState& s) {
   const ServiceDesc& d = s.svc.desc;
-  json j = {{"id", s.svc.id},   {"system", d.system}, {"members", d.member_uids},
-            {"vnis", d.vnis},   {"tcs", d.tcs},       {"limited", d.limited}};
+  json j = {{"id", s.svc.id}, {"system", d.system}, {"members", d.member_uids},
+            {"vnis", d.vnis}, {"tcs", d.tcs},       {"limited", d.limited}};
   if (d.limited) j["limits"] = limits_to_json(d.limits);
   if (s.first_destroy) j["destroy_first_attempt"] = *s.first_destroy;
   return j;
@@ -119,9 +119,10 @@ Result<NodeState> read_state(const std::string& path) {
   try {
     return state_from_json(json::parse(text.str()));
   } catch (const std::exception& e) {
-    return invalid(fmt::format("simulated NIC state '{}' is malformed ({}); fix or remove it "
-                               "(removing forgets the node's services)",
-                               path, e.what()));
+    return invalid(
+        fmt::format("simulated NIC state '{}' is malformed ({}); fix or remove it "
+                    "(removing forgets the node's services)",
+                    path, e.what()));
   }
 }
 
@@ -220,14 +221,15 @@ Status check_desc(const ServiceDesc& d, const std::string& nic) {
   if (d.vnis.size() > kMaxVnis)
     return invalid(fmt::format("{}: a CXI service allows at most {} VNIs ({} asked)", nic, kMaxVnis, d.vnis.size()));
   if (d.member_uids.size() > kMaxMembers)
-    return invalid(fmt::format("{}: a CXI service allows at most {} members ({} asked)", nic, kMaxMembers,
-                               d.member_uids.size()));
+    return invalid(
+        fmt::format("{}: a CXI service allows at most {} members ({} asked)", nic, kMaxMembers, d.member_uids.size()));
   if (!d.limited) return {};
   const Limit& tle = d.limits[static_cast<size_t>(Rsrc::TLE)];
   if (tle.reserved != tle.max)
     return invalid(fmt::format("{}: tles reserved ({}) must equal tles max ({})", nic, tle.reserved, tle.max));
   if (tle.reserved != 0 && tle.reserved < kMinTles)
-    return invalid(fmt::format("{}: tles reserved {} is below the driver's minimum of {}", nic, tle.reserved, kMinTles));
+    return invalid(
+        fmt::format("{}: tles reserved {} is below the driver's minimum of {}", nic, tle.reserved, kMinTles));
   for (size_t i = 0; i < kNumRsrc; ++i)
     if (d.limits[i].reserved > d.limits[i].max)
       return invalid(fmt::format("{}: {} reserved {} is above its max {}", nic, rsrc_name(static_cast<Rsrc>(i)),
@@ -269,15 +271,14 @@ SimCxiDevice::SimCxiDevice(Key, std::string state_dir, std::string node, SimConf
       config_(std::move(config)),
       clock_(clock ? std::move(clock) : Clock(wall_clock)) {}
 
-Result<std::unique_ptr<SimCxiDevice>> SimCxiDevice::create(std::string state_dir, std::string node,
-                                                           SimConfig config, Clock clock) {
-  if (!valid_node_name(node))
-    return invalid("simulated NIC: node name '" + node + "' cannot name a state file");
+Result<std::unique_ptr<SimCxiDevice>> SimCxiDevice::create(std::string state_dir, std::string node, SimConfig config,
+                                                           Clock clock) {
+  if (!valid_node_name(node)) return invalid("simulated NIC: node name '" + node + "' cannot name a state file");
   std::error_code ec;
   std::filesystem::create_directories(state_dir, ec);
   if (ec || !std::filesystem::is_directory(state_dir))
-    return io_error(fmt::format("simulated NIC state directory '{}': {}", state_dir,
-                                ec ? ec.message() : "not a directory"));
+    return io_error(
+        fmt::format("simulated NIC state directory '{}': {}", state_dir, ec ? ec.message() : "not a directory"));
   return std::make_unique<SimCxiDevice>(Key{}, std::move(state_dir), std::move(node), std::move(config),
                                         std::move(clock));
 }
@@ -354,23 +355,26 @@ Status SimCxiDevice::destroy_service(const std::string& nic, uint32_t svc_id) {
 }
 
 Status SimCxiDevice::use(const std::string& nic, uint32_t svc_id, uint16_t vni, uint32_t tc, uint32_t uid) {
-  auto r = transact(lock_file_, state_file_, node_, config_, [&](NodeState& st, bool&) -> Result<bool> {
-    auto n = find_nic(st, config_, node_, nic);
-    if (!n) return n.error();
-    const auto& svcs = (*n)->services;
-    auto it = std::find_if(svcs.begin(), svcs.end(), [&](const SvcState& s) { return s.svc.id == svc_id; });
-    if (it == svcs.end()) return not_found(fmt::format("no service {} on {}", svc_id, nic));
-    const ServiceDesc& d = it->svc.desc;
-    const auto& m = d.member_uids;
-    if (!m.empty() && std::find(m.begin(), m.end(), uid) == m.end())
-      return denied(fmt::format("permission denied: uid {} is not a member of service {} on {}", uid, svc_id, nic));
-    if (!d.vnis.empty() && std::find(d.vnis.begin(), d.vnis.end(), vni) == d.vnis.end())
-      return denied(fmt::format("permission denied: VNI {} is not allowed by service {} on {}", vni, svc_id, nic));
-    if (d.tcs != 0 && (d.tcs & tc) == 0)
-      return denied(fmt::format("permission denied: traffic class {} is not allowed by service {} on {}",
-                                tc_name(tc), svc_id, nic));
-    return true;
-  }, /*read_only=*/true);
+  auto r = transact(
+      lock_file_, state_file_, node_, config_,
+      [&](NodeState& st, bool&) -> Result<bool> {
+        auto n = find_nic(st, config_, node_, nic);
+        if (!n) return n.error();
+        const auto& svcs = (*n)->services;
+        auto it = std::find_if(svcs.begin(), svcs.end(), [&](const SvcState& s) { return s.svc.id == svc_id; });
+        if (it == svcs.end()) return not_found(fmt::format("no service {} on {}", svc_id, nic));
+        const ServiceDesc& d = it->svc.desc;
+        const auto& m = d.member_uids;
+        if (!m.empty() && std::find(m.begin(), m.end(), uid) == m.end())
+          return denied(fmt::format("permission denied: uid {} is not a member of service {} on {}", uid, svc_id, nic));
+        if (!d.vnis.empty() && std::find(d.vnis.begin(), d.vnis.end(), vni) == d.vnis.end())
+          return denied(fmt::format("permission denied: VNI {} is not allowed by service {} on {}", vni, svc_id, nic));
+        if (d.tcs != 0 && (d.tcs & tc) == 0)
+          return denied(fmt::format("permission denied: traffic class {} is not allowed by service {} on {}",
+                                    tc_name(tc), svc_id, nic));
+        return true;
+      },
+      /*read_only=*/true);
   return r.status();
 }
 

@@ -22,8 +22,8 @@ class SimCxiDevice final : public CxiDevice {
 
   // Creates STATE_DIR when needed. The node's state itself is made on first use, with the
   // configuration's system services.
-  static Result<std::unique_ptr<SimCxiDevice>> create(std::string state_dir, std::string node,
-                                                      SimConfig config, Clock clock = {});
+  static Result<std::unique_ptr<SimCxiDevice>> create(std::string state_dir, std::string node, SimConfig config,
+                                                      Clock clock = {});
 
   Result<std::vector<Nic>> list() override;
   Result<uint32_t> alloc_service(const std::string& nic, const ServiceDesc& desc) override;
@@ -43,7 +43,6 @@ class SimCxiDevice final : public CxiDevice {
   SimCxiDevice(Key, std::string state_dir, std::string node, SimConfig config, Clock clock);
 
  private:
-
   std::string node_;
   std::string state_file_;
   std::string lock_file_;

@@ -20,8 +20,7 @@ size_t idx(Rsrc r) { return static_cast<size_t>(r); }
 Result<Rsrc> parse_rsrc(std::string_view key, const std::string& where) {
   for (size_t i = 0; i < kNumRsrc; ++i)
     if (key == rsrc_name(static_cast<Rsrc>(i))) return static_cast<Rsrc>(i);
-  return invalid(fmt::format("{}: unknown resource '{}' (ptes, txqs, tgqs, eqs, cts, les, tles, acs)",
-                             where, key));
+  return invalid(fmt::format("{}: unknown resource '{}' (ptes, txqs, tgqs, eqs, cts, les, tles, acs)", where, key));
 }
 
 Result<uint32_t> get_count(const toml::node& n, const std::string& where, uint64_t max) {
@@ -84,17 +83,20 @@ Status apply_limits(ServiceDesc& d, const toml::table& t, const Limits& cap, con
       const std::string lat = fmt::format("{}.{}", at, lk.str());
       auto n = get_count(lv, lat, UINT16_MAX);
       if (!n) return n.error();
-      if (lk.str() == "reserved") l.reserved = *n;
-      else if (lk.str() == "max") l.max = *n;
-      else return invalid(fmt::format("{}: unknown key (reserved, max)", lat));
+      if (lk.str() == "reserved")
+        l.reserved = *n;
+      else if (lk.str() == "max")
+        l.max = *n;
+      else
+        return invalid(fmt::format("{}: unknown key (reserved, max)", lat));
     }
     if (l.reserved > l.max) return invalid(fmt::format("{}: reserved {} is above max {}", at, l.reserved, l.max));
   }
   return {};
 }
 
-Status apply_service_key(SimSystemService& s, const Limits& cap, std::string_view key,
-                         const toml::node& v, const std::string& at) {
+Status apply_service_key(SimSystemService& s, const Limits& cap, std::string_view key, const toml::node& v,
+                         const std::string& at) {
   if (key == "name") {
     auto n = get_string(v, at);
     if (!n) return n.error();
@@ -104,16 +106,14 @@ Status apply_service_key(SimSystemService& s, const Limits& cap, std::string_vie
     if (!l) return l.error();
     s.nics = *l;
   } else if (key == "vnis") {
-    auto l = get_list<uint32_t>(v, at, [](const toml::node& n, const std::string& w) {
-      return get_count(n, w, UINT16_MAX);
-    });
+    auto l = get_list<uint32_t>(v, at,
+                                [](const toml::node& n, const std::string& w) { return get_count(n, w, UINT16_MAX); });
     if (!l) return l.error();
     if (l->size() > kMaxVnis) return invalid(fmt::format("{}: at most {} VNIs per service", at, kMaxVnis));
     s.desc.vnis.assign(l->begin(), l->end());
   } else if (key == "members") {
-    auto l = get_list<uint32_t>(v, at, [](const toml::node& n, const std::string& w) {
-      return get_count(n, w, UINT32_MAX);
-    });
+    auto l = get_list<uint32_t>(v, at,
+                                [](const toml::node& n, const std::string& w) { return get_count(n, w, UINT32_MAX); });
     if (!l) return l.error();
     if (l->size() > kMaxMembers) return invalid(fmt::format("{}: at most {} members per service", at, kMaxMembers));
     s.desc.member_uids = *l;
@@ -143,8 +143,7 @@ Result<SimSystemService> parse_service(const toml::node& n, const Limits& cap, c
   SimSystemService s;
   s.desc.system = true;
   for (const auto& [k, v] : **t)
-    if (auto st = apply_service_key(s, cap, k.str(), v, where + "." + std::string(k.str())); !st)
-      return st.error();
+    if (auto st = apply_service_key(s, cap, k.str(), v, where + "." + std::string(k.str())); !st) return st.error();
   if (s.name.empty()) s.name = where;
   return s;
 }
@@ -190,7 +189,8 @@ Status apply_fault_key(SimFault& f, std::string_view key, const toml::node& v, c
 Result<SimFault> parse_fault(const toml::node& n, const std::string& where) {
   auto t = get_table(n, where);
   if (!t) return t.error();
-  if (!(*t)->contains("kind")) return invalid(fmt::format("{}: 'kind' is missing (busy, alloc-fail, missing-nic)", where));
+  if (!(*t)->contains("kind"))
+    return invalid(fmt::format("{}: 'kind' is missing (busy, alloc-fail, missing-nic)", where));
   SimFault f;
   for (const auto& [k, v] : **t)
     if (auto st = apply_fault_key(f, k.str(), v, where + "." + std::string(k.str())); !st) return st.error();
@@ -231,9 +231,8 @@ Result<SimConfig> build(const toml::table& root, const std::string& src) {
       if (!b) return invalid(at + ": expected true or false");
       default_svc = *b;
     } else if (key == "system-service") {
-      auto l = get_list<SimSystemService>(v, at, [&](const toml::node& n, const std::string& w) {
-        return parse_service(n, c.capacity, w);
-      });
+      auto l = get_list<SimSystemService>(
+          v, at, [&](const toml::node& n, const std::string& w) { return parse_service(n, c.capacity, w); });
       if (!l) return l.error();
       c.system_services = *l;
     } else if (key == "fault") {
@@ -256,14 +255,14 @@ bool SimFault::applies(std::string_view node, std::string_view nic_name) const {
 
 Limits cassini_capacity() {
   Limits c{};
-  c[idx(Rsrc::PTE)].max = 2048;   // C_NUM_PTLTES
-  c[idx(Rsrc::TXQ)].max = 1024;   // C_NUM_TRANSMIT_CQS
-  c[idx(Rsrc::TGQ)].max = 512;    // C_NUM_TARGET_CQS
-  c[idx(Rsrc::EQ)].max = 2047;    // C_NUM_EQS less EQ 0, which is invalid
-  c[idx(Rsrc::CT)].max = 2047;    // C_NUM_CTS less CT 0
-  c[idx(Rsrc::LE)].max = 16384;   // list entries per processing engine
-  c[idx(Rsrc::TLE)].max = 2048;   // C_NUM_TLES
-  c[idx(Rsrc::AC)].max = 1022;    // 1024 less AC 0 and the shared physical-mapping AC
+  c[idx(Rsrc::PTE)].max = 2048;  // C_NUM_PTLTES
+  c[idx(Rsrc::TXQ)].max = 1024;  // C_NUM_TRANSMIT_CQS
+  c[idx(Rsrc::TGQ)].max = 512;   // C_NUM_TARGET_CQS
+  c[idx(Rsrc::EQ)].max = 2047;   // C_NUM_EQS less EQ 0, which is invalid
+  c[idx(Rsrc::CT)].max = 2047;   // C_NUM_CTS less CT 0
+  c[idx(Rsrc::LE)].max = 16384;  // list entries per processing engine
+  c[idx(Rsrc::TLE)].max = 2048;  // C_NUM_TLES
+  c[idx(Rsrc::AC)].max = 1022;   // 1024 less AC 0 and the shared physical-mapping AC
   return c;
 }
 
@@ -279,8 +278,8 @@ Result<SimConfig> parse_sim_config(std::string_view toml_text, const std::string
   try {
     root = toml::parse(toml_text, source);
   } catch (const toml::parse_error& e) {
-    return invalid(fmt::format("{}:{}:{}: {}", source, e.source().begin.line, e.source().begin.column,
-                               e.description()));
+    return invalid(
+        fmt::format("{}:{}:{}: {}", source, e.source().begin.line, e.source().begin.column, e.description()));
   }
   return build(root, source);
 }

@@ -19,8 +19,8 @@ enum class FaultKind { busy, alloc_fail, missing_nic };
 
 struct SimFault {
   FaultKind kind = FaultKind::busy;
-  Hostlist nodes;     // empty: every node
-  std::string nic;    // empty: every NIC
+  Hostlist nodes;   // empty: every node
+  std::string nic;  // empty: every NIC
   // busy: destroy answers busy for this long after the first attempt on a service.
   double seconds = std::numeric_limits<double>::infinity();
   std::string message;  // alloc-fail: the driver's complaint

@@ -13,10 +13,10 @@ namespace corral::fabric::slingshot {
 
 namespace {
 
-using nlohmann::json;
 using hook::HookContext;
 using hook::JobRecord;
 using hook::PerilogOutcome;
+using nlohmann::json;
 
 constexpr const char* kAction = "cray-slingshot";  // prolog action and exception type
 constexpr const char* kProlog = "slingshot-prolog";
@@ -112,9 +112,20 @@ Result<std::unique_ptr<SlingshotHook>> SlingshotHook::create(SlingshotConfig cfg
   auto pool = VniPool::create(cfg.vni_pool);
   if (!pool) return pool.error();
   if (cfg.vnis_per_job > kMaxVnisPerService)
-    return invalid(fmt::format("slingshot.vnis-per-job: at most {} (got {})",
-                               kMaxVnisPerService, cfg.vnis_per_job));
+    return invalid(fmt::format("slingshot.vnis-per-job: at most {} (got {})", kMaxVnisPerService, cfg.vnis_per_job));
   return std::unique_ptr<SlingshotHook>(new SlingshotHook(std::move(cfg), std::move(*pool)));
+}
+
+Result<std::unique_ptr<hook::JobHook>> make_slingshot_hook(const hook::Settings& settings,
+                                                           const hook::HookSetup& setup) {
+  auto cfg = parse_slingshot_settings(settings);
+  if (!cfg) return cfg.error();
+  if (!cfg->enabled) return std::unique_ptr<hook::JobHook>();
+  if (cfg->command.empty())
+    cfg->command = setup.program_dir.empty() ? "corral-slingshot" : setup.program_dir + "/corral-slingshot";
+  auto hook = SlingshotHook::create(std::move(*cfg));
+  if (!hook) return hook.error();
+  return std::unique_ptr<hook::JobHook>(std::move(*hook));
 }
 
 // ------------------------------------------------------------------ submit
@@ -129,8 +140,7 @@ Result<unsigned> requested_vnis(const job::Jobspec& spec, unsigned site_default)
       const auto& s = opt->get_ref<const std::string&>();
       if (s == "off") return 0u;
       if (s != "on")
-        return invalid(fmt::format(
-            "--setopt cray-slingshot={}: expected on or off (or cray-slingshot.vnicount=N)", s));
+        return invalid(fmt::format("--setopt cray-slingshot={}: expected on or off (or cray-slingshot.vnicount=N)", s));
     } else if (opt->is_boolean()) {
       if (!opt->get<bool>()) return 0u;
     } else if (!opt->is_object()) {
@@ -139,18 +149,15 @@ Result<unsigned> requested_vnis(const job::Jobspec& spec, unsigned site_default)
   }
   if (const json* n = spec.option("cray-slingshot.vnicount")) {
     if (!n->is_number_integer())
-      return invalid(fmt::format(
-          "--setopt cray-slingshot.vnicount={}: expected an integer from 0 to {}",
-          n->is_string() ? n->get<std::string>() : n->dump(), kMaxVnisPerService));
+      return invalid(fmt::format("--setopt cray-slingshot.vnicount={}: expected an integer from 0 to {}",
+                                 n->is_string() ? n->get<std::string>() : n->dump(), kMaxVnisPerService));
     int64_t v = n->get<int64_t>();
     if (v < 0)
-      return invalid(fmt::format(
-          "--setopt cray-slingshot.vnicount={}: expected an integer from 0 to {}", v,
-          kMaxVnisPerService));
+      return invalid(
+          fmt::format("--setopt cray-slingshot.vnicount={}: expected an integer from 0 to {}", v, kMaxVnisPerService));
     if (v > static_cast<int64_t>(kMaxVnisPerService))
-      return invalid(fmt::format(
-          "--setopt cray-slingshot.vnicount={}: at most {} VNIs fit one CXI service", v,
-          kMaxVnisPerService));
+      return invalid(fmt::format("--setopt cray-slingshot.vnicount={}: at most {} VNIs fit one CXI service", v,
+                                 kMaxVnisPerService));
     count = static_cast<unsigned>(v);
   }
   return count;
@@ -165,8 +172,10 @@ Status SlingshotHook::validate(HookContext&, const job::Jobspec& spec, uint32_t)
 // ------------------------------------------------------------------ RUN
 
 void SlingshotHook::on_event(HookContext& ctx, const JobRecord& job, const job::Event& ev) {
-  if (ev.name == "alloc") on_alloc(ctx, job);
-  else if (ev.name == "release") on_release(ctx, job);
+  if (ev.name == "alloc")
+    on_alloc(ctx, job);
+  else if (ev.name == "release")
+    on_release(ctx, job);
 }
 
 void SlingshotHook::on_alloc(HookContext& ctx, const JobRecord& job) {
@@ -193,8 +202,7 @@ void SlingshotHook::on_alloc(HookContext& ctx, const JobRecord& job) {
 }
 
 // One run per distinct core count, so each node learns the cores the job holds there.
-void SlingshotHook::start_prolog(HookContext& ctx, const JobRecord& job,
-                                 const std::vector<uint16_t>& vnis) {
+void SlingshotHook::start_prolog(HookContext& ctx, const JobRecord& job, const std::vector<uint16_t>& vnis) {
   std::map<size_t, std::vector<std::string>> by_cores;
   for (const auto& n : job.R->nodes) by_cores[n.cores.count()].push_back(n.name);
   PrologRun& run = prologs_[job.id];
@@ -210,8 +218,8 @@ void SlingshotHook::start_prolog(HookContext& ctx, const JobRecord& job,
   }
 }
 
-void SlingshotHook::warn(HookContext& ctx, uint64_t jobid, const std::string& node,
-                         const std::string& message, bool note) {
+void SlingshotHook::warn(HookContext& ctx, uint64_t jobid, const std::string& node, const std::string& message,
+                         bool note) {
   if (!ctx.find_job(jobid)) {  // an inactive job's eventlog is closed: the log keeps it
     spdlog::warn("cray-slingshot: job {}{}: {}", jobid, node.empty() ? "" : " on " + node, message);
     return;
@@ -219,13 +227,10 @@ void SlingshotHook::warn(HookContext& ctx, uint64_t jobid, const std::string& no
   json c{{"source", kAction}, {"message", message}};
   if (!node.empty()) c["node"] = node;
   ctx.post_event(jobid, "warning", c.dump());
-  if (note)
-    ctx.job_note(jobid, fmt::format("corral: cray-slingshot: {}{}",
-                                    node.empty() ? "" : node + ": ", message));
+  if (note) ctx.job_note(jobid, fmt::format("corral: cray-slingshot: {}{}", node.empty() ? "" : node + ": ", message));
 }
 
-void SlingshotHook::prolog_result(HookContext& ctx, const JobRecord& job,
-                                  const PerilogOutcome& o) {
+void SlingshotHook::prolog_result(HookContext& ctx, const JobRecord& job, const PerilogOutcome& o) {
   auto it = prologs_.find(job.id);
   if (it == prologs_.end() || !it->second.pending.erase(o.node)) return;
   PrologRun& run = it->second;
@@ -263,13 +268,11 @@ void SlingshotHook::on_release(HookContext& ctx, const JobRecord& job) {
       {"CORRAL_SLINGSHOT_UID", std::to_string(job.userid)},
   };
   // The epilog does not hold the job: busy services are retried by housekeeping.
-  ctx.run_on_nodes(job.id, kEpilog,
-                   fmt::format("{} epilog --retry-for {}", cfg_.command, cfg_.epilog_retry),
+  ctx.run_on_nodes(job.id, kEpilog, fmt::format("{} epilog --retry-for {}", cfg_.command, cfg_.epilog_retry),
                    cfg_.epilog_retry + kRunSlack, nodes, env);
 }
 
-void SlingshotHook::run_housekeeping(HookContext& ctx, uint64_t jobid,
-                                     const std::vector<std::string>& nodes) {
+void SlingshotHook::run_housekeeping(HookContext& ctx, uint64_t jobid, const std::vector<std::string>& nodes) {
   const auto* q = pool_.quarantine(jobid);
   if (!q || nodes.empty()) return;
   auto uid = uids_.find(jobid);
@@ -293,13 +296,12 @@ void SlingshotHook::cleanup_result(HookContext& ctx, uint64_t jobid, const Peril
   }
   if (o.kind == kEpilog) {
     std::string busy = busy_service(o.output);
-    std::string what = busy.empty() ? describe(o, cfg_.epilog_retry) + ": " + last_line(o.output)
-                                    : busy + " still busy";
+    std::string what =
+        busy.empty() ? describe(o, cfg_.epilog_retry) + ": " + last_line(o.output) : busy + " still busy";
     bool is_busy = !o.timed_out && WIFEXITED(o.waitstatus) && WEXITSTATUS(o.waitstatus) == kExitBusy;
     warn(ctx, jobid, o.node,
          fmt::format("epilog: {}{}; housekeeping retries for {}s", what,
-                     is_busy ? "" : " (" + describe(o, cfg_.epilog_retry) + ")",
-                     cfg_.housekeeping_timeout),
+                     is_busy ? "" : " (" + describe(o, cfg_.epilog_retry) + ")", cfg_.housekeeping_timeout),
          false);
     run_housekeeping(ctx, jobid, {o.node});
     return;
@@ -307,13 +309,11 @@ void SlingshotHook::cleanup_result(HookContext& ctx, uint64_t jobid, const Peril
   if (o.kind != kHousekeeping) return;
   std::string busy = busy_service(o.output);
   std::string vnis = vni_list(q->vnis);
-  std::string reason =
-      busy.empty()
-          ? fmt::format("cray-slingshot: CXI services of job {} (VNIs {}) not destroyed: {}{}",
-                        jobid, vnis, describe(o, cfg_.housekeeping_timeout + kRunSlack),
-                        last_line(o.output).empty() ? "" : ": " + last_line(o.output))
-          : fmt::format("cray-slingshot: {} still busy after {}s", busy,
-                        cfg_.housekeeping_timeout);
+  std::string reason = busy.empty()
+                           ? fmt::format("cray-slingshot: CXI services of job {} (VNIs {}) not destroyed: {}{}", jobid,
+                                         vnis, describe(o, cfg_.housekeeping_timeout + kRunSlack),
+                                         last_line(o.output).empty() ? "" : ": " + last_line(o.output))
+                           : fmt::format("cray-slingshot: {} still busy after {}s", busy, cfg_.housekeeping_timeout);
   // The VNIs stay quarantined until an admin cleans or resumes the node.
   ctx.drain_node(o.node, reason);
 }
@@ -340,18 +340,17 @@ void SlingshotHook::save_quarantine(HookContext& ctx, uint64_t jobid) {
 }
 
 void SlingshotHook::on_perilog(HookContext& ctx, const JobRecord& job, const PerilogOutcome& o) {
-  if (o.kind == kProlog) prolog_result(ctx, job, o);
-  else if (o.kind.starts_with("slingshot-")) cleanup_result(ctx, job.id, o);
+  if (o.kind == kProlog)
+    prolog_result(ctx, job, o);
+  else if (o.kind.starts_with("slingshot-"))
+    cleanup_result(ctx, job.id, o);
 }
 
-void SlingshotHook::on_perilog_inactive(HookContext& ctx, uint64_t jobid,
-                                        const PerilogOutcome& o) {
+void SlingshotHook::on_perilog_inactive(HookContext& ctx, uint64_t jobid, const PerilogOutcome& o) {
   if (o.kind != kProlog && o.kind.starts_with("slingshot-")) cleanup_result(ctx, jobid, o);
 }
 
-void SlingshotHook::on_node_resume(HookContext& ctx, const std::string& node) {
-  confirmed_node(ctx, node);
-}
+void SlingshotHook::on_node_resume(HookContext& ctx, const std::string& node) { confirmed_node(ctx, node); }
 
 // ------------------------------------------------------------------ restart
 
@@ -409,24 +408,20 @@ Result<std::string> SlingshotHook::query(HookContext& ctx, const hook::HookQuery
 
 Result<std::string> SlingshotHook::query_pool() const {
   json reserved = json::array(), quarantined = json::array();
-  for (const auto& r : pool_.reservations())
-    reserved.push_back({{"jobid", r.jobid}, {"vnis", r.vnis}});
+  for (const auto& r : pool_.reservations()) reserved.push_back({{"jobid", r.jobid}, {"vnis", r.vnis}});
   for (const auto& qr : pool_.quarantines())
     quarantined.push_back({{"jobid", qr.jobid}, {"vnis", qr.vnis}, {"nodes", qr.nodes}});
-  json j{{"pool", pool_.pool().encode()},
-         {"size", pool_.size()},
-         {"free", pool_.free_count()},
-         {"free_vnis", pool_.free_set().encode()},
-         {"reserved", reserved},
-         {"quarantined", quarantined}};
+  json j{{"pool", pool_.pool().encode()},          {"size", pool_.size()}, {"free", pool_.free_count()},
+         {"free_vnis", pool_.free_set().encode()}, {"reserved", reserved}, {"quarantined", quarantined}};
   return j.dump();
 }
 
 Result<std::string> SlingshotHook::query_clean(HookContext& ctx, const hook::HookQuery& q) {
   if (!q.admin)
-    return denied(fmt::format("permission denied: only root or the cluster's owner may clean "
-                              "nodes (you are uid {})",
-                              q.uid));
+    return denied(
+        fmt::format("permission denied: only root or the cluster's owner may clean "
+                    "nodes (you are uid {})",
+                    q.uid));
   auto args = json::parse(q.args_json, nullptr, false);
   std::vector<std::string> nodes;
   if (args.is_object() && args.contains("nodes") && args["nodes"].is_array())
@@ -435,10 +430,10 @@ Result<std::string> SlingshotHook::query_clean(HookContext& ctx, const hook::Hoo
   if (nodes.empty()) return invalid("clean: no nodes given (args: {\"nodes\":[\"n1\", ...]})");
   for (const auto& n : nodes)
     if (!ctx.node_exists(n)) return not_found("clean: no such node: " + n);
-  ctx.run_on_nodes(0, kClean,
-                   fmt::format("{} clean --vnis {} --retry-for {}", cfg_.command,
-                               pool_.pool().encode(), cfg_.epilog_retry),
-                   cfg_.epilog_retry + kRunSlack, nodes, {});
+  ctx.run_on_nodes(
+      0, kClean,
+      fmt::format("{} clean --vnis {} --retry-for {}", cfg_.command, pool_.pool().encode(), cfg_.epilog_retry),
+      cfg_.epilog_retry + kRunSlack, nodes, {});
   return json{{"started", nodes}}.dump();
 }
 

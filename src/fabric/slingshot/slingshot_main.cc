@@ -36,8 +36,7 @@ int main(int argc, char** argv) {
       "CORRAL_CXI set. Exit status: 0 done, 1 failed, 2 bad input (nothing changed), 3 services\n"
       "still busy when --retry-for ran out."};
   app.require_subcommand(1);
-  app.add_option("--cxi", target.cxi,
-                 "NIC backend (default $CORRAL_CXI): sim:STATE_DIR[:CONFIG.toml], libcxi or none");
+  app.add_option("--cxi", target.cxi, "NIC backend (default $CORRAL_CXI): sim:STATE_DIR[:CONFIG.toml], libcxi or none");
   app.add_option("--node", target.node, "This node's name (default $CORRAL_NODENAME, else the short hostname)");
 
   auto* prolog = app.add_subcommand(

@@ -57,7 +57,8 @@ Result<std::vector<uint16_t>> env_vnis() {
   if (!v) return v.error();
   auto vnis = parse_vni_list(*v);
   if (!vnis) return invalid("CORRAL_SLINGSHOT_VNIS: " + vnis.message());
-  if (vnis->size() > 4) return invalid(fmt::format("CORRAL_SLINGSHOT_VNIS: {} VNIs, a CXI service allows at most 4", vnis->size()));
+  if (vnis->size() > 4)
+    return invalid(fmt::format("CORRAL_SLINGSHOT_VNIS: {} VNIs, a CXI service allows at most 4", vnis->size()));
   return vnis;
 }
 
@@ -72,8 +73,7 @@ std::string vni_text(const Service& s) { return format_vni_list(s.desc.vnis); }
 // Shared by epilog and clean.
 int report_destroy(const Result<DestroyOutcome>& r) {
   if (!r) return device_error(r.error());
-  for (const auto& p : r->failed)
-    std::cout << "error: " << (p.nic.empty() ? "" : p.nic + ": ") << p.error << "\n";
+  for (const auto& p : r->failed) std::cout << "error: " << (p.nic.empty() ? "" : p.nic + ": ") << p.error << "\n";
   for (const auto& p : r->busy)
     std::cout << fmt::format("busy: {} service {} (VNIs {})\n", p.nic, p.svc.id, vni_text(p.svc));
   if (!r->failed.empty()) return kExitFailed;

@@ -17,8 +17,7 @@ Result<VniPool> VniPool::create(std::string_view idset) {
   if (!set) return invalid(fmt::format("vni-pool: '{}': {}", idset, set.message()));
   if (set->empty()) return invalid("vni-pool: the pool is empty");
   if (*set->last() > kMaxVni)
-    return invalid(fmt::format("vni-pool: '{}': VNIs go up to {} (found {})", idset, kMaxVni,
-                               *set->last()));
+    return invalid(fmt::format("vni-pool: '{}': VNIs go up to {} (found {})", idset, kMaxVni, *set->last()));
   if (set->contains(1) || set->contains(10))
     return invalid("vni-pool: VNIs 1 and 10 are the default service's and cannot be in the pool");
   return VniPool(std::move(*set));
@@ -71,8 +70,7 @@ Result<std::vector<uint16_t>> VniPool::reserve(uint64_t jobid, unsigned count) {
     return Error{Errc::unavailable,
                  fmt::format("asked for {} VNI{}, {} of {} free ({} reserved, {} waiting for "
                              "cleanup)",
-                             count, count == 1 ? "" : "s", nfree, size(), reserved_count(),
-                             quarantined_count())};
+                             count, count == 1 ? "" : "s", nfree, size(), reserved_count(), quarantined_count())};
   std::vector<uint16_t> vnis = take_free(count);
   for (uint16_t v : vnis) owner_[v] = jobid;
   cursor_ = static_cast<uint32_t>(vnis.back()) + 1;
@@ -87,8 +85,7 @@ Status VniPool::claim(uint64_t jobid, const std::vector<uint16_t>& vnis, double 
     auto it = owner_.find(v);
     if (it != owner_.end())
       return Error{Errc::already_exists,
-                   fmt::format("VNI {} of job {} is already held by job {}", v, jobid,
-                               it->second)};
+                   fmt::format("VNI {} of job {} is already held by job {}", v, jobid, it->second)};
   }
   for (uint16_t v : vnis) owner_[v] = jobid;
   if (!vnis.empty() && when >= restored_when_) {
@@ -127,8 +124,7 @@ std::vector<uint16_t> VniPool::release(uint64_t jobid, const std::vector<std::st
 
 bool VniPool::confirm(uint64_t jobid, const std::string& node) {
   auto it = quarantined_.find(jobid);
-  if (it == quarantined_.end() || !it->second.nodes.erase(node) || !it->second.nodes.empty())
-    return false;
+  if (it == quarantined_.end() || !it->second.nodes.erase(node) || !it->second.nodes.empty()) return false;
   for (uint16_t v : it->second.vnis) owner_.erase(v);
   quarantined_.erase(it);
   return true;

@@ -31,8 +31,8 @@ class VniPool {
   // cursor resumes after the most recent one restored.
   Status restore(uint64_t jobid, const std::vector<uint16_t>& vnis, double when = 0);
   // Replay of a saved quarantine: `vnis` wait for `nodes` to confirm (none: nothing kept).
-  Status restore_quarantine(uint64_t jobid, const std::vector<uint16_t>& vnis,
-                            const std::set<std::string>& nodes, double when = 0);
+  Status restore_quarantine(uint64_t jobid, const std::vector<uint16_t>& vnis, const std::set<std::string>& nodes,
+                            double when = 0);
 
   // The job's reservation ends: its VNIs wait for `nodes` to confirm (none: free now).
   // Returns the VNIs released (empty when the job held none).
@@ -70,9 +70,8 @@ class VniPool {
   std::vector<uint16_t> take_free(unsigned count);
   Status claim(uint64_t jobid, const std::vector<uint16_t>& vnis, double when);
 
-
   IdSet pool_;
-  uint32_t cursor_ = 0;  // the next VNI to consider (round-robin)
+  uint32_t cursor_ = 0;        // the next VNI to consider (round-robin)
   double restored_when_ = -1;  // time of the latest restored reservation
   std::map<uint64_t, std::vector<uint16_t>> reserved_;
   std::map<uint64_t, Quarantine> quarantined_;

@@ -1,4 +1,4 @@
-#include "ctld/perilog_hook.h"
+#include "ctld/hooks/perilog_hook.h"
 
 #include <sys/wait.h>
 
@@ -27,8 +27,7 @@ std::string last_line(const std::string& out) {
 
 }  // namespace
 
-void PerilogHook::launch(HookContext& ctx, const JobRecord& job, const std::string& kind,
-                         bool post_start) {
+void PerilogHook::launch(HookContext& ctx, const JobRecord& job, const std::string& kind, bool post_start) {
   const bool prolog = kind == "prolog";
   const std::string& cmd = prolog ? cfg_.prolog : cfg_.epilog;
   if (cmd.empty() || !job.R) return;
@@ -38,21 +37,24 @@ void PerilogHook::launch(HookContext& ctx, const JobRecord& job, const std::stri
   run.pending.insert(nodes.begin(), nodes.end());
   run.failures.clear();
   if (post_start) {
-    if (prolog) ctx.prolog_start(job.id, kProlog);
-    else ctx.epilog_start(job.id, kEpilog);
+    if (prolog)
+      ctx.prolog_start(job.id, kProlog);
+    else
+      ctx.epilog_start(job.id, kEpilog);
   }
   std::map<std::string, std::string> env{
       {"CORRAL_JOB_USERID", std::to_string(job.userid)},
       {"CORRAL_JOB_NODELIST", job.R->nodelist()},
       {"CORRAL_JOB_NAME", job.spec->name},
   };
-  ctx.run_on_nodes(job.id, kind, cmd, prolog ? cfg_.prolog_timeout : cfg_.epilog_timeout, nodes,
-                   env);
+  ctx.run_on_nodes(job.id, kind, cmd, prolog ? cfg_.prolog_timeout : cfg_.epilog_timeout, nodes, env);
 }
 
 void PerilogHook::on_event(HookContext& ctx, const JobRecord& job, const job::Event& ev) {
-  if (ev.name == "alloc") launch(ctx, job, "prolog", true);
-  else if (ev.name == "release") launch(ctx, job, "epilog", true);
+  if (ev.name == "alloc")
+    launch(ctx, job, "prolog", true);
+  else if (ev.name == "release")
+    launch(ctx, job, "epilog", true);
 }
 
 // A restart lost the running scripts' outcomes: run them again.

@@ -1,15 +1,13 @@
-#include "cli/client.h"
+#include "cli/client/client.h"
 
 #include <cctype>
 #include <chrono>
 #include <cstdlib>
 #include <utility>
 
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
 #include <grpcpp/grpcpp.h>
 
-#include "cli/commands.h"
 #include "corral.grpc.pb.h"
 #include "net/grpc_credential.h"
 #include "net/tls.h"
@@ -22,11 +20,9 @@ constexpr double kUnaryDeadline = 10.0;
 constexpr double kLongUnaryDeadline = 60.0;
 
 std::string unreachable(const std::string& uri, const std::string& reason) {
-  return fmt::format(
-      "cannot reach the controller at {}: {} (is corrald running? set CORRAL_URI or --uri)", uri,
-      reason);
+  return fmt::format("cannot reach the controller at {}: {} (is corrald running? set CORRAL_URI or --uri)", uri,
+                     reason);
 }
-
 
 Error to_error(const grpc::Status& st, const std::string& uri) {
   switch (st.error_code()) {
@@ -49,22 +45,20 @@ Error to_error(const grpc::Status& st, const std::string& uri) {
       return {Errc::resource_exhausted, st.error_message()};
     default:
       return {Errc::internal, st.error_message().empty()
-                                  ? fmt::format("rpc failed (gRPC status {})",
-                                                static_cast<int>(st.error_code()))
+                                  ? fmt::format("rpc failed (gRPC status {})", static_cast<int>(st.error_code()))
                                   : st.error_message()};
   }
 }
 
 void set_deadline(grpc::ClientContext& ctx, double seconds) {
-  ctx.set_deadline(std::chrono::system_clock::now() +
-                   std::chrono::milliseconds(static_cast<long>(seconds * 1000)));
+  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::milliseconds(static_cast<long>(seconds * 1000)));
 }
 
 }  // namespace
 
 std::string short_reason(const std::string& message) {
-  for (const char* known : {"Connection refused", "No such file or directory",
-                            "Permission denied", "Connection reset by peer"}) {
+  for (const char* known :
+       {"Connection refused", "No such file or directory", "Permission denied", "Connection reset by peer"}) {
     if (message.find(known) != std::string::npos) {
       std::string reason = known;
       reason[0] = static_cast<char>(std::tolower(static_cast<unsigned char>(reason[0])));
@@ -73,7 +67,6 @@ std::string short_reason(const std::string& message) {
   }
   return message;
 }
-
 
 // Over TCP corrald and the step managers know the caller only from a credential
 // (net/credentials.h), one per request: MUNGE's, or corral-authd's with CORRAL_AUTH=cluster-key.
@@ -86,10 +79,10 @@ Status authenticate(grpc::ClientContext& ctx, const std::string& uri) {
   return net::add_credential(ctx, uri, **creds);
 }
 
-std::shared_ptr<grpc::ChannelCredentials> channel_security(const std::string& target) {
+Result<std::shared_ptr<grpc::ChannelCredentials>> channel_security(const std::string& target) {
   const char* ca = std::getenv("CORRAL_TLS_CA");
   auto creds = net::channel_credentials(ca != nullptr ? ca : "", target);
-  if (!creds) fail("corral", creds.message() + " (CORRAL_TLS_CA)");
+  if (!creds) return Error{creds.error().code, creds.message() + " (CORRAL_TLS_CA)"};
   return *creds;
 }
 
@@ -139,7 +132,9 @@ Client::Client(std::string uri) : uri_(std::move(uri)), stub_(std::make_unique<S
   args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
   args.SetMaxReceiveMessageSize(-1);
-  stub_->channel = grpc::CreateCustomChannel(uri_, channel_security(uri_), args);
+  auto security = channel_security(uri_);
+  if (!security) setup_ = security.error();
+  stub_->channel = grpc::CreateCustomChannel(uri_, security ? *security : grpc::InsecureChannelCredentials(), args);
   stub_->stub = pb::Controller::NewStub(stub_->channel);
 }
 
@@ -151,8 +146,9 @@ template <class Req, class Reply>
 using RpcMethod = grpc::Status (pb::Controller::Stub::*)(grpc::ClientContext*, const Req&, Reply*);
 
 template <class Req, class Reply>
-Result<Reply> call_unary(pb::Controller::Stub& stub, RpcMethod<Req, Reply> method,
-                         const Req& req, const std::string& uri, double deadline) {
+Result<Reply> call_unary(const Status& setup, pb::Controller::Stub& stub, RpcMethod<Req, Reply> method, const Req& req,
+                         const std::string& uri, double deadline) {
+  if (!setup) return setup.error();
   grpc::ClientContext ctx;
   set_deadline(ctx, deadline);
   if (auto st = authenticate(ctx, uri); !st) return st.error();
@@ -165,41 +161,38 @@ Result<Reply> call_unary(pb::Controller::Stub& stub, RpcMethod<Req, Reply> metho
 }  // namespace
 
 Result<pb::SubmitReply> Client::submit(const pb::SubmitRequest& req) {
-  return call_unary(*stub_->stub, &pb::Controller::Stub::Submit, req, uri_, kUnaryDeadline);
+  return call_unary(setup_, *stub_->stub, &pb::Controller::Stub::Submit, req, uri_, kUnaryDeadline);
 }
 Result<pb::CancelReply> Client::cancel(const pb::CancelRequest& req) {
-  return call_unary(*stub_->stub, &pb::Controller::Stub::Cancel, req, uri_, kUnaryDeadline);
+  return call_unary(setup_, *stub_->stub, &pb::Controller::Stub::Cancel, req, uri_, kUnaryDeadline);
 }
 Result<pb::ListJobsReply> Client::list_jobs(const pb::ListJobsRequest& req) {
-  return call_unary(*stub_->stub, &pb::Controller::Stub::ListJobs, req, uri_, kUnaryDeadline);
+  return call_unary(setup_, *stub_->stub, &pb::Controller::Stub::ListJobs, req, uri_, kUnaryDeadline);
 }
 Result<pb::JobTable> Client::list_job_table(const pb::ListJobsRequest& req) {
-  return call_unary(*stub_->stub, &pb::Controller::Stub::ListJobTable, req, uri_,
-                    kUnaryDeadline);
+  return call_unary(setup_, *stub_->stub, &pb::Controller::Stub::ListJobTable, req, uri_, kUnaryDeadline);
 }
 Result<pb::JobInfo> Client::get_job(const pb::GetJobRequest& req) {
-  return call_unary(*stub_->stub, &pb::Controller::Stub::GetJob, req, uri_, kUnaryDeadline);
+  return call_unary(setup_, *stub_->stub, &pb::Controller::Stub::GetJob, req, uri_, kUnaryDeadline);
 }
 Result<pb::ListNodesReply> Client::list_nodes(const pb::ListNodesRequest& req) {
-  return call_unary(*stub_->stub, &pb::Controller::Stub::ListNodes, req, uri_, kUnaryDeadline);
+  return call_unary(setup_, *stub_->stub, &pb::Controller::Stub::ListNodes, req, uri_, kUnaryDeadline);
 }
 Result<pb::NodeStateReply> Client::set_node_state(const pb::NodeStateRequest& req) {
-  return call_unary(*stub_->stub, &pb::Controller::Stub::SetNodeState, req, uri_,
-                    kUnaryDeadline);
+  return call_unary(setup_, *stub_->stub, &pb::Controller::Stub::SetNodeState, req, uri_, kUnaryDeadline);
 }
 Result<pb::GetTopologyReply> Client::get_topology(const std::string& name) {
   pb::GetTopologyRequest req;
   req.set_name(name);
-  return call_unary(*stub_->stub, &pb::Controller::Stub::GetTopology, req, uri_, kUnaryDeadline);
+  return call_unary(setup_, *stub_->stub, &pb::Controller::Stub::GetTopology, req, uri_, kUnaryDeadline);
 }
 
-Result<std::string> Client::hook_query(const std::string& hook, const std::string& what,
-                                       const std::string& args_json) {
+Result<std::string> Client::hook_query(const std::string& hook, const std::string& what, const std::string& args_json) {
   pb::HookQueryRequest req;
   req.set_hook(hook);
   req.set_what(what);
   req.set_args_json(args_json);
-  auto rep = call_unary(*stub_->stub, &pb::Controller::Stub::HookQuery, req, uri_, kUnaryDeadline);
+  auto rep = call_unary(setup_, *stub_->stub, &pb::Controller::Stub::HookQuery, req, uri_, kUnaryDeadline);
   if (!rep) return rep.error();
   return std::move(*rep->mutable_json());
 }
@@ -207,40 +200,31 @@ Result<std::string> Client::hook_query(const std::string& hook, const std::strin
 Result<pb::ListStepsReply> Client::list_steps(uint64_t jobid) {
   pb::ListStepsRequest req;
   req.set_jobid(jobid);
-  return call_unary(*stub_->stub, &pb::Controller::Stub::ListSteps, req, uri_, kUnaryDeadline);
+  return call_unary(setup_, *stub_->stub, &pb::Controller::Stub::ListSteps, req, uri_, kUnaryDeadline);
 }
 
 Result<pb::HistoryReply> Client::history(const pb::HistoryRequest& req) {
   // A site's whole history may be asked for: give it longer than the other calls.
-  return call_unary(*stub_->stub, &pb::Controller::Stub::History, req, uri_,
-                    kLongUnaryDeadline);
+  return call_unary(setup_, *stub_->stub, &pb::Controller::Stub::History, req, uri_, kLongUnaryDeadline);
 }
 
 Result<pb::PingReply> Client::ping(double timeout_seconds) {
-  return call_unary(*stub_->stub, &pb::Controller::Stub::Ping, pb::PingRequest{}, uri_,
-                    timeout_seconds);
+  return call_unary(setup_, *stub_->stub, &pb::Controller::Stub::Ping, pb::PingRequest{}, uri_, timeout_seconds);
 }
 
 Status Client::shutdown(double timeout_seconds) {
-  auto r = call_unary(*stub_->stub, &pb::Controller::Stub::Shutdown, pb::ShutdownRequest{}, uri_,
-                      timeout_seconds);
+  auto r =
+      call_unary(setup_, *stub_->stub, &pb::Controller::Stub::Shutdown, pb::ShutdownRequest{}, uri_, timeout_seconds);
   return r.status();
 }
 
-std::unique_ptr<WatchStream> Client::watch(const pb::WatchRequest& req) {
+Result<std::unique_ptr<WatchStream>> Client::watch(const pb::WatchRequest& req) {
   auto impl = std::make_unique<WatchStream::Impl>();
   impl->uri = uri_;
-  if (auto st = authenticate(impl->ctx, uri_); !st) fail_rpc("watch", st.error());
+  if (!setup_) return setup_.error();
+  if (auto st = authenticate(impl->ctx, uri_); !st) return st.error();
   impl->reader = stub_->stub->Watch(&impl->ctx, req);
   return std::make_unique<WatchStream>(std::move(impl));
-}
-
-void fail_rpc(std::string_view cmd, const Error& err) {
-  if (err.code == Errc::unavailable) {
-    fmt::print(stderr, "corral: {}\n", err.message);
-    throw CLI::RuntimeError(kExitFailure);
-  }
-  fail(cmd, err.message);
 }
 
 }  // namespace corral::cli

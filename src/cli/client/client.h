@@ -24,15 +24,15 @@ std::string resolve_uri(std::string_view flag);
 namespace grpc {
 class ChannelCredentials;
 class ClientContext;
-}
+}  // namespace grpc
 namespace corral::cli {
 
 // A request to `uri` over TCP carries a MUNGE credential from munged at
 // $CORRAL_MUNGE_SOCKET (default libmunge's); on a Unix socket the kernel identifies us.
 Status authenticate(grpc::ClientContext& ctx, const std::string& uri);
 // The channel security for `target`: TLS trusting $CORRAL_TLS_CA when it is set and the
-// target is on the network (net/tls.h). Exits with a message when the CA cannot be read.
-std::shared_ptr<grpc::ChannelCredentials> channel_security(const std::string& target);
+// target is on the network (net/tls.h); an error when the CA cannot be read.
+Result<std::shared_ptr<grpc::ChannelCredentials>> channel_security(const std::string& target);
 
 // gRPC's "failed to connect to all addresses; last error: UNKNOWN: unix:/x: Connection
 // refused" says the useful part last: the reason alone ("connection refused"), or the
@@ -75,31 +75,20 @@ class Client {
   Result<pb::NodeStateReply> set_node_state(const pb::NodeStateRequest& req);
   Result<pb::GetTopologyReply> get_topology(const std::string& name);  // "": all
   // `corral <hook> ...`: the hook's JSON answer.
-  Result<std::string> hook_query(const std::string& hook, const std::string& what,
-                                 const std::string& args_json);
+  Result<std::string> hook_query(const std::string& hook, const std::string& what, const std::string& args_json);
   // Finished steps of a job as the controller stored them (jobid 0: all of the caller's).
   Result<pb::ListStepsReply> list_steps(uint64_t jobid);
   // `corral history`: finished jobs with their steps.
   Result<pb::HistoryReply> history(const pb::HistoryRequest& req);
   Result<pb::PingReply> ping(double timeout_seconds = 10);
   Status shutdown(double timeout_seconds = 10);
-  std::unique_ptr<WatchStream> watch(const pb::WatchRequest& req);
+  Result<std::unique_ptr<WatchStream>> watch(const pb::WatchRequest& req);
 
  private:
   struct Stub;
   std::string uri_;
   std::unique_ptr<Stub> stub_;
+  Status setup_;  // why the channel could not be made (an unreadable CORRAL_TLS_CA): every call says so
 };
-
-// How a command reports an rpc error: Errc::unavailable is printed as
-// "corral: cannot reach the controller at URI: ..." (the message already says it),
-// anything else as "corral CMD: MESSAGE". Throws CLI::RuntimeError(1).
-[[noreturn]] void fail_rpc(std::string_view cmd, const Error& err);
-
-template <class T>
-T expect_ok(std::string_view cmd, Result<T> r) {
-  if (!r.ok()) fail_rpc(cmd, r.error());
-  return std::move(r).value();
-}
 
 }  // namespace corral::cli

@@ -1,4 +1,4 @@
-#include "node/event_loop.h"
+#include "util/event_loop.h"
 
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
@@ -8,7 +8,7 @@
 #include <cstring>
 #include <string>
 
-namespace corral::node {
+namespace corral {
 
 namespace {
 constexpr uint64_t kWakeToken = 0;
@@ -114,13 +114,12 @@ void EventLoop::run() {
       uint64_t token = events[i].data.u64;
       if (token == kWakeToken) {
         uint64_t count;
-        while (::read(wake_.get(), &count, sizeof count) > 0) {
-        }
+        while (::read(wake_.get(), &count, sizeof count) > 0) {}
         continue;
       }
       auto it = fds_.find(token);
       if (it == fds_.end()) continue;  // removed by an earlier callback of this batch
-      FdCallback cb = it->second.cb;  // the callback may remove its own registration
+      FdCallback cb = it->second.cb;   // the callback may remove its own registration
       cb(events[i].events);
     }
     run_posted();
@@ -129,4 +128,4 @@ void EventLoop::run() {
   }
 }
 
-}  // namespace corral::node
+}  // namespace corral

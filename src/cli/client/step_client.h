@@ -69,11 +69,11 @@ class StepClient {
   std::string address_;
   uint64_t jobid_;
   std::unique_ptr<Stub> stub_;
+  Status setup_;  // why the channel could not be made (an unreadable CORRAL_TLS_CA)
 };
 
 // How a failed call to the step manager reads: unreachable -> "cannot reach the step
 // manager of job 42 at ADDR: REASON"; refusals keep the step manager's own words.
-Error step_rpc_error(int grpc_code, const std::string& message, uint64_t jobid,
-                     const std::string& address);
+Error step_rpc_error(int grpc_code, const std::string& message, uint64_t jobid, const std::string& address);
 
 }  // namespace corral::cli

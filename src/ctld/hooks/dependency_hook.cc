@@ -1,4 +1,4 @@
-#include "ctld/dependency_hook.h"
+#include "ctld/hooks/dependency_hook.h"
 
 #include <fmt/format.h>
 
@@ -23,8 +23,7 @@ Status DependencyHook::validate(HookContext& ctx, const job::Jobspec& spec, uint
   for (const auto& uri : spec.dependencies) {
     auto dep = job::parse_dependency_uri(uri);
     if (!dep) return invalid("dependency " + uri + ": " + dep.message());
-    if (dep->scheme == "singleton")
-      return invalid("dependency singleton is not supported yet; use afterany:JOBID");
+    if (dep->scheme == "singleton") return invalid("dependency singleton is not supported yet; use afterany:JOBID");
     if (dep->scheme == "begin-time") continue;
     if (!ctx.find_job(dep->jobid) && !ctx.inactive_result(dep->jobid))
       return invalid(fmt::format("dependency {}: job {} does not exist", uri, dep->jobid));
@@ -55,16 +54,14 @@ void DependencyHook::on_restart(HookContext& ctx, const JobRecord& job) {
 }
 
 // Registers the wait; `add` posts dependency-add (not on restart, where it is in the log).
-void DependencyHook::arm(HookContext& ctx, uint64_t jobid, const job::Dependency& dep,
-                         bool add) {
+void DependencyHook::arm(HookContext& ctx, uint64_t jobid, const job::Dependency& dep, bool add) {
   const std::string desc = dep.uri();
   if (dep.scheme == "singleton") return;  // accepted, nothing to wait for yet
   if (dep.scheme == "begin-time") {
     if (dep.time <= ctx.now()) return;
     if (add) ctx.add_dependency(jobid, desc);
     ctx.at(dep.time, [&ctx, jobid, desc] {
-      if (auto* j = ctx.find_job(jobid); j && j->status.dependencies.count(desc))
-        ctx.remove_dependency(jobid, desc);
+      if (auto* j = ctx.find_job(jobid); j && j->status.dependencies.count(desc)) ctx.remove_dependency(jobid, desc);
     });
     return;
   }
@@ -80,21 +77,23 @@ void DependencyHook::arm(HookContext& ctx, uint64_t jobid, const job::Dependency
   }
   auto result = ctx.inactive_result(dep.jobid);
   std::string r = result ? *result : "FAILED";
-  resolve(ctx, w, satisfied_at_end(dep.scheme, r, r != "CANCELED"),
-          fmt::format("job {} ended {}", dep.jobid, r));
+  resolve(ctx, w, satisfied_at_end(dep.scheme, r, r != "CANCELED"), fmt::format("job {} ended {}", dep.jobid, r));
 }
 
-void DependencyHook::target_changed(HookContext& ctx, uint64_t target, const JobRecord* rec,
-                                    const std::string& event) {
+void DependencyHook::target_changed(HookContext& ctx, uint64_t target, const JobRecord* rec, const std::string& event) {
   auto it = waiting_.find(target);
   if (it == waiting_.end()) return;
   std::vector<Waiter> keep, done;
   for (auto& w : it->second) {
-    if (event == "start" && w.dep.scheme != "after") keep.push_back(w);
-    else done.push_back(w);
+    if (event == "start" && w.dep.scheme != "after")
+      keep.push_back(w);
+    else
+      done.push_back(w);
   }
-  if (keep.empty()) waiting_.erase(it);
-  else it->second = std::move(keep);
+  if (keep.empty())
+    waiting_.erase(it);
+  else
+    it->second = std::move(keep);
   std::string result = rec ? job::job_result(rec->status) : "FAILED";
   for (const auto& w : done) {
     bool ok = event == "start" || satisfied_at_end(w.dep.scheme, result, rec->status.started);
@@ -102,8 +101,7 @@ void DependencyHook::target_changed(HookContext& ctx, uint64_t target, const Job
   }
 }
 
-void DependencyHook::resolve(HookContext& ctx, const Waiter& w, bool satisfied,
-                             const std::string& why) {
+void DependencyHook::resolve(HookContext& ctx, const Waiter& w, bool satisfied, const std::string& why) {
   const JobRecord* j = ctx.find_job(w.jobid);
   if (!j || j->state() != job::JobState::DEPEND) return;
   if (satisfied) {

@@ -1,4 +1,4 @@
-// The agent's single event loop: file descriptors (epoll), timers, and callbacks
+// A single-threaded event loop (the node agent's): file descriptors (epoll), timers, and callbacks
 // posted from other threads. Everything but post() must be called on the loop thread.
 #pragma once
 
@@ -12,10 +12,10 @@
 #include <utility>
 #include <vector>
 
-#include "util/unique_fd.h"
 #include "util/result.h"
+#include "util/unique_fd.h"
 
-namespace corral::node {
+namespace corral {
 
 class EventLoop {
  public:
@@ -54,7 +54,7 @@ class EventLoop {
   void run_posted();
 
   UniqueFd epoll_;
-  UniqueFd wake_;  // eventfd
+  UniqueFd wake_;                              // eventfd
   std::unordered_map<uint64_t, FdEntry> fds_;  // by token
   std::unordered_map<int, uint64_t> tokens_;   // fd -> token
   uint64_t next_token_ = 1;
@@ -66,4 +66,4 @@ class EventLoop {
   bool stopping_ = false;
 };
 
-}  // namespace corral::node
+}  // namespace corral

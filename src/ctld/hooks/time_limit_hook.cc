@@ -1,4 +1,4 @@
-#include "ctld/time_limit_hook.h"
+#include "ctld/hooks/time_limit_hook.h"
 
 #include "util/units.h"
 
@@ -11,8 +11,7 @@ void TimeLimitHook::arm(HookContext& ctx, const JobRecord& job, double started) 
   ctx.at(started + limit, [&ctx, id, limit] {
     const JobRecord* j = ctx.find_job(id);
     if (!j || j->state() != job::JobState::RUN || j->status.fatal_exception) return;
-    ctx.raise_exception(id, "timeout", 0,
-                        "job exceeded its time limit of " + format_duration(limit));
+    ctx.raise_exception(id, "timeout", 0, "job exceeded its time limit of " + format_duration(limit));
   });
 }
 

@@ -25,8 +25,7 @@ class DependencyHook final : public JobHook {
     job::Dependency dep;
   };
   void arm(HookContext& ctx, uint64_t jobid, const job::Dependency& dep, bool add);
-  void target_changed(HookContext& ctx, uint64_t target, const JobRecord* rec,
-                      const std::string& event);
+  void target_changed(HookContext& ctx, uint64_t target, const JobRecord* rec, const std::string& event);
   void resolve(HookContext& ctx, const Waiter& w, bool satisfied, const std::string& why);
 
   std::map<uint64_t, std::vector<Waiter>> waiting_;  // target job -> dependents

@@ -1,0 +1,9 @@
+#include "cli/hook_commands.h"
+
+#include "fabric/slingshot/cli/slingshot_command.h"
+
+namespace corral::cli {
+
+void add_hook_commands(CLI::App& app, Globals& g) { fabric::slingshot::add_slingshot_command(app, g); }
+
+}  // namespace corral::cli
