@@ -45,7 +45,7 @@ class NodeLauncher final : public StepLauncher {
 
 }  // namespace
 
-Agent::Agent(EventLoop& loop, AgentConfig config, Outbox::Sink sink, StepNodeConfig steps)
+Agent::Agent(EventLoop& loop, AgentConfig config, Uplink::Sink sink, StepNodeConfig steps)
     : loop_(loop), config_(std::move(config)), out_(std::move(sink)) {
   if (!config_.credentials) config_.credentials = net::munge_credentials("");
   jobs_ = std::make_unique<JobExecutor>(loop_, out_, config_);

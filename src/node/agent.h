@@ -7,15 +7,15 @@
 #include <memory>
 #include <optional>
 
-#include "node/agent_config.h"
+#include "node/exec/agent_config.h"
+#include "node/exec/task_cgroups.h"
 #include "node/job_exec.h"
-#include "node/job_fence.h"
-#include "node/job_keys.h"
-#include "node/outbox.h"
 #include "node/perilog_runner.h"
-#include "node/step_manager.h"
-#include "node/step_node.h"
-#include "node/task_cgroups.h"
+#include "node/pmi/job_fence.h"
+#include "node/steps/job_keys.h"
+#include "node/steps/step_manager.h"
+#include "node/steps/step_node.h"
+#include "node/uplink.h"
 #include "util/event_loop.h"
 #include "util/result.h"
 #include "util/unique_fd.h"
@@ -28,7 +28,7 @@ class Agent {
   // blocked in every thread of the process: the agent reads them from a signalfd.
   // `steps`: the cluster key and this agent's StepService address for StepNode
   // (without a key every step launch on this agent is refused).
-  Agent(EventLoop& loop, AgentConfig config, Outbox::Sink sink, StepNodeConfig steps = {});
+  Agent(EventLoop& loop, AgentConfig config, Uplink::Sink sink, StepNodeConfig steps = {});
   ~Agent();
   Agent(const Agent&) = delete;
   Agent& operator=(const Agent&) = delete;
@@ -69,7 +69,7 @@ class Agent {
   EventLoop& loop_;
   AgentConfig config_;
   std::optional<OutputSpool> spool_;  // before the outbox that writes to it
-  Outbox out_;
+  Uplink out_;
   std::unique_ptr<TaskCgroups> cgroups_;  // before the users below: destroyed after them
   JobKeys keys_;                          // read by the StepNode
   std::unique_ptr<JobExecutor> jobs_;

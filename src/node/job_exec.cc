@@ -18,13 +18,13 @@
 #include <spdlog/spdlog.h>
 
 #include "job/jobspec.h"
-#include "node/cpu_binding.h"
-#include "node/job_fence.h"
-#include "node/output_pattern.h"
-#include "node/task_cgroups.h"
-#include "node/task_env.h"
-#include "node/task_launcher.h"
-#include "node/wait_status.h"
+#include "node/exec/cpu_binding.h"
+#include "node/exec/output_pattern.h"
+#include "node/exec/task_cgroups.h"
+#include "node/exec/task_env.h"
+#include "node/exec/task_launcher.h"
+#include "node/exec/wait_status.h"
+#include "node/pmi/job_fence.h"
 #include "util/write_all.h"
 
 namespace corral::node {
@@ -56,7 +56,7 @@ Status write_file(const std::string& path, const std::string& text, mode_t mode,
 
 }  // namespace
 
-JobExecutor::JobExecutor(EventLoop& loop, Outbox& out, const AgentConfig& config)
+JobExecutor::JobExecutor(EventLoop& loop, Uplink& out, const AgentConfig& config)
     : loop_(loop), out_(out), config_(config) {}
 
 JobExecutor::~JobExecutor() {

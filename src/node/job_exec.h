@@ -14,10 +14,10 @@
 #include <unordered_map>
 #include <vector>
 
-#include "node/agent_config.h"
-#include "node/outbox.h"
-#include "node/pmi_server.h"
-#include "node/task_launcher.h"
+#include "node/exec/agent_config.h"
+#include "node/exec/task_launcher.h"
+#include "node/pmi/pmi_server.h"
+#include "node/uplink.h"
 #include "util/event_loop.h"
 #include "util/result.h"
 #include "util/unique_fd.h"
@@ -32,7 +32,7 @@ class TaskCgroups;
 
 class JobExecutor {
  public:
-  JobExecutor(EventLoop& loop, Outbox& out, const AgentConfig& config);
+  JobExecutor(EventLoop& loop, Uplink& out, const AgentConfig& config);
   ~JobExecutor();
   JobExecutor(const JobExecutor&) = delete;
   JobExecutor& operator=(const JobExecutor&) = delete;
@@ -161,7 +161,7 @@ class JobExecutor {
   Result<std::shared_ptr<const job::Jobspec>> parse_cached(const std::string& text);
 
   EventLoop& loop_;
-  Outbox& out_;
+  Uplink& out_;
   const AgentConfig& config_;
   TaskCgroups* cgroups_ = nullptr;
   std::unordered_map<uint64_t, Job> jobs_;

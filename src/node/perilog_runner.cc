@@ -7,7 +7,7 @@
 
 #include <spdlog/spdlog.h>
 
-#include "node/task_launcher.h"
+#include "node/exec/task_launcher.h"
 
 namespace corral::node {
 
@@ -37,7 +37,7 @@ std::string valid_utf8(const std::string& in) {
 
 }  // namespace
 
-PerilogRunner::PerilogRunner(EventLoop& loop, Outbox& out, const AgentConfig& config)
+PerilogRunner::PerilogRunner(EventLoop& loop, Uplink& out, const AgentConfig& config)
     : loop_(loop), out_(out), config_(config) {}
 
 PerilogRunner::~PerilogRunner() {

@@ -10,8 +10,8 @@
 #include <string>
 #include <unordered_map>
 
-#include "node/agent_config.h"
-#include "node/outbox.h"
+#include "node/exec/agent_config.h"
+#include "node/uplink.h"
 #include "util/event_loop.h"
 #include "util/unique_fd.h"
 
@@ -21,7 +21,7 @@ class PerilogRunner {
  public:
   static constexpr size_t kOutputTail = 4096;
 
-  PerilogRunner(EventLoop& loop, Outbox& out, const AgentConfig& config);
+  PerilogRunner(EventLoop& loop, Uplink& out, const AgentConfig& config);
   ~PerilogRunner();
   PerilogRunner(const PerilogRunner&) = delete;
   PerilogRunner& operator=(const PerilogRunner&) = delete;
@@ -50,7 +50,7 @@ class PerilogRunner {
   void report(Run& run, int waitstatus);
 
   EventLoop& loop_;
-  Outbox& out_;
+  Uplink& out_;
   const AgentConfig& config_;
   std::unordered_map<pid_t, Run> runs_;
 };

@@ -18,7 +18,8 @@
 
 namespace corral::store {
 
-struct JobRecord {
+// An active job as stored: its jobspec and eventlog (replayed at start).
+struct StoredJob {
   uint64_t id = 0;
   uint32_t userid = 0;
   std::string jobspec;             // JSON text
@@ -70,7 +71,7 @@ struct HistoryEntry {
 
 struct Snapshot {
   uint64_t next_jobid = 1;
-  std::vector<JobRecord> active;  // ascending id
+  std::vector<StoredJob> active;  // ascending id
   std::vector<NodeRecord> nodes;
   // hook name -> (key, value) saved with put_hook_state, keys in order.
   std::map<std::string, std::vector<std::pair<std::string, std::string>>> hook_state;

@@ -1,6 +1,6 @@
 // Binding tasks to their cores: the core -> CPU map, the launcher (directly and through
 // corral-imp) and the machine's own map from hwloc.
-#include "node/cpu_binding.h"
+#include "node/exec/cpu_binding.h"
 
 #include <gtest/gtest.h>
 #include <sys/wait.h>
@@ -9,9 +9,9 @@
 #include <filesystem>
 #include <string>
 
-#include "node/agent_config.h"
-#include "node/imp_args.h"
-#include "node/task_launcher.h"
+#include "node/exec/agent_config.h"
+#include "node/exec/imp_args.h"
+#include "node/exec/task_launcher.h"
 #include "test_programs.h"
 
 namespace corral::node {

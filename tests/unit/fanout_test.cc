@@ -4,7 +4,7 @@
 #include <numeric>
 #include <string>
 
-#include "node/fanout.h"
+#include "node/steps/fanout.h"
 
 namespace corral::node {
 namespace {

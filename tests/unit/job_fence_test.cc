@@ -1,5 +1,5 @@
 // The step manager's table for PMI barriers of a job's own tasks across nodes.
-#include "node/job_fence.h"
+#include "node/pmi/job_fence.h"
 
 #include <gtest/gtest.h>
 

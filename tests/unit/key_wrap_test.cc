@@ -3,7 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "job/hmac_key.h"
-#include "node/job_keys.h"
+#include "node/steps/job_keys.h"
 
 namespace corral {
 namespace {

@@ -1,6 +1,6 @@
 #include <gtest/gtest.h>
 
-#include "node/imp_args.h"
+#include "node/exec/imp_args.h"
 
 namespace corral::node {
 namespace {

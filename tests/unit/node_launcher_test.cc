@@ -15,7 +15,7 @@
 #include <sstream>
 #include <thread>
 
-#include "node/task_launcher.h"
+#include "node/exec/task_launcher.h"
 
 namespace corral::node {
 namespace {

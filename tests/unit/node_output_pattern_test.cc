@@ -1,6 +1,6 @@
 #include <gtest/gtest.h>
 
-#include "node/output_pattern.h"
+#include "node/exec/output_pattern.h"
 
 namespace corral::node {
 namespace {

@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "node/outbox.h"
 #include "node/output_spool.h"
+#include "node/uplink.h"
 #include "temp_dir.h"
 
 namespace corral::node {
@@ -121,7 +121,7 @@ class OutboxAckTest : public OutputSpoolTest {
   Sent sent_;
   std::vector<v1::AgentMessage> registers_;
   std::optional<OutputSpool> spool_;
-  Outbox out_{[this](uint64_t, v1::AgentMessage&& m) { sent_.msgs.push_back(std::move(m)); }};
+  Uplink out_{[this](uint64_t, v1::AgentMessage&& m) { sent_.msgs.push_back(std::move(m)); }};
 };
 
 TEST_F(OutboxAckTest, UnacknowledgedAndOfflineOutputGoesWithTheNextRegister) {

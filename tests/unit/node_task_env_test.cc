@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "node/task_env.h"
+#include "node/exec/task_env.h"
 
 namespace corral::node {
 namespace {

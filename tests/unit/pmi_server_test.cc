@@ -1,6 +1,6 @@
 // The PMI-1 server: a fake client over the socketpair for every command and error path,
 // then real MPICH programs (built with mpicc at test time) served by one or two servers.
-#include "node/pmi_server.h"
+#include "node/pmi/pmi_server.h"
 
 #include <fcntl.h>
 #include <poll.h>

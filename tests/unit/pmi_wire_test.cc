@@ -1,4 +1,4 @@
-#include "node/pmi_wire.h"
+#include "node/pmi/pmi_wire.h"
 
 #include <gtest/gtest.h>
 

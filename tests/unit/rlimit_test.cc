@@ -12,7 +12,7 @@
 
 #include "cli/job_options.h"
 #include "job/jobspec.h"
-#include "node/task_launcher.h"
+#include "node/exec/task_launcher.h"
 
 namespace corral {
 namespace {

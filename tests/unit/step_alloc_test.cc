@@ -1,4 +1,4 @@
-#include "node/step_alloc.h"
+#include "node/steps/step_alloc.h"
 
 #include <gtest/gtest.h>
 

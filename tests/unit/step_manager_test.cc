@@ -1,7 +1,7 @@
 // The step manager's logic with a fake launch tree: placement, FIFO waiting, the
 // requests it launches (signed credential, ranks, environment), relays, fences, ends,
 // cancellation, job end and accounting records.
-#include "node/step_manager.h"
+#include "node/steps/step_manager.h"
 
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -25,7 +25,7 @@
 #include "loop_until.h"
 #include "net/peer_listener.h"
 #include "node/agent.h"
-#include "node/step_service.h"
+#include "node/steps/step_service.h"
 
 namespace corral::node {
 namespace {

@@ -2,7 +2,7 @@
 // event loop each), the second behind a LaunchTasks server on a Unix socket, the first as
 // the root of the launch tree, as the step manager uses it. The test reaps children itself
 // (wait4) and hands them to on_child_exit, as the agent does.
-#include "node/step_node.h"
+#include "node/steps/step_node.h"
 
 #include <grpcpp/grpcpp.h>
 #include <signal.h>
@@ -30,11 +30,11 @@
 #include "job/hmac_key.h"
 #include "job/key_wrap.h"
 #include "job/step_cred.h"
-#include "node/agent_config.h"
-#include "node/job_keys.h"
-#include "node/pmi_server.h"
-#include "node/step_launch_rpc.h"
-#include "node/step_tasks.h"
+#include "node/exec/agent_config.h"
+#include "node/pmi/pmi_server.h"
+#include "node/steps/job_keys.h"
+#include "node/steps/step_launch_rpc.h"
+#include "node/steps/step_tasks.h"
 #include "temp_dir.h"
 #include "test_programs.h"
 #include "util/event_loop.h"

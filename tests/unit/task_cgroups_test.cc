@@ -2,7 +2,7 @@
 // corral-imp), what they leave running dies when the unit is released, a restarted agent
 // clears what its predecessor left, and bad settings are refused. The tests that need a
 // writable cgroup v2 hierarchy (root on a machine that has one) say so when they skip.
-#include "node/task_cgroups.h"
+#include "node/exec/task_cgroups.h"
 
 #include <gtest/gtest.h>
 #include <poll.h>
@@ -18,7 +18,7 @@
 #include <thread>
 
 #include "loop_until.h"
-#include "node/task_launcher.h"
+#include "node/exec/task_launcher.h"
 #include "temp_dir.h"
 #include "test_programs.h"
 

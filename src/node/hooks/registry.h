@@ -2,7 +2,7 @@
 // that names concrete hooks. A new fabric or storage hook adds one line to registry.cc.
 #pragma once
 
-#include "node/node_hooks.h"
+#include "node/exec/node_hooks.h"
 
 namespace corral::node {
 

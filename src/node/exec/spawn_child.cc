@@ -1,0 +1,139 @@
+#include "node/exec/spawn_actions.h"
+
+#include <fcntl.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+
+namespace corral::node {
+
+namespace {
+
+// The child of vfork shares the agent's memory and stack until it execs: only system
+// calls here, no allocation, no locks, nothing that could touch the agent's state.
+int apply(const SpawnActions::Action& a) {
+  switch (a.kind) {
+    case SpawnActions::Kind::dup2:
+      if (a.fd == a.target) return ::fcntl(a.fd, F_SETFD, 0) == 0 ? 0 : errno;
+      return ::dup2(a.fd, a.target) >= 0 ? 0 : errno;
+    case SpawnActions::Kind::open: {
+      int fd = ::open(a.path.c_str(), a.flags | O_CLOEXEC, 0);
+      if (fd < 0) return errno;
+      if (fd == a.target) return ::fcntl(fd, F_SETFD, 0) == 0 ? 0 : errno;
+      int rc = ::dup2(fd, a.target) >= 0 ? 0 : errno;
+      ::close(fd);
+      return rc;
+    }
+    case SpawnActions::Kind::chdir:
+      return ::chdir(a.path.c_str()) == 0 ? 0 : errno;
+  }
+  return EINVAL;
+}
+
+// Everything the child needs, prepared by the parent: the child must not allocate.
+struct Prepared {
+  const std::string& path;
+  char* const* argv;
+  char* const* envp;
+  const SpawnActions& actions;
+  bool new_session;
+  const std::vector<const char*>& procs;  // the cgroup.procs files to join
+  const cpu_set_t* cpus;                  // null: no binding
+  const std::vector<job::TaskRlimit>& rlimits;
+  int report;
+};
+
+// A soft limit, never above the hard one (which only root could raise, and not for tasks).
+int set_soft_limit(const job::TaskRlimit& l) {
+  rlimit lim{};
+  if (::getrlimit(l.resource, &lim) != 0) return errno;
+  rlim_t want = l.value < 0 ? RLIM_INFINITY : static_cast<rlim_t>(l.value);
+  lim.rlim_cur = lim.rlim_max != RLIM_INFINITY && (want == RLIM_INFINITY || want > lim.rlim_max) ? lim.rlim_max : want;
+  return ::setrlimit(l.resource, &lim) == 0 ? 0 : errno;
+}
+
+SpawnFailure join_and_bind(const Prepared& p) {
+  for (size_t i = 0; i < p.procs.size(); ++i) {
+    int fd = ::open(p.procs[i], O_WRONLY | O_CLOEXEC);
+    bool ok = fd >= 0 && ::write(fd, "0", 1) == 1;
+    int err = errno == 0 ? EIO : errno;
+    if (fd >= 0) ::close(fd);
+    if (!ok) return {err, SpawnFailure::Stage::cgroup, i};
+  }
+  if (p.cpus != nullptr && ::sched_setaffinity(0, sizeof(cpu_set_t), p.cpus) != 0)
+    return {errno, SpawnFailure::Stage::cpus};
+  for (const auto& l : p.rlimits)
+    if (int err = set_soft_limit(l); err != 0) return {err, SpawnFailure::Stage::rlimits};
+  return {};
+}
+
+[[noreturn]] void child(const Prepared& p) {
+  SpawnFailure failed = join_and_bind(p);
+  int err = failed.err;
+  struct sigaction dfl {};
+  dfl.sa_handler = SIG_DFL;
+  for (int sig = 1; err == 0 && sig < NSIG; ++sig)
+    if (sig != SIGKILL && sig != SIGSTOP) ::sigaction(sig, &dfl, nullptr);  // fails only for reserved ones
+  if (err == 0 && (p.new_session ? ::setsid() : ::setpgid(0, 0)) < 0) err = errno;
+  for (const auto& a : p.actions.list) {
+    if (err != 0) break;
+    err = apply(a);
+  }
+  if (err == 0) {
+    sigset_t none;
+    sigemptyset(&none);
+    ::sigprocmask(SIG_SETMASK, &none, nullptr);
+    ::execve(p.path.c_str(), p.argv, p.envp);
+    err = errno;
+  }
+  if (failed.err == 0) failed.err = err;
+  if (::write(p.report, &failed, sizeof failed) < 0) {
+    // the parent then sees no report and the exit code 127
+  }
+  ::_exit(127);
+}
+
+}  // namespace
+
+SpawnFailure spawn_child(pid_t& pid, const std::string& path, char* const argv[], char* const envp[],
+                         const SpawnActions& actions, bool new_session, const ChildSetup& setup) {
+  std::vector<std::string> procs;
+  for (const auto& dir : setup.cgroups) procs.push_back(dir + "/cgroup.procs");
+  std::vector<const char*> proc_files;
+  for (const auto& f : procs) proc_files.push_back(f.c_str());
+  cpu_set_t cpus;
+  CPU_ZERO(&cpus);
+  for (int cpu : setup.cpus)
+    if (cpu >= 0 && cpu < CPU_SETSIZE) CPU_SET(cpu, &cpus);
+  int report[2];
+  if (::pipe2(report, O_CLOEXEC) != 0) return {errno};
+  const Prepared prepared{
+      path,          argv,     envp, actions, new_session, proc_files, setup.cpus.empty() ? nullptr : &cpus,
+      setup.rlimits, report[1]};
+  // No handler of the agent may run in the child before it resets them (as glibc does).
+  sigset_t all, old;
+  sigfillset(&all);
+  ::pthread_sigmask(SIG_BLOCK, &all, &old);
+  pid = ::vfork();
+  if (pid == 0) child(prepared);
+  const int vfork_err = errno;
+  ::pthread_sigmask(SIG_SETMASK, &old, nullptr);
+  ::close(report[1]);
+  SpawnFailure failed;
+  if (pid < 0) failed.err = vfork_err;
+  // The child wrote its failure before _exit, or exec closed the pipe: no waiting here.
+  else if (::read(report[0], &failed, sizeof failed) != static_cast<ssize_t>(sizeof failed))
+    failed = {};
+  ::close(report[0]);
+  if (pid > 0 && failed.err != 0) {
+    int st = 0;
+    while (::waitpid(pid, &st, 0) < 0 && errno == EINTR) {}
+  }
+  return failed;
+}
+
+}  // namespace corral::node

@@ -1,0 +1,99 @@
+// Containment of tasks in cgroups: each unit of work on this agent (a job's own tasks,
+// one launch of a step) gets a cgroup, every task of it is moved there, and when the
+// unit ends whatever is still in it (a daemon that called setsid, a double fork) is
+// killed with cgroup.kill and the cgroup removed. Process groups alone cannot do this:
+// a process that leaves its group escapes every killpg. The job's directory carries its
+// limits on this node (cgroup_limits.h: memory.max from --mem, pids.max, its CPUs), which
+// every unit below it shares.
+//
+//   ROOT/job_42                  the job's limits
+//   ROOT/job_42/job_tasks        the job's own tasks (batch script, command, alloc)
+//   ROOT/job_42/step_3-17        step 3, launch 17 of this agent
+//
+// The first hierarchy is cgroup v2 (tracking, killing, and the limit controllers it
+// delegates); a limit controller only a v1 hierarchy has here gets a ROOT of its own
+// there, with the same layout. ROOT is per agent (several agents may share a machine),
+// derived from the agent's id and state directory so that a restarted agent finds what
+// its predecessor left. Lives on the agent's event loop; removal of a cgroup whose
+// processes are still dying is retried there.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "node/exec/cgroup_limits.h"
+#include "util/event_loop.h"
+#include "util/result.h"
+
+namespace corral::node {
+
+class TaskCgroups {
+ public:
+  // The unit of a job's own tasks (`job_`: "tasks" is a control file of every v1 cgroup).
+  static constexpr const char* kJobUnit = "job_tasks";
+
+  // `setting`: "none" (containment off: nullptr), "auto" (a writable cgroup v2 hierarchy
+  // if the machine has one, else cgroup v1 if it has that, else nullptr with `why_off`
+  // saying why), or a directory inside a cgroup v2 hierarchy to use as ROOT's parent (an
+  // error if it cannot be used).
+  static Result<std::unique_ptr<TaskCgroups>> open(EventLoop& loop, const std::string& setting,
+                                                   const std::string& agent_id, const std::string& state_dir,
+                                                   std::string* why_off = nullptr);
+  ~TaskCgroups();  // shutdown: kills and removes every unit still here
+  TaskCgroups(const TaskCgroups&) = delete;
+  TaskCgroups& operator=(const TaskCgroups&) = delete;
+
+  const std::string& root() const { return trees_.front().root; }
+  // For the agent's log: each hierarchy and the limits it enforces.
+  std::string describe() const;
+  // The limit controllers no hierarchy here gives us, and why (empty: none missing).
+  const std::string& missing() const { return missing_; }
+
+  // Creates the unit's cgroup in every hierarchy: the directories a task joins, for
+  // LaunchRequest::cgroups.
+  Result<std::vector<std::string>> create(uint64_t jobid, const std::string& unit);
+  // Sets the job's limits on this node (creating its directory when no unit has yet).
+  Status limit_job(uint64_t jobid, const JobLimits& limits);
+  // Processes of the job killed by the out-of-memory killer so far.
+  uint64_t oom_kills(uint64_t jobid) const;
+  // The unit ended: kills what is left in it, removes it (and the job's directory once
+  // empty). Safe to call for a unit that was never created. Releasing kJobUnit ends the
+  // job here: its OOM count is not asked for again.
+  void release(uint64_t jobid, const std::string& unit);
+  // Startup: kills and removes everything a previous run of this agent left. Returns how
+  // many processes were still there.
+  size_t clear_leftovers();
+
+  // Units whose removal waits for their processes to die.
+  size_t draining() const { return draining_.size(); }
+  // Whether a unit of the job is among them: a new run of the job (a requeue) waits, or
+  // its tasks would join a cgroup that is being killed.
+  bool draining(uint64_t jobid) const;
+
+ private:
+  TaskCgroups(EventLoop& loop, std::vector<CgroupTree> trees, std::string missing);
+  // Parts of open(): the v2 tree (an error only for an explicit directory), the v1 trees
+  // for the limit controllers it lacks, and what no tree gives.
+  static Result<std::optional<CgroupTree>> open_v2(const std::string& setting, const std::string& name,
+                                                   std::string& missing);
+  static void add_v1_trees(std::vector<CgroupTree>& trees, const std::string& name, std::string& missing);
+  static std::string missing_limits(const std::vector<CgroupTree>& trees, const std::string& why);
+  static std::string job_path(const CgroupTree& tree, uint64_t jobid);
+  Status make_dir(const CgroupTree& tree, const std::string& dir);
+  void drain();  // retries removal of draining_ cgroups
+
+  EventLoop& loop_;
+  std::vector<CgroupTree> trees_;  // never empty; [0] tracks and kills
+  std::string missing_;
+  std::map<std::string, int> draining_;        // cgroup -> removal attempts
+  std::map<uint64_t, uint64_t> oom_released_;  // job -> OOM kills in v1 units already removed
+  std::optional<EventLoop::TimerId> timer_;
+};
+
+}  // namespace corral::node

@@ -1,0 +1,90 @@
+#include "node/pmi/pmi_wire.h"
+
+namespace corral::node::pmi {
+
+namespace {
+
+std::vector<std::string_view> split_spaces(std::string_view line) {
+  std::vector<std::string_view> tokens;
+  std::size_t i = 0;
+  while (i < line.size()) {
+    while (i < line.size() && line[i] == ' ') ++i;
+    std::size_t start = i;
+    while (i < line.size() && line[i] != ' ') ++i;
+    if (i > start) tokens.push_back(line.substr(start, i - start));
+  }
+  return tokens;
+}
+
+// Enough of a line or word to recognise it in a log.
+std::string shorten(std::string_view text) {
+  constexpr std::size_t kShown = 60;
+  std::string shown(text.substr(0, kShown));
+  if (text.size() > kShown) shown += "...";
+  return shown;
+}
+
+Error bad_line(std::string_view line, const std::string& why) {
+  return invalid("malformed PMI command '" + shorten(line) + "': " + why);
+}
+
+Status parse_head(std::string_view line, std::string_view head, Command& out) {
+  auto eq = head.find('=');
+  std::string_view key = head.substr(0, eq);
+  if (eq == std::string_view::npos || (key != "cmd" && key != "mcmd"))
+    return bad_line(line, "it must start with cmd=NAME");
+  out.name = std::string(head.substr(eq + 1));
+  out.multi_line = key == "mcmd";
+  if (out.name.empty()) return bad_line(line, "the command name is empty");
+  return {};
+}
+
+}  // namespace
+
+const std::string* Command::arg(const std::string& key) const {
+  auto it = args.find(key);
+  return it == args.end() ? nullptr : &it->second;
+}
+
+Result<Command> parse_line(std::string_view line) {
+  while (!line.empty() && (line.back() == '\r' || line.back() == ' ')) line.remove_suffix(1);
+  for (char c : line) {
+    if (static_cast<unsigned char>(c) < 0x20) return bad_line(line, "it contains a control character");
+  }
+  auto tokens = split_spaces(line);
+  if (tokens.empty()) return bad_line(line, "the line is empty");
+  Command cmd;
+  if (auto st = parse_head(line, tokens[0], cmd); !st) return st.error();
+  std::string* last = nullptr;
+  for (std::size_t i = 1; i < tokens.size(); ++i) {
+    auto eq = tokens[i].find('=');
+    if (eq == std::string_view::npos) {
+      // A word without '=' continues the previous value: MPICH's abort may send a
+      // message with spaces in it.
+      if (!last) return bad_line(line, "'" + shorten(tokens[i]) + "' is not key=value");
+      *last += ' ';
+      *last += tokens[i];
+      continue;
+    }
+    if (eq == 0) return bad_line(line, "'" + shorten(tokens[i]) + "' has an empty key");
+    auto [it, inserted] = cmd.args.emplace(std::string(tokens[i].substr(0, eq)), std::string(tokens[i].substr(eq + 1)));
+    if (!inserted) return bad_line(line, "key '" + shorten(it->first) + "' appears twice");
+    last = &it->second;
+  }
+  return cmd;
+}
+
+std::string format_reply(std::string_view name, const std::vector<std::pair<std::string, std::string>>& args) {
+  std::string out = "cmd=";
+  out += name;
+  for (const auto& [key, value] : args) {
+    out += ' ';
+    out += key;
+    out += '=';
+    for (char c : value) out += (c == ' ' || c == '\n' || c == '\r' || c == '\t') ? '_' : c;
+  }
+  out += '\n';
+  return out;
+}
+
+}  // namespace corral::node::pmi

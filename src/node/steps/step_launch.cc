@@ -1,0 +1,195 @@
+// The step manager's placement and launch: StepSpec -> StepRequest, waiting steps
+// started in FIFO order, and the signed LaunchTasksRequest for the root of a step's tree.
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include "job/eventlog.h"
+#include "job/hmac_key.h"
+#include "job/step_cred.h"
+#include "job/step_id.h"
+#include "node/pmi/pmi_server.h"
+#include "node/steps/fanout.h"
+#include "node/steps/step_manager.h"
+#include "node/steps/step_manager_state.h"
+#include "node/steps/step_tasks.h"
+#include "util/hostlist.h"
+
+namespace corral::node {
+
+Result<StepRequest> StepManager::to_request(const Job& job, const v1::StepSpec& spec) const {
+  StepRequest r;
+  r.cores_per_task = spec.cores_per_task() > 0 ? spec.cores_per_task() : 1;
+  r.gpus_per_task = spec.gpus_per_task();
+  if (spec.interactive()) {
+    // One task on the job's first node, next to whatever else runs there.
+    r.nnodes = 1;
+    r.ntasks = 1;
+    r.nodelist = job.allocator->nodes().front().name;
+    r.overlap = true;
+    return r;
+  }
+  r.nnodes = spec.nnodes();
+  r.ntasks = spec.ntasks() > 0 ? spec.ntasks() : (spec.nnodes() > 0 ? spec.nnodes() : 1);
+  if (r.nnodes > r.ntasks)
+    return invalid(fmt::format("{} node(s) requested for {} task(s): every node needs a task", r.nnodes, r.ntasks));
+  r.nodelist = spec.nodelist();
+  r.overlap = spec.overlap();
+  return r;
+}
+
+void StepManager::start_ready(Job& job) {
+  if (job.ending) return;
+  if (job.starting) {  // a launch inside the loop below ended a step: look again after it
+    job.start_again = true;
+    return;
+  }
+  job.starting = true;
+  do {
+    job.start_again = false;
+    for (auto& ready : job.allocator->ready()) {
+      auto it = job.steps.find(ready.id);
+      if (it == job.steps.end() || it->second.state != Step::State::pending) {
+        job.allocator->release(ready.id);
+        continue;
+      }
+      it->second.share = std::move(ready.share);
+      launch(job, it->second);
+    }
+  } while (job.start_again);
+  job.starting = false;
+}
+
+void StepManager::launch(Job& job, Step& step) {
+  step.state = Step::State::running;
+  step.t_start = job::now();
+  Hostlist hosts;
+  for (const auto& n : step.share.nodes) {
+    hosts.append(n.name);
+    step.ncores += static_cast<uint32_t>(n.cores.count());
+  }
+  step.nodelist = hosts.encode();
+  step.nnodes = static_cast<uint32_t>(step.share.nodes.size());
+  step.ntasks = step.share.ntasks();
+  step.exits.resize(step.ntasks);
+  step.exited.assign(step.ntasks, false);
+
+  v1::StepServerMessage created;
+  if (job.ports && job.ports_per_step > 0) {
+    if (auto p = job.ports->take(job.ports_per_step); p) {
+      step.ports = *p;
+    } else {
+      auto* out = created.add_output();
+      out->set_jobid(job.id);
+      out->set_stderr(true);
+      out->set_data(
+          fmt::format("corral: step {}.{}: no MPI ports left in the job's share {}: CORRAL_MPI_PORTS is not set\n",
+                      job.id, job::step_name(step.id), job.ports->range().encode()));
+    }
+  }
+  auto req = build_launch(job, step);
+  if (!req) {
+    step.add_error(req.message());
+    for (uint32_t r = 0; r < step.ntasks; ++r) {
+      step.exited[r] = true;
+      step.exits[r].set_rank(r);
+      step.exits[r].set_waitstatus(1 << 8);
+    }
+    step.nexited = step.ntasks;
+    finish(job, step.id);
+    return;
+  }
+  auto* c = created.mutable_created();
+  c->set_stepid(step.id);
+  c->set_nodelist(step.nodelist);
+  c->set_ntasks(step.ntasks);
+  if (step.ports) c->set_mpi_ports(step.ports->encode());
+  hold_created(job, step, std::move(created));
+
+  const uint64_t jobid = job.id, serial = step.serial;
+  const uint32_t stepid = step.id;
+  auto id = launcher_.launch(
+      std::move(*req),
+      [this, jobid, stepid, serial](v1::LaunchUp&& up) { on_up(jobid, stepid, serial, std::move(up)); },
+      [this, jobid, stepid, serial](const std::string& error) { on_done(jobid, stepid, serial, error); });
+  Step* s = find_step(jobid, stepid, serial);
+  if (s == nullptr || s->state != Step::State::running) return;  // it ended inside launch()
+  s->launch_id = id;
+  std::vector<v1::LaunchDown> held;
+  held.swap(s->held);
+  for (const auto& down : held) launcher_.deliver(id, down);
+}
+
+Result<v1::LaunchTasksRequest> StepManager::build_launch(Job& job, Step& step) {
+  auto nonce = job::random_nonce();
+  if (!nonce) return nonce.error();
+  job::StepCred cred;
+  cred.jobid = job.id;
+  cred.stepid = step.id;
+  cred.uid = job.uid;
+  cred.gid = job.gid;
+  cred.nodes = step.nodelist;
+  for (const auto& n : step.share.nodes) cred.cores.emplace(n.name, n.cores);
+  cred.issued = job::now();
+  cred.expires = cred.issued + config_.cred_lifetime;
+  cred.nonce = *nonce;
+
+  v1::LaunchTasksRequest req;
+  req.set_jobid(job.id);
+  req.set_stepid(step.id);
+  v1::StepSpec& spec = step.spec;
+  req.mutable_argv()->Swap(spec.mutable_argv());
+  auto& env = *req.mutable_env();
+  if (spec.env().empty())
+    env = job.env;
+  else
+    env.swap(*spec.mutable_env());
+  env["CORRAL_STEPID"] = job::step_name(step.id);
+  env["CORRAL_STEPMGR"] = job.stepmgr;
+  if (step.ports)
+    env[std::string(job::kMpiPortsVar)] = step.ports->encode();
+  else
+    env.erase(std::string(job::kMpiPortsVar));
+  *req.mutable_extra_env() = job.extra_env;
+  req.set_cwd(spec.cwd());
+  req.set_total_tasks(step.ntasks);
+  req.set_step_nodelist(step.nodelist);
+  req.set_total_nodes(step.nnodes);
+
+  std::vector<int> tasks_per_node;
+  uint32_t first_rank = 0, index = 0;
+  for (const auto& share : step.share.nodes) {
+    auto* n = req.add_nodes();
+    n->set_name(share.name);
+    n->set_node_index(index++);
+    n->set_first_rank(first_rank);
+    n->set_ntasks(share.ntasks);
+    n->set_cores(share.cores.encode());
+    n->set_gpus(share.gpus.encode());
+    first_rank += share.ntasks;
+    tasks_per_node.push_back(static_cast<int>(share.ntasks));
+    if (auto it = job.node_index.find(share.name); it != job.node_index.end()) {
+      n->set_agent(job.nodes[it->second].agent());
+      *n->mutable_env() = job.nodes[it->second].env();
+    }
+    if (n->agent().empty()) n->set_agent(config_.self_uri);
+  }
+  req.set_fanout_width(job.fanout_width >= 2 ? job.fanout_width : kDefaultFanoutWidth);
+  req.set_pmi_mapping(pmi_block_process_mapping(tasks_per_node));
+  req.set_kvsname(step_kvsname(job.id, step.id));
+  req.set_pty(spec.pty());
+  req.set_stdin_open(spec.stdin_open());
+  *req.mutable_rlimits() = spec.rlimits();
+  req.set_input(spec.input());
+  req.set_output(spec.output());
+  req.set_error(spec.error());
+  req.set_job_name(job.name);
+  req.set_gid(job.gid);
+  req.set_stepmgr(job.stepmgr);
+  // Signed last: the credential covers what the request runs.
+  cred.launch_digest = launch_digest(req);
+  req.set_cred(job::sign_step_cred(cred, job.step_key));
+  return req;
+}
+
+}  // namespace corral::node

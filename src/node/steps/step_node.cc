@@ -1,0 +1,921 @@
+#include "node/steps/step_node.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <sys/epoll.h>
+#include <sys/ioctl.h>
+#include <termios.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <deque>
+#include <map>
+#include <optional>
+#include <set>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+#include <spdlog/spdlog.h>
+
+#include "job/eventlog.h"
+#include "job/step_id.h"
+#include "node/exec/agent_config.h"
+#include "node/exec/cpu_binding.h"
+#include "node/exec/output_pattern.h"
+#include "node/exec/task_cgroups.h"
+#include "node/exec/task_launcher.h"
+#include "node/exec/wait_status.h"
+#include "node/pmi/pmi_server.h"
+#include "node/steps/fanout.h"
+#include "node/steps/job_keys.h"
+#include "node/steps/step_child_link.h"
+#include "node/steps/step_tasks.h"
+#include "util/event_loop.h"
+
+namespace corral::node {
+
+namespace {
+
+constexpr size_t kReadChunk = 64 * 1024;
+constexpr int kMaxDrainReads = 16;       // bounded so an escaped writer cannot stall the loop
+constexpr size_t kFlushBytes = 1 << 20;  // a LaunchUp this large goes out at once
+
+// The PMI server of a local node hands its barriers to the launch, which merges them
+// with the rest of the subtree.
+class ForwardingExchange final : public PmiExchange {
+ public:
+  using Fn = std::function<void(PmiKvs, Done)>;
+  explicit ForwardingExchange(Fn fn) : fn_(std::move(fn)) {}
+  void fence(PmiKvs local_puts, Done done) override { fn_(std::move(local_puts), std::move(done)); }
+
+ private:
+  Fn fn_;
+};
+
+void append_up(v1::LaunchUp& into, v1::LaunchUp&& from) {
+  for (auto& s : *from.mutable_started()) into.add_started(std::move(s));
+  for (auto& e : *from.mutable_errors()) *into.add_errors() = std::move(e);
+  for (auto& o : *from.mutable_output()) *into.add_output() = std::move(o);
+  for (auto& x : *from.mutable_exits()) *into.add_exits() = std::move(x);
+  for (auto& a : *from.mutable_pmi_aborts()) into.add_pmi_aborts(std::move(a));
+}
+
+bool is_empty(const v1::LaunchUp& up) {
+  return up.started_size() == 0 && up.errors_size() == 0 && up.output_size() == 0 && up.exits_size() == 0 &&
+         !up.has_fence() && up.pmi_aborts_size() == 0;
+}
+
+bool holds_rank(const v1::LaunchNode& n, uint32_t rank) {
+  return n.ntasks() > 0 && n.first_rank() <= rank && rank - n.first_rank() < n.ntasks();
+}
+
+struct Pty {
+  UniqueFd master;
+  std::string slave;
+};
+
+Result<Pty> open_pty(bool give_to_user, uid_t uid) {
+  Pty p;
+  p.master.reset(::posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC));
+  if (!p.master.valid()) return io_error(std::string("cannot open a pseudo terminal: ") + std::strerror(errno));
+  char name[128];
+  if (::grantpt(p.master.get()) != 0 || ::unlockpt(p.master.get()) != 0 ||
+      ::ptsname_r(p.master.get(), name, sizeof name) != 0)
+    return io_error(std::string("cannot set up a pseudo terminal: ") + std::strerror(errno));
+  p.slave = name;
+  // corral-imp opens the terminal as the user.
+  if (give_to_user && ::chown(name, uid, static_cast<gid_t>(-1)) != 0)
+    return io_error("cannot give terminal " + p.slave + " to uid " + std::to_string(uid) + ": " + std::strerror(errno));
+  ::fcntl(p.master.get(), F_SETFL, O_NONBLOCK);
+  return p;
+}
+
+}  // namespace
+
+struct StepNode::Impl {
+  struct Task {
+    uint32_t rank = 0;
+    uint32_t local_rank = 0;
+    pid_t pid = -1;
+    bool exited = false;
+    UniqueFd out, err;  // a pty master is `out`
+    UniqueFd status;    // corral-imp's failure report
+    UniqueFd stdin_w;   // rank 0: a pipe's write end, or a duplicate of the pty master
+    bool terminal = false;
+    std::string stdin_buf;
+    bool stdin_eof = false;
+    bool stdin_watched = false;
+  };
+  struct LocalNode {
+    v1::LaunchNode info;
+    std::unique_ptr<ForwardingExchange> exchange;
+    std::unique_ptr<PmiServer> pmi;
+    std::map<uint32_t, PmiExchange::Done> fences;  // by barrier number, waiting for the result
+    uint32_t next_seq = 0;
+    std::vector<Task> tasks;
+    std::vector<std::vector<int>> cpus;  // by local rank: of the step's cores here (empty: unbound)
+  };
+  struct Child {
+    std::vector<v1::LaunchNode> nodes;
+    std::unique_ptr<StepChildLink> link;
+    std::unordered_set<uint32_t> reported;
+    size_t ranks = 0;
+    bool closed = false;
+  };
+  struct FenceAcc {
+    PmiKvs kvs;
+    uint32_t nodes = 0;
+  };
+  struct Launch {
+    LaunchId id = 0;
+    v1::LaunchTasksRequest req;
+    Up up;
+    Done done;
+    std::vector<std::unique_ptr<LocalNode>> locals;
+    std::vector<std::unique_ptr<Child>> children;
+    int rank0_local = -1;  // index into locals
+    int rank0_child = -1;  // index into children
+    uint32_t fence_nodes = 0;
+    std::map<uint32_t, FenceAcc> fences;
+    v1::LaunchUp pending;
+    size_t pending_bytes = 0;
+    bool flush_posted = false;
+    size_t live = 0;  // local tasks whose exit is not reported yet
+    bool finishing = false;
+    std::optional<std::vector<std::string>> cgroup;  // created with the first task (empty: none)
+  };
+  struct TaskRef {
+    LaunchId id;
+    size_t node, task;
+  };
+
+  EventLoop& loop;
+  const AgentConfig& config;
+  StepNodeConfig sc;
+  TaskCgroups* cgroups = nullptr;
+  // Account lookups read /etc/passwd (or ask NSS): once a minute per user, not per step.
+  struct CachedUser {
+    StepUser user;
+    double looked_up = 0;
+  };
+  std::unordered_map<uint64_t, CachedUser> users;
+  // Credentials already used on this agent, (job, nonce), forgotten once expired (in
+  // arrival order, which is nearly expiry order): a captured request cannot be replayed
+  // while its credential is valid.
+  std::set<std::pair<uint64_t, uint64_t>> used_creds;
+  std::deque<std::pair<double, std::pair<uint64_t, uint64_t>>> used_expiry;
+
+  // The whole request's credential, checked before any of it is forwarded or expanded.
+  Status admit(const v1::LaunchTasksRequest& req);
+  StepCredCheck cred_check(uint64_t jobid, double now) const {
+    return StepCredCheck{sc.cluster_key, sc.job_keys ? sc.job_keys->find(jobid) : nullptr, now, sc.clock_skew,
+                         config.as_root};
+  }
+  const StepUser& user_of(uint32_t uid, uint32_t gid);
+  std::unordered_map<LaunchId, std::unique_ptr<Launch>> launches;
+  std::unordered_map<pid_t, TaskRef> pids;
+  LaunchId next_id = 1;
+  std::shared_ptr<int> alive = std::make_shared<int>(0);  // posted work checks it
+
+  Impl(EventLoop& l, const AgentConfig& c, StepNodeConfig s) : loop(l), config(c), sc(std::move(s)) {}
+  ~Impl();
+
+  Launch* find(LaunchId id) {
+    auto it = launches.find(id);
+    return it == launches.end() ? nullptr : it->second.get();
+  }
+  // Runs `fn(launch)` later on the loop, if the launch still exists then.
+  void later(LaunchId id, std::function<void(Launch&)> fn) {
+    std::weak_ptr<int> token = alive;
+    loop.post([this, token, id, fn = std::move(fn)] {
+      if (!token.lock()) return;
+      if (Launch* l = find(id)) fn(*l);
+    });
+  }
+
+  // ---- launch
+  LaunchId launch(v1::LaunchTasksRequest req, Up up, Done done);
+  void route(Launch& l);
+  void start_child(Launch& l, const std::vector<int>& node_indices);
+  void refuse_node(Launch& l, const v1::LaunchNode& node, const std::string& message);
+  void start_local(Launch& l, const v1::LaunchNode& node);
+  Status start_pmi(Launch& l, LocalNode& node, size_t ni);
+  void start_task(Launch& l, LocalNode& node, size_t ni, size_t ti, const EnvMap& env, const StepUser& user,
+                  const std::string& cwd, bool use_imp, std::string& node_error);
+  std::string task_prefix(const Launch& l, const LocalNode& node) const;
+
+  // ---- reporting
+  void add_output(Launch& l, const LocalNode& node, const Task& t, bool is_err, std::string data, bool eof);
+  void add_exit(Launch& l, uint32_t rank, int waitstatus, double cpu);
+  void schedule_flush(Launch& l);
+  void flush(Launch& l);
+  void maybe_finish(Launch& l);
+  const std::vector<std::string>& cgroup_of(Launch& l);
+  static std::string cgroup_unit(const Launch& l);
+
+  // ---- local tasks
+  void watch(Launch& l, size_t ni, size_t ti, bool is_err);
+  void on_readable(LaunchId id, size_t ni, size_t ti, bool is_err);
+  bool read_stream(Launch& l, LocalNode& node, Task& t, bool is_err);  // false at EOF
+  void close_stream(Launch& l, LocalNode& node, Task& t, bool is_err);
+  void task_exited(Launch& l, LocalNode& node, Task& t, int waitstatus, double cpu);
+  void write_stdin(Launch& l, Task& t);
+  void close_stdin(Task& t);
+  void signal_local(Launch& l, int sig);
+
+  // ---- fences
+  void local_fence(LaunchId id, size_t ni, PmiKvs puts, PmiExchange::Done done);
+  void add_fence(Launch& l, uint32_t seq, PmiKvs kvs, uint32_t nodes);
+  void fence_down(Launch& l, const v1::PmiFence& f);
+
+  // ---- children
+  void child_up(Launch& l, size_t ci, v1::LaunchUp&& up);
+  void child_closed(Launch& l, size_t ci, const std::string& error);
+
+  void deliver(LaunchId id, const v1::LaunchDown& down);
+  void abandon(LaunchId id);
+  bool on_child_exit(pid_t pid, int waitstatus, double cpu);
+};
+
+StepNode::Impl::~Impl() {
+  for (auto& [id, l] : launches)
+    for (auto& node : l->locals)
+      for (auto& t : node->tasks) {
+        if (t.out.valid()) loop.remove_fd(t.out.get());
+        if (t.err.valid()) loop.remove_fd(t.err.get());
+        if (t.stdin_watched) loop.remove_fd(t.stdin_w.get());
+      }
+}
+
+// ------------------------------------------------------------------ launch
+
+StepNode::LaunchId StepNode::Impl::launch(v1::LaunchTasksRequest req, Up up, Done done) {
+  LaunchId id = next_id++;
+  auto owned = std::make_unique<Launch>();
+  Launch& l = *owned;
+  l.id = id;
+  l.req = std::move(req);
+  l.up = std::move(up);
+  l.done = std::move(done);
+  launches.emplace(id, std::move(owned));
+
+  std::string malformed;
+  if (l.req.argv().empty() || l.req.argv(0).empty())
+    malformed = "the launch request has no command";
+  else if (l.req.nodes().empty())
+    malformed = "the launch request has no nodes";
+  if (malformed.empty()) {
+    if (auto st = admit(l.req); !st) {
+      // Nothing is forwarded: every node of the request is refused here.
+      for (const auto& n : l.req.nodes()) refuse_node(l, n, st.message());
+      later(id, [this](Launch& x) { maybe_finish(x); });
+      return id;
+    }
+  }
+  if (!malformed.empty()) {
+    later(id, [this, malformed](Launch& x) {
+      Done d = std::move(x.done);
+      launches.erase(x.id);
+      d(malformed);
+    });
+    return id;
+  }
+  route(l);
+  later(id, [this](Launch& x) { maybe_finish(x); });
+  return id;
+}
+
+Status StepNode::Impl::admit(const v1::LaunchTasksRequest& req) {
+  const double now = job::now();
+  auto cred = check_request_cred(req, cred_check(req.jobid(), now));
+  if (!cred) return cred.error();
+  while (!used_expiry.empty() && used_expiry.front().first + sc.clock_skew < now) {
+    used_creds.erase(used_expiry.front().second);
+    used_expiry.pop_front();
+  }
+  const auto key = std::pair(cred->jobid, cred->nonce);
+  if (!used_creds.insert(key).second)
+    return denied("step credential was already used on this agent (a replayed launch request)");
+  used_expiry.emplace_back(cred->expires, key);
+  return {};
+}
+
+// Local nodes start here; the others go to children, grouped by agent, this agent's
+// group first (empty at a step manager hosting none of the step's nodes).
+void StepNode::Impl::route(Launch& l) {
+  const auto& nodes = l.req.nodes();
+  std::vector<std::vector<int>> groups(1);
+  std::vector<std::string> agents(1);
+  std::vector<int> unroutable;
+  for (int i = 0; i < nodes.size(); ++i) {
+    const auto& n = nodes[i];
+    if (n.ntasks() > 0) ++l.fence_nodes;
+    if (config.hosts(n.name())) {
+      groups[0].push_back(i);
+      continue;
+    }
+    if (n.agent().empty() || n.agent() == sc.self_uri) {
+      unroutable.push_back(i);
+      continue;
+    }
+    auto it = std::find(agents.begin() + 1, agents.end(), n.agent());
+    if (it == agents.end()) {
+      agents.push_back(n.agent());
+      groups.emplace_back();
+      it = agents.end() - 1;
+    }
+    groups[static_cast<size_t>(it - agents.begin())].push_back(i);
+  }
+  uint32_t width = l.req.fanout_width() == 0 ? kDefaultFanoutWidth : std::max<uint32_t>(2, l.req.fanout_width());
+  auto batches = forward_batches(groups, width);
+  if (batches) {
+    for (const auto& batch : *batches) {
+      std::vector<int> indices;
+      for (const auto& g : batch) indices.insert(indices.end(), g.begin(), g.end());
+      start_child(l, indices);
+    }
+  }
+  for (int i : unroutable)
+    refuse_node(
+        l, nodes[i],
+        "node " + nodes[i].name() + " has no agent to launch it (" +
+            (nodes[i].agent().empty() ? std::string("no agent address")
+                                      : "its address " + nodes[i].agent() + " is this agent, which does not host it") +
+            ")");
+  for (int i : groups[0]) start_local(l, nodes[i]);
+}
+
+void StepNode::Impl::start_child(Launch& l, const std::vector<int>& node_indices) {
+  auto child = std::make_unique<Child>();
+  v1::LaunchTasksRequest req = l.req;
+  req.clear_nodes();
+  for (int i : node_indices) {
+    const auto& n = l.req.nodes(i);
+    *req.add_nodes() = n;
+    child->nodes.push_back(n);
+    child->ranks += n.ntasks();
+    if (holds_rank(n, 0)) l.rank0_child = static_cast<int>(l.children.size());
+  }
+  const std::string uri = child->nodes.front().agent();
+  const size_t ci = l.children.size();
+  const LaunchId id = l.id;
+  child->link = std::make_unique<StepChildLink>(
+      loop, uri, config.tls_ca, std::move(req),
+      [this, id, ci](v1::LaunchUp&& up) {
+        if (Launch* x = find(id)) child_up(*x, ci, std::move(up));
+      },
+      [this, id, ci](const std::string& error) {
+        if (Launch* x = find(id)) child_closed(*x, ci, error);
+      });
+  l.children.push_back(std::move(child));
+}
+
+void StepNode::Impl::refuse_node(Launch& l, const v1::LaunchNode& node, const std::string& message) {
+  spdlog::warn("step {}.{}: node {} refused: {}", l.req.jobid(), l.req.stepid(), node.name(), message);
+  auto* e = l.pending.add_errors();
+  e->set_node(node.name());
+  e->set_message(message);
+  for (uint32_t r = 0; r < node.ntasks(); ++r) add_exit(l, node.first_rank() + r, exit_status(1), 0);
+  schedule_flush(l);
+}
+
+std::string StepNode::Impl::task_prefix(const Launch& l, const LocalNode& node) const {
+  return "corral-node: " + node.info.name() + ": step " + std::to_string(l.req.jobid()) + "." +
+         std::to_string(l.req.stepid()) + ": ";
+}
+
+const StepUser& StepNode::Impl::user_of(uint32_t uid, uint32_t gid) {
+  constexpr double kUserCacheSeconds = 60;
+  const double now = job::now();
+  CachedUser& c = users[(uint64_t{uid} << 32) | gid];
+  if (c.looked_up == 0 || now - c.looked_up > kUserCacheSeconds) c = {lookup_step_user(uid, gid), now};
+  return c.user;
+}
+
+void StepNode::Impl::start_local(Launch& l, const v1::LaunchNode& info) {
+  auto cred = check_node_cred(l.req, info, cred_check(l.req.jobid(), job::now()));
+  if (!cred) return refuse_node(l, info, cred.message());
+  const StepUser& user = user_of(cred->uid, cred->gid);
+  std::string cwd = step_cwd(l.req, user);
+  auto env = step_node_env(l.req, info, user, cwd, config.controller_uri, *config.hooks);
+  if (!env) return refuse_node(l, info, env.message());
+
+  auto node = std::make_unique<LocalNode>();
+  node->info = info;
+  node->cpus = task_cpus(config, info.name(), info.cores(), info.ntasks());
+  const size_t ni = l.locals.size();
+  LocalNode& n = *node;
+  l.locals.push_back(std::move(node));
+  if (info.ntasks() == 0) {
+    l.pending.add_started(info.name());
+    return schedule_flush(l);
+  }
+  if (auto st = start_pmi(l, n, ni); !st) {
+    l.locals.pop_back();
+    return refuse_node(l, info, "cannot start the PMI server: " + st.message());
+  }
+  if (holds_rank(info, 0)) l.rank0_local = static_cast<int>(ni);
+  const bool use_imp = config.as_root && cred->uid != ::getuid();
+  std::string node_error;
+  n.tasks.resize(info.ntasks());
+  for (size_t ti = 0; ti < n.tasks.size(); ++ti) start_task(l, n, ni, ti, *env, user, cwd, use_imp, node_error);
+  if (node_error.empty()) {
+    l.pending.add_started(info.name());
+  } else {
+    auto* e = l.pending.add_errors();
+    e->set_node(info.name());
+    e->set_message(node_error);
+  }
+  spdlog::debug("step {}.{}: started {} task(s) on {}", l.req.jobid(), l.req.stepid(), n.tasks.size(), info.name());
+  schedule_flush(l);
+}
+
+Status StepNode::Impl::start_pmi(Launch& l, LocalNode& node, size_t ni) {
+  PmiStep step;
+  step.kvsname = l.req.kvsname().empty()
+                     ? "corral_" + std::to_string(l.req.jobid()) + "_" + std::to_string(l.req.stepid())
+                     : l.req.kvsname();
+  step.size = static_cast<int>(std::max(l.req.total_tasks(), node.info.first_rank() + node.info.ntasks()));
+  step.process_mapping = l.req.pmi_mapping();
+  std::vector<int> ranks;
+  for (uint32_t r = 0; r < node.info.ntasks(); ++r) ranks.push_back(static_cast<int>(node.info.first_rank() + r));
+  const LaunchId id = l.id;
+  node.exchange = std::make_unique<ForwardingExchange>(
+      [this, id, ni](PmiKvs puts, PmiExchange::Done done) { local_fence(id, ni, std::move(puts), std::move(done)); });
+  PmiCallbacks cb;
+  const std::string name = node.info.name();
+  cb.on_abort = [this, id](const PmiAbort& a) {
+    Launch* x = find(id);
+    if (x == nullptr) return;
+    std::string text = "rank " + std::to_string(a.rank) + ": " + (a.message.empty() ? "MPI_Abort" : a.message) +
+                       " (exit code " + std::to_string(a.exit_code) + ")";
+    x->pending.add_pmi_aborts(text);
+    schedule_flush(*x);
+  };
+  // A broken PMI connection leaves the other ranks waiting forever: the step manager
+  // treats it like an abort and kills the step.
+  cb.on_error = [this, id, name](int rank, const std::string& message) {
+    Launch* x = find(id);
+    if (x == nullptr) return;
+    x->pending.add_pmi_aborts((rank >= 0 ? "rank " + std::to_string(rank) : "node " + name) + ": " + message);
+    schedule_flush(*x);
+  };
+  auto server = PmiServer::create(loop, *node.exchange, std::move(step), ranks, std::move(cb));
+  if (!server) return server.error();
+  node.pmi = std::move(*server);
+  return {};
+}
+
+void StepNode::Impl::start_task(Launch& l, LocalNode& node, size_t ni, size_t ti, const EnvMap& env,
+                                const StepUser& user, const std::string& cwd, bool use_imp, std::string& node_error) {
+  Task& t = node.tasks[ti];
+  t.local_rank = static_cast<uint32_t>(ti);
+  t.rank = node.info.first_rank() + t.local_rank;
+  const auto& req = l.req;
+  PatternVars vars{req.jobid(), t.rank, node.info.node_index(), node.info.name(), req.job_name(), user.name};
+  LaunchRequest lr;
+  lr.argv.assign(req.argv().begin(), req.argv().end());
+  lr.cwd = cwd;
+  auto fail = [&](const Error& e) {
+    std::string text = task_prefix(l, node) + e.message;
+    spdlog::warn("{}", text);
+    if (node_error.empty()) node_error = text;
+    if (!lr.terminal.empty()) {
+      add_output(l, node, t, false, text + "\n", true);  // a terminal is the only stream
+    } else {
+      if (lr.error_path.empty()) add_output(l, node, t, true, text + "\n", true);
+      if (lr.output_path.empty()) add_output(l, node, t, false, {}, true);
+    }
+    t.exited = true;
+    add_exit(l, t.rank, exit_status(launch_failure_code(e)), 0);
+  };
+
+  auto pmi_end = node.pmi->take_task_end(static_cast<int>(t.rank));
+  if (!pmi_end) return fail(pmi_end.error());
+  lr.env = step_task_env(env, t.rank, t.local_rank, pmi_end->env);
+  lr.inherit_fds = {pmi_end->fd.get()};
+  if (use_imp) {
+    lr.imp_path = config.imp_path;
+    lr.uid = user.uid;
+    lr.gid = user.gid;
+  }
+  UniqueFd stdin_r;
+  Pty pty;
+  if (t.rank == 0 && req.pty()) {
+    auto p = open_pty(use_imp, user.uid);
+    if (!p) return fail(p.error());
+    pty = std::move(*p);
+    lr.terminal = pty.slave;
+    t.terminal = true;
+  } else {
+    if (!req.output().empty()) lr.output_path = resolve_path(expand_output_pattern(req.output(), vars), cwd);
+    lr.error_path = req.error().empty() ? lr.output_path : resolve_path(expand_output_pattern(req.error(), vars), cwd);
+    if (!req.input().empty()) {
+      lr.input_path = resolve_path(expand_output_pattern(req.input(), vars), cwd);
+    } else if (t.rank == 0 && req.stdin_open()) {
+      int fds[2];
+      if (::pipe2(fds, O_CLOEXEC) != 0)
+        return fail(io_error(std::string("cannot create the stdin pipe: ") + std::strerror(errno)));
+      stdin_r.reset(fds[0]);
+      t.stdin_w.reset(fds[1]);
+      ::fcntl(t.stdin_w.get(), F_SETFL, O_NONBLOCK);
+      lr.stdin_fd = stdin_r.get();
+    }
+  }
+  lr.cgroups = cgroup_of(l);
+  lr.cpus = node.cpus[ti];
+  for (const auto& [name, value] : req.rlimits())  // names checked by the step manager; unknown ones skipped
+    if (auto resource = job::rlimit_resource(name); resource && value >= -1) lr.rlimits.push_back({*resource, value});
+  auto proc = launch_process(lr);
+  if (!proc) {
+    t.stdin_w.reset();
+    return fail(proc.error());
+  }
+  t.pid = proc->pid;
+  t.status = std::move(proc->status_pipe);
+  if (t.terminal) {
+    t.stdin_w.reset(::fcntl(pty.master.get(), F_DUPFD_CLOEXEC, 0));
+    t.out = std::move(pty.master);
+  } else {
+    t.out = std::move(proc->stdout_pipe);
+    t.err = std::move(proc->stderr_pipe);
+  }
+  pids[t.pid] = TaskRef{l.id, ni, ti};
+  ++l.live;
+  if (t.out.valid()) watch(l, ni, ti, false);
+  if (t.err.valid()) watch(l, ni, ti, true);
+}
+
+// ------------------------------------------------------------------ reporting
+
+void StepNode::Impl::add_output(Launch& l, const LocalNode& node, const Task& t, bool is_err, std::string data,
+                                bool eof) {
+  auto* o = l.pending.add_output();
+  o->set_jobid(l.req.jobid());
+  o->set_rank(t.rank);
+  o->set_stderr(is_err);
+  l.pending_bytes += data.size();
+  o->set_data(std::move(data));
+  o->set_eof(eof);
+  o->set_node(node.info.name());
+  schedule_flush(l);
+}
+
+void StepNode::Impl::add_exit(Launch& l, uint32_t rank, int waitstatus, double cpu) {
+  auto* x = l.pending.add_exits();
+  x->set_rank(rank);
+  x->set_waitstatus(waitstatus);
+  x->set_cpu_seconds(cpu);
+  schedule_flush(l);
+}
+
+// Everything reported during one loop iteration travels in one LaunchUp.
+void StepNode::Impl::schedule_flush(Launch& l) {
+  if (l.pending_bytes >= kFlushBytes) return flush(l);
+  if (l.flush_posted) return;
+  l.flush_posted = true;
+  later(l.id, [this](Launch& x) {
+    x.flush_posted = false;
+    flush(x);
+  });
+}
+
+void StepNode::Impl::flush(Launch& l) {
+  if (is_empty(l.pending)) return;
+  v1::LaunchUp msg = std::move(l.pending);
+  l.pending = v1::LaunchUp();
+  l.pending_bytes = 0;
+  if (l.up) l.up(std::move(msg));
+}
+
+void StepNode::Impl::maybe_finish(Launch& l) {
+  if (l.finishing || l.live > 0) return;
+  for (const auto& c : l.children)
+    if (!c->closed) return;
+  l.finishing = true;
+  // Later, so no caller up the stack still holds a reference into the launch.
+  later(l.id, [this](Launch& x) {
+    flush(x);
+    Done d = std::move(x.done);
+    for (auto& node : x.locals)
+      for (auto& t : node->tasks) close_stdin(t);
+    // Whatever the tasks left running (daemons, double forks) ends with the step here.
+    if (cgroups != nullptr && x.cgroup && !x.cgroup->empty()) cgroups->release(x.req.jobid(), cgroup_unit(x));
+    launches.erase(x.id);
+    if (d) d("");
+  });
+}
+
+// ------------------------------------------------------------------ local tasks
+
+// A step id can come back (the interactive step): the launch id keeps units apart.
+std::string StepNode::Impl::cgroup_unit(const Launch& l) {
+  return "step_" + job::step_name(l.req.stepid()) + "-" + std::to_string(l.id);
+}
+
+const std::vector<std::string>& StepNode::Impl::cgroup_of(Launch& l) {
+  if (l.cgroup) return *l.cgroup;
+  l.cgroup.emplace();
+  if (cgroups == nullptr) return *l.cgroup;
+  if (auto dir = cgroups->create(l.req.jobid(), cgroup_unit(l)); dir)
+    l.cgroup = std::move(*dir);
+  else
+    spdlog::warn("step {}.{}: tasks run uncontained: {}", l.req.jobid(), l.req.stepid(), dir.message());
+  return *l.cgroup;
+}
+
+void StepNode::Impl::watch(Launch& l, size_t ni, size_t ti, bool is_err) {
+  Task& t = l.locals[ni]->tasks[ti];
+  int fd = is_err ? t.err.get() : t.out.get();
+  const LaunchId id = l.id;
+  auto st = loop.add_fd(fd, EPOLLIN, [this, id, ni, ti, is_err](uint32_t) { on_readable(id, ni, ti, is_err); });
+  if (!st) spdlog::error("step {}.{}: cannot watch task output: {}", l.req.jobid(), l.req.stepid(), st.message());
+}
+
+void StepNode::Impl::on_readable(LaunchId id, size_t ni, size_t ti, bool is_err) {
+  Launch* l = find(id);
+  if (l == nullptr) return;
+  LocalNode& node = *l->locals[ni];
+  Task& t = node.tasks[ti];
+  if (!read_stream(*l, node, t, is_err)) close_stream(*l, node, t, is_err);
+}
+
+bool StepNode::Impl::read_stream(Launch& l, LocalNode& node, Task& t, bool is_err) {
+  UniqueFd& fd = is_err ? t.err : t.out;
+  if (!fd.valid()) return false;
+  char buf[kReadChunk];
+  ssize_t n = ::read(fd.get(), buf, sizeof buf);
+  if (n > 0) {
+    add_output(l, node, t, is_err, std::string(buf, static_cast<size_t>(n)), false);
+    return true;
+  }
+  // A pty master reads EIO once the terminal's last user closed it: that is its EOF.
+  return n < 0 && (errno == EAGAIN || errno == EINTR);
+}
+
+void StepNode::Impl::close_stream(Launch& l, LocalNode& node, Task& t, bool is_err) {
+  UniqueFd& fd = is_err ? t.err : t.out;
+  if (!fd.valid()) return;
+  loop.remove_fd(fd.get());
+  fd.reset();
+  add_output(l, node, t, is_err, {}, true);
+}
+
+void StepNode::Impl::task_exited(Launch& l, LocalNode& node, Task& t, int waitstatus, double cpu) {
+  t.exited = true;
+  // Reaped, but the pid cannot have been reused yet, so the group names only leftovers
+  // (background children): they end with the task.
+  ::killpg(t.pid, SIGKILL);
+  if (t.status.valid()) {
+    char buf[1024];
+    ssize_t n = ::read(t.status.get(), buf, sizeof buf);
+    if (n > 0)
+      add_output(l, node, t, true, task_prefix(l, node) + std::string(buf, static_cast<size_t>(n)) + "\n", false);
+    t.status.reset();
+  }
+  for (bool is_err : {false, true}) {
+    for (int i = 0; i < kMaxDrainReads && read_stream(l, node, t, is_err); ++i) {}
+    close_stream(l, node, t, is_err);
+  }
+  close_stdin(t);
+  add_exit(l, t.rank, waitstatus, cpu);
+  --l.live;
+  maybe_finish(l);
+}
+
+void StepNode::Impl::close_stdin(Task& t) {
+  if (t.stdin_watched) loop.remove_fd(t.stdin_w.get());
+  t.stdin_watched = false;
+  t.stdin_w.reset();
+  t.stdin_buf.clear();
+}
+
+void StepNode::Impl::write_stdin(Launch& l, Task& t) {
+  while (t.stdin_w.valid() && !t.stdin_buf.empty()) {
+    ssize_t n = ::write(t.stdin_w.get(), t.stdin_buf.data(), t.stdin_buf.size());
+    if (n > 0) {
+      t.stdin_buf.erase(0, static_cast<size_t>(n));
+      continue;
+    }
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && errno == EAGAIN) break;
+    close_stdin(t);  // the task closed its stdin (EPIPE): what is left has no reader
+    return;
+  }
+  if (!t.stdin_w.valid()) return;
+  if (!t.stdin_buf.empty()) {
+    if (t.stdin_watched) return;
+    const LaunchId id = l.id;
+    Task* tp = &t;
+    // Tasks live in a vector that never changes size after start, so the pointer holds
+    // as long as the launch does.
+    auto st = loop.add_fd(t.stdin_w.get(), EPOLLOUT, [this, id, tp](uint32_t) {
+      if (Launch* x = find(id)) write_stdin(*x, *tp);
+    });
+    t.stdin_watched = st.ok();
+    return;
+  }
+  if (t.stdin_watched) loop.remove_fd(t.stdin_w.get());
+  t.stdin_watched = false;
+  if (!t.stdin_eof) return;
+  if (t.terminal) {
+    // A terminal has no end of file: the line discipline's EOF character (^D) is what a
+    // reader at an empty line takes as one.
+    t.stdin_eof = false;
+    const char eof_char = 4;
+    if (::write(t.stdin_w.get(), &eof_char, 1) < 0) close_stdin(t);
+    return;
+  }
+  close_stdin(t);
+}
+
+void StepNode::Impl::signal_local(Launch& l, int sig) {
+  for (auto& node : l.locals)
+    for (auto& t : node->tasks)
+      if (t.pid > 0 && !t.exited) ::killpg(t.pid, sig);
+}
+
+// ------------------------------------------------------------------ fences
+
+void StepNode::Impl::local_fence(LaunchId id, size_t ni, PmiKvs puts, PmiExchange::Done done) {
+  Launch* l = find(id);
+  if (l == nullptr) return done(Error{Errc::unavailable, "the step is ending"});
+  LocalNode& node = *l->locals[ni];
+  uint32_t seq = node.next_seq++;
+  node.fences[seq] = std::move(done);
+  add_fence(*l, seq, std::move(puts), 1);
+}
+
+// Contributions of this subtree are merged until every node with tasks is in; then one
+// goes up.
+void StepNode::Impl::add_fence(Launch& l, uint32_t seq, PmiKvs kvs, uint32_t nodes) {
+  FenceAcc& acc = l.fences[seq];
+  for (auto& [k, v] : kvs) acc.kvs[k] = std::move(v);
+  acc.nodes += nodes;
+  if (acc.nodes < l.fence_nodes) return;
+  if (l.pending.has_fence()) flush(l);
+  auto* f = l.pending.mutable_fence();
+  f->set_seq(seq);
+  f->set_nodes(acc.nodes);
+  for (auto& [k, v] : acc.kvs) (*f->mutable_kvs())[k] = std::move(v);
+  l.fences.erase(seq);
+  schedule_flush(l);
+}
+
+void StepNode::Impl::fence_down(Launch& l, const v1::PmiFence& f) {
+  for (auto& node : l.locals) {
+    auto it = node->fences.find(f.seq());
+    if (it == node->fences.end()) continue;
+    PmiExchange::Done done = std::move(it->second);
+    node->fences.erase(it);
+    if (!f.error().empty())
+      done(Error{Errc::unavailable, f.error()});
+    else
+      done(PmiKvs(f.kvs().begin(), f.kvs().end()));
+  }
+}
+
+// ------------------------------------------------------------------ children
+
+void StepNode::Impl::child_up(Launch& l, size_t ci, v1::LaunchUp&& up) {
+  Child& c = *l.children[ci];
+  for (const auto& x : up.exits()) c.reported.insert(x.rank());
+  if (up.has_fence()) {
+    v1::PmiFence f = std::move(*up.mutable_fence());
+    up.clear_fence();
+    add_fence(l, f.seq(), PmiKvs(f.kvs().begin(), f.kvs().end()), f.nodes());
+  }
+  for (const auto& o : up.output()) l.pending_bytes += o.data().size();
+  append_up(l.pending, std::move(up));
+  schedule_flush(l);
+  // Every rank below has exited: the child's server may now end the stream.
+  if (c.reported.size() >= c.ranks) c.link->close_writes();
+}
+
+void StepNode::Impl::child_closed(Launch& l, size_t ci, const std::string& error) {
+  Child& c = *l.children[ci];
+  if (c.closed) return;
+  c.closed = true;
+  if (c.reported.size() < c.ranks) {
+    std::string message = !error.empty() ? error
+                                         : "the agent at " + c.link->uri() + " ended the launch before every task of " +
+                                               "its nodes was reported";
+    spdlog::warn("step {}.{}: {}", l.req.jobid(), l.req.stepid(), message);
+    for (const auto& n : c.nodes) {
+      bool missing = false;
+      for (uint32_t r = 0; r < n.ntasks(); ++r) missing |= c.reported.count(n.first_rank() + r) == 0;
+      if (!missing) continue;
+      auto* e = l.pending.add_errors();
+      e->set_node(n.name());
+      e->set_message(message);
+      for (uint32_t r = 0; r < n.ntasks(); ++r)
+        if (c.reported.insert(n.first_rank() + r).second) add_exit(l, n.first_rank() + r, exit_status(1), 0);
+    }
+    schedule_flush(l);
+  }
+  maybe_finish(l);
+}
+
+// ------------------------------------------------------------------ from above
+
+void StepNode::Impl::deliver(LaunchId id, const v1::LaunchDown& down) {
+  Launch* lp = find(id);
+  if (lp == nullptr) return;
+  Launch& l = *lp;
+  const bool has_stdin = !down.stdin().empty() || down.stdin_eof();
+  if (has_stdin || down.has_winsize()) {
+    if (l.rank0_local >= 0) {
+      Task& t = l.locals[static_cast<size_t>(l.rank0_local)]->tasks.front();
+      if (has_stdin && t.stdin_w.valid()) {
+        t.stdin_buf += down.stdin();
+        t.stdin_eof = t.stdin_eof || down.stdin_eof();
+        write_stdin(l, t);
+      }
+      if (down.has_winsize() && t.terminal && t.out.valid()) {
+        struct winsize ws {};
+        ws.ws_row = static_cast<unsigned short>(down.winsize().rows());
+        ws.ws_col = static_cast<unsigned short>(down.winsize().cols());
+        ::ioctl(t.out.get(), TIOCSWINSZ, &ws);
+      }
+    } else if (l.rank0_child >= 0) {
+      v1::LaunchDown fwd;
+      fwd.set_stdin(down.stdin());
+      fwd.set_stdin_eof(down.stdin_eof());
+      if (down.has_winsize()) *fwd.mutable_winsize() = down.winsize();
+      l.children[static_cast<size_t>(l.rank0_child)]->link->send(std::move(fwd));
+    }
+  }
+  if (down.signal() != 0 || down.has_fence()) {
+    if (down.signal() != 0) signal_local(l, down.signal());
+    if (down.has_fence()) fence_down(l, down.fence());
+    v1::LaunchDown fwd;
+    fwd.set_signal(down.signal());
+    if (down.has_fence()) *fwd.mutable_fence() = down.fence();
+    for (auto& c : l.children)
+      if (!c->closed) c->link->send(fwd);
+  }
+}
+
+void StepNode::Impl::abandon(LaunchId id) {
+  Launch* l = find(id);
+  if (l == nullptr) return;
+  signal_local(*l, SIGKILL);
+  for (auto& c : l->children)
+    if (!c->closed) c->link->cancel();
+  // Barriers waiting for the rest of the step would never end.
+  for (auto& node : l->locals) {
+    auto fences = std::move(node->fences);
+    node->fences.clear();
+    for (auto& [seq, done] : fences) done(Error{Errc::unavailable, "the step's launch was abandoned"});
+  }
+}
+
+bool StepNode::Impl::on_child_exit(pid_t pid, int waitstatus, double cpu) {
+  auto it = pids.find(pid);
+  if (it == pids.end()) return false;
+  TaskRef ref = it->second;
+  pids.erase(it);
+  Launch* l = find(ref.id);
+  if (l == nullptr) return true;
+  LocalNode& node = *l->locals[ref.node];
+  task_exited(*l, node, node.tasks[ref.task], waitstatus, cpu);
+  return true;
+}
+
+// ------------------------------------------------------------------ StepNode
+
+StepNode::StepNode(EventLoop& loop, const AgentConfig& config, StepNodeConfig sc)
+    : impl_(std::make_unique<Impl>(loop, config, std::move(sc))) {}
+
+StepNode::~StepNode() = default;
+
+StepNode::LaunchId StepNode::launch(v1::LaunchTasksRequest req, Up up, Done done) {
+  return impl_->launch(std::move(req), std::move(up), std::move(done));
+}
+
+void StepNode::deliver(LaunchId id, const v1::LaunchDown& down) { impl_->deliver(id, down); }
+
+void StepNode::abandon(LaunchId id) { impl_->abandon(id); }
+
+bool StepNode::on_child_exit(pid_t pid, int waitstatus, double cpu_seconds) {
+  return impl_->on_child_exit(pid, waitstatus, cpu_seconds);
+}
+
+void StepNode::signal_job(uint64_t jobid, int sig) {
+  for (auto& [id, l] : impl_->launches)
+    if (l->req.jobid() == jobid) impl_->signal_local(*l, sig);
+}
+
+void StepNode::kill_all(int sig) {
+  for (auto& [id, l] : impl_->launches) impl_->signal_local(*l, sig);
+}
+
+void StepNode::set_cgroups(TaskCgroups* cgroups) { impl_->cgroups = cgroups; }
+
+size_t StepNode::live_processes() const { return impl_->pids.size(); }
+
+}  // namespace corral::node

@@ -1,0 +1,184 @@
+#include "node/steps/step_tasks.h"
+
+#include <pwd.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "job/hmac_key.h"
+#include "job/step_id.h"
+#include "util/idset.h"
+
+namespace corral::node {
+
+namespace {
+
+// The uid the token claims, read before verification only so the policy can name it: the
+// signature check covers it, so a changed uid is refused as an altered credential.
+uint32_t claimed_uid(std::string_view token) {
+  auto dot = token.find('.');
+  if (dot == std::string_view::npos) return 0;
+  auto payload = job::base64url_decode(token.substr(0, dot));
+  if (!payload) return 0;
+  auto j = nlohmann::json::parse(*payload, nullptr, /*allow_exceptions=*/false);
+  if (!j.is_object()) return 0;
+  auto it = j.find("uid");
+  if (it == j.end() || !it->is_number_unsigned()) return 0;
+  return it->get<uint32_t>();
+}
+
+Status check_cores(const v1::LaunchNode& node, const job::StepCred& cred) {
+  auto wanted = IdSet::parse(node.cores());
+  if (!wanted)
+    return invalid("the launch request's cores '" + node.cores() + "' for node " + node.name() +
+                   " are not an idset: " + wanted.message());
+  IdSet granted = cred.cores_on(node.name());
+  IdSet extra = wanted->minus(granted);
+  if (!extra.empty())
+    return denied("cores " + extra.encode() + " of node " + node.name() +
+                  " are not granted by the step credential (it grants '" + granted.encode() + "')");
+  return {};
+}
+
+}  // namespace
+
+namespace {
+// Length-prefixed, so no two different requests serialize alike.
+void put(std::string& out, std::string_view s) {
+  out += std::to_string(s.size());
+  out += ':';
+  out += s;
+}
+void put_map(std::string& out, const google::protobuf::Map<std::string, std::string>& m) {
+  std::vector<std::pair<std::string_view, std::string_view>> kv(m.begin(), m.end());
+  std::sort(kv.begin(), kv.end());
+  put(out, std::to_string(kv.size()));
+  for (const auto& [k, v] : kv) {
+    put(out, k);
+    put(out, v);
+  }
+}
+}  // namespace
+
+std::string launch_digest(const v1::LaunchTasksRequest& req) {
+  std::string s = "corral-launch-v1";
+  put(s, std::to_string(req.argv_size()));
+  for (const auto& a : req.argv()) put(s, a);
+  put_map(s, req.env());
+  put_map(s, req.extra_env());
+  for (const auto* f : {&req.cwd(), &req.input(), &req.output(), &req.error(), &req.job_name()}) put(s, *f);
+  put(s, std::to_string(req.gid()));
+  put(s, req.pty() ? "pty" : "-");
+  put(s, req.stdin_open() ? "stdin" : "-");
+  std::vector<std::pair<std::string_view, int64_t>> limits(req.rlimits().begin(), req.rlimits().end());
+  std::sort(limits.begin(), limits.end());
+  put(s, std::to_string(limits.size()));
+  for (const auto& [name, value] : limits) {
+    put(s, name);
+    put(s, std::to_string(value));
+  }
+  return job::sha256_hex(s);
+}
+
+namespace {
+// What every check of a request's credential asks: its job, step and user, on this clock.
+job::VerifyPolicy request_policy(const v1::LaunchTasksRequest& req, const StepCredCheck& check) {
+  job::VerifyPolicy policy;
+  policy.now = check.now;
+  policy.uid = claimed_uid(req.cred());
+  policy.clock_skew = check.clock_skew;
+  policy.jobid = req.jobid();
+  policy.stepid = req.stepid();
+  return policy;
+}
+}  // namespace
+
+// With the cluster key the job's key is derived here; without it, it is the one the
+// controller sent for the job (policy.jobid is the request's job either way).
+Result<job::StepCred> verify(const v1::LaunchTasksRequest& req, const StepCredCheck& check,
+                             const job::VerifyPolicy& policy) {
+  if (!check.cluster_key.empty()) return job::verify_step_cred_with_cluster_key(req.cred(), check.cluster_key, policy);
+  if (check.job_key == nullptr)
+    return denied("this agent has no key for job " + std::to_string(req.jobid()) +
+                  " (the controller sends it to the job's nodes when the job starts; is the job running here?)");
+  return job::verify_step_cred(req.cred(), *check.job_key, policy);
+}
+
+Result<job::StepCred> check_request_cred(const v1::LaunchTasksRequest& req, const StepCredCheck& check) {
+  job::VerifyPolicy policy = request_policy(req, check);
+  policy.launch_digest = launch_digest(req);
+  return verify(req, check, policy);
+}
+
+Result<job::StepCred> check_node_cred(const v1::LaunchTasksRequest& req, const v1::LaunchNode& node,
+                                      const StepCredCheck& check) {
+  job::VerifyPolicy policy = request_policy(req, check);
+  policy.node = node.name();
+  auto cred = verify(req, check, policy);
+  if (!cred) return cred.error();
+  if (auto st = check_cores(node, *cred); !st) return st.error();
+  if (!check.can_switch_user && cred->uid != ::getuid())
+    return denied("the step credential is for uid " + std::to_string(cred->uid) + " but this agent runs as uid " +
+                  std::to_string(::getuid()) +
+                  " and cannot start tasks as another user (that needs an agent running as root with corral-imp)");
+  return cred;
+}
+
+StepUser lookup_step_user(uint32_t uid, uint32_t gid) {
+  StepUser user{uid, gid, std::to_string(uid), {}};
+  struct passwd pw {};
+  struct passwd* found = nullptr;
+  std::vector<char> buf(16384);
+  if (::getpwuid_r(uid, &pw, buf.data(), buf.size(), &found) == 0 && found != nullptr) {
+    user.name = pw.pw_name;
+    user.home = pw.pw_dir;
+  }
+  return user;
+}
+
+std::string step_cwd(const v1::LaunchTasksRequest& req, const StepUser& user) {
+  if (!req.cwd().empty()) return req.cwd();
+  return user.home.empty() ? "/" : user.home;
+}
+
+Result<EnvMap> step_node_env(const v1::LaunchTasksRequest& req, const v1::LaunchNode& node, const StepUser& user,
+                             const std::string& cwd, const std::string& controller_uri, const NodeHooks& hooks) {
+  JobNodeEnv je;
+  je.jobid = req.jobid();
+  je.job_name = req.job_name();
+  je.node_name = node.name();
+  je.node_index = node.node_index();
+  je.nodelist = req.step_nodelist();
+  je.total_nodes = req.total_nodes();
+  je.total_tasks = req.total_tasks();
+  je.cores = node.cores();
+  je.gpus = node.gpus();
+  je.cwd = cwd;
+  je.controller_uri = controller_uri;
+  je.user_name = user.name;
+  je.home = user.home;
+  EnvMap submit;
+  for (const auto& [k, v] : req.env()) {
+    if (k.rfind("PMI_", 0) == 0 || k.rfind("PMIX_", 0) == 0) continue;
+    submit[k] = v;
+  }
+  EnvMap extra(req.extra_env().begin(), req.extra_env().end());
+  for (const auto& [k, v] : node.env()) extra[k] = v;  // this node's own values win
+  EnvMap env = build_node_env(submit, je, extra);
+  env["CORRAL_STEPID"] = job::step_name(req.stepid());
+  if (!req.stepmgr().empty()) env["CORRAL_STEPMGR"] = req.stepmgr();
+  if (auto st = hooks.task_env(node.name(), user.uid, extra, env); !st) return st.error();
+  return env;
+}
+
+std::vector<std::string> step_task_env(const EnvMap& node_env, uint32_t rank, uint32_t local_rank,
+                                       const std::vector<std::string>& pmi_env) {
+  std::vector<std::string> env = build_task_env(node_env, rank, local_rank);
+  env.insert(env.end(), pmi_env.begin(), pmi_env.end());
+  return env;
+}
+
+}  // namespace corral::node
