@@ -34,8 +34,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include "placers/free_core_index.h"
+#include "placers/placers.h"
 #include "sched/scheduler.h"
-#include "topology/free_core_index.h"
 #include "topology/topology.h"
 #include "topology/topology_generate.h"
 

@@ -5,6 +5,7 @@
 
 #include "ctld/controller.h"
 #include "job/dependency.h"
+#include "placers/placers.h"
 #include "util/hostlist.h"
 #include "util/idset.h"
 #include "util/units.h"

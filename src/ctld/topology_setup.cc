@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "ctld/controller.h"
+#include "placers/placers.h"
 #include "util/hostlist.h"
 
 namespace corral::ctld {

@@ -15,7 +15,7 @@
 #include "job/job_state.h"
 #include "job/jobspec.h"
 #include "job/resource_set.h"
-#include "topology/placement.h"
+#include "placers/placement.h"
 
 namespace corral::hook {
 

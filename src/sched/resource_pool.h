@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "sched/scheduler.h"
-#include "topology/free_core_index.h"
+#include "placers/free_core_index.h"
 
 namespace corral::sched {
 

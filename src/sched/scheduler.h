@@ -11,7 +11,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "topology/placement.h"
+#include "placers/placement.h"
 
 namespace corral::sched {
 

@@ -10,6 +10,7 @@
 #include <set>
 #include <unordered_map>
 
+#include "placers/placers.h"
 #include "sched/scheduler.h"
 
 namespace corral::sim {

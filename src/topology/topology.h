@@ -12,7 +12,6 @@
 #include <string>
 #include <vector>
 
-#include "topology/placement.h"
 #include "util/result.h"
 
 namespace corral::topology {
@@ -111,14 +110,6 @@ struct TopologyAddr {
   std::string addr, pattern;
 };
 TopologyAddr topology_addr(const Topology& topo, const std::string& node);
-
-// Placers for each kind (topology_placers.cc). The topology is copied.
-std::unique_ptr<Placer> make_placer(const Topology& topo);
-
-// Block topologies (block_placer.cc, the block placer's owner): a request the block
-// placement cannot serve by design, with the message to reject its submission with
-// (-w/--nodelist is not supported; -x is), or nullopt if the request is acceptable.
-std::optional<std::string> block_request_error(const Request& req);
 
 // Torus helpers: coordinates from the last three base-36 characters of a name, and a
 // node's position along a 3-D Hilbert curve covering the given extent.

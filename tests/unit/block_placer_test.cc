@@ -8,8 +8,8 @@
 #include <gtest/gtest.h>
 
 #include "sched/scheduler.h"
-#include "topology/block_placer.h"
-#include "topology/placers.h"
+#include "placers/block_placer.h"
+#include "placers/placers.h"
 #include "topology/topology.h"
 
 namespace corral::topology {

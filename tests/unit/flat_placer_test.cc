@@ -2,8 +2,8 @@
 
 #include <gtest/gtest.h>
 
-#include "topology/free_core_index.h"
-#include "topology/placement.h"
+#include "placers/free_core_index.h"
+#include "placers/placement.h"
 
 namespace corral::topology {
 namespace {

@@ -9,7 +9,7 @@
 #include <gtest/gtest.h>
 
 #include "sched/scheduler.h"
-#include "topology/placers.h"
+#include "placers/placers.h"
 #include "topology/topology.h"
 
 namespace corral::topology {

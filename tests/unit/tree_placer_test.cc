@@ -7,9 +7,9 @@
 #include <gtest/gtest.h>
 
 #include "sched/scheduler.h"
-#include "topology/placers.h"
+#include "placers/placers.h"
 #include "topology/topology.h"
-#include "topology/tree_index.h"
+#include "placers/tree_index.h"
 
 namespace corral::topology {
 namespace {

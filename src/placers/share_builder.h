@@ -7,7 +7,7 @@
 #include <utility>
 #include <vector>
 
-#include "topology/placement.h"
+#include "placers/placement.h"
 
 namespace corral::topology {
 

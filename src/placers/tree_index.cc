@@ -1,4 +1,4 @@
-#include "topology/tree_index.h"
+#include "placers/tree_index.h"
 
 #include <algorithm>
 #include <numeric>

@@ -6,7 +6,7 @@
 // partly used base blocks first so whole blocks stay free for big ones. Per-block and
 // per-level aggregates, kept exact through node_added/node_changed, rule blocks out without
 // looking at their nodes, so a decision scans only the blocks it may use.
-#include "topology/block_placer.h"
+#include "placers/block_placer.h"
 
 #include <algorithm>
 #include <functional>
@@ -17,8 +17,8 @@
 
 #include <fmt/format.h>
 
-#include "topology/placers.h"
-#include "topology/share_builder.h"
+#include "placers/placers.h"
+#include "placers/share_builder.h"
 #include "topology/topology.h"
 
 namespace corral::topology {

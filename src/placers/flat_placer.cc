@@ -3,9 +3,9 @@
 #include <algorithm>
 #include <utility>
 
-#include "topology/free_core_index.h"
-#include "topology/placement.h"
-#include "topology/share_builder.h"
+#include "placers/free_core_index.h"
+#include "placers/placement.h"
+#include "placers/share_builder.h"
 
 namespace corral::topology {
 namespace {

@@ -7,8 +7,8 @@
 #include <optional>
 #include <vector>
 
-#include "topology/placement.h"
-#include "topology/tree_index.h"
+#include "placers/placement.h"
+#include "placers/tree_index.h"
 
 namespace corral::topology {
 

@@ -8,8 +8,8 @@
 #include <unordered_map>
 #include <utility>
 
-#include "topology/placers.h"
-#include "topology/share_builder.h"
+#include "placers/placers.h"
+#include "placers/share_builder.h"
 #include "topology/topology.h"
 
 namespace corral::topology {

@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "topology/placement.h"
+#include "placers/placement.h"
 
 namespace corral::topology {
 

@@ -1,4 +1,4 @@
-#include "topology/free_core_index.h"
+#include "placers/free_core_index.h"
 
 namespace corral::topology {
 

@@ -1,5 +1,5 @@
-// One placer per topology kind.
-#include "topology/placers.h"
+// make_placer: one placer per topology kind.
+#include "placers/placers.h"
 #include "topology/topology.h"
 
 namespace corral::topology {

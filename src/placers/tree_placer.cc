@@ -7,11 +7,11 @@
 #include <tuple>
 #include <utility>
 
-#include "topology/placers.h"
-#include "topology/share_builder.h"
+#include "placers/placers.h"
+#include "placers/share_builder.h"
 #include "topology/topology.h"
-#include "topology/tree_index.h"
-#include "topology/tree_search.h"
+#include "placers/tree_index.h"
+#include "placers/tree_search.h"
 
 namespace corral::topology {
 namespace {

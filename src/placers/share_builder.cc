@@ -1,4 +1,4 @@
-#include "topology/share_builder.h"
+#include "placers/share_builder.h"
 
 #include <algorithm>
 

@@ -1,8 +1,8 @@
-#include "topology/tree_search.h"
+#include "placers/tree_search.h"
 
 #include <algorithm>
 
-#include "topology/share_builder.h"
+#include "placers/share_builder.h"
 
 namespace corral::topology {
 namespace {

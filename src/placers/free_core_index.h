@@ -7,7 +7,7 @@
 #include <set>
 #include <vector>
 
-#include "topology/placement.h"
+#include "placers/placement.h"
 
 namespace corral::topology {
 
