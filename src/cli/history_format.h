@@ -6,7 +6,7 @@
 #include <string_view>
 #include <vector>
 
-#include "corral.pb.h"
+#include "client.pb.h"
 #include "util/result.h"
 
 namespace corral::cli {

@@ -6,7 +6,7 @@
 
 #include <nlohmann/json_fwd.hpp>
 
-#include "corral.pb.h"
+#include "client.pb.h"
 
 namespace corral::cli {
 

@@ -7,7 +7,7 @@
 #include <string>
 #include <string_view>
 
-#include "corral.pb.h"
+#include "client.pb.h"
 
 namespace corral::cli {
 

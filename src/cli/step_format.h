@@ -7,7 +7,7 @@
 
 #include <nlohmann/json_fwd.hpp>
 
-#include "corral.pb.h"
+#include "common.pb.h"
 
 namespace corral::cli {
 

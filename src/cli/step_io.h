@@ -8,7 +8,7 @@
 #include <string_view>
 #include <utility>
 
-#include "corral.pb.h"
+#include "steps.pb.h"
 
 namespace corral::cli {
 

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "cli/job_options.h"
-#include "corral.pb.h"
+#include "steps.pb.h"
 #include "util/result.h"
 
 namespace corral::cli {

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "corral.pb.h"
+#include "agent.pb.h"
 
 namespace grpc {
 class ServerContext;

@@ -5,7 +5,7 @@
 
 #include <string>
 
-#include "corral.pb.h"
+#include "client.pb.h"
 
 namespace corral::ctld {
 

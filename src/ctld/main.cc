@@ -16,6 +16,7 @@
 #include <spdlog/spdlog.h>
 #include <CLI/CLI.hpp>
 
+#include "ctld/agent_service.h"
 #include "ctld/config.h"
 #include "ctld/controller.h"
 #include "ctld/hooks/registry.h"
@@ -137,9 +138,12 @@ int run(const Options& o) {
     }
     creds = std::move(*made);
   }
-  ctld::RpcService service(ctl, **listener, creds.get());
+  const ctld::CallerIdentity callers(**listener, creds.get());
+  ctld::RpcService service(ctl, callers);
+  ctld::AgentService agents(ctl, callers);
   grpc::ServerBuilder builder;
   builder.RegisterService(&service);
+  builder.RegisterService(&agents);
   std::vector<int> ports(cfg->listen.size(), 0);
   const net::TlsServerFiles tls{cfg->tls_cert, cfg->tls_key};
   auto server_creds = net::server_credentials(tls, "controller.tls-cert/tls-key");

@@ -8,7 +8,8 @@
 #include <cstdint>
 #include <string>
 
-#include "corral.pb.h"
+#include "client.pb.h"
+#include "common.pb.h"
 
 namespace corral::ctld {
 

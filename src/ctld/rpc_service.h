@@ -1,19 +1,16 @@
-// The gRPC face of the controller: identifies the caller from the connection's
-// credentials and forwards to Controller.
+// The controller's client API (client.proto): identifies the caller from the
+// connection's credentials and forwards to Controller. The agent stream is AgentService.
 #pragma once
 
-#include "corral.grpc.pb.h"
+#include "client.grpc.pb.h"
+#include "ctld/caller_identity.h"
 #include "ctld/controller.h"
-#include "net/credentials.h"
-#include "net/peer_listener.h"
 
 namespace corral::ctld {
 
 class RpcService final : public v1::Controller::Service {
  public:
-  // `creds`: who requests over TCP come from (null: nobody, when corrald serves no TCP).
-  RpcService(Controller& ctl, const net::PeerListener& peers, net::Credentials* creds = nullptr)
-      : ctl_(ctl), peers_(peers), creds_(creds) {}
+  RpcService(Controller& ctl, const CallerIdentity& callers) : ctl_(ctl), callers_(callers) {}
 
   grpc::Status Submit(grpc::ServerContext* ctx, const v1::SubmitRequest* req, v1::SubmitReply* rep) override;
   grpc::Status Cancel(grpc::ServerContext* ctx, const v1::CancelRequest* req, v1::CancelReply* rep) override;
@@ -32,15 +29,10 @@ class RpcService final : public v1::Controller::Service {
   grpc::Status ListSteps(grpc::ServerContext* ctx, const v1::ListStepsRequest* req, v1::ListStepsReply* rep) override;
   grpc::Status History(grpc::ServerContext* ctx, const v1::HistoryRequest* req, v1::HistoryReply* rep) override;
   grpc::Status Shutdown(grpc::ServerContext* ctx, const v1::ShutdownRequest* req, v1::ShutdownReply* rep) override;
-  grpc::Status AgentStream(grpc::ServerContext* ctx,
-                           grpc::ServerReaderWriter<v1::ControllerMessage, v1::AgentMessage>* stream) override;
 
  private:
-  Result<Caller> caller(grpc::ServerContext* ctx) const;
-
   Controller& ctl_;
-  const net::PeerListener& peers_;
-  net::Credentials* creds_;
+  const CallerIdentity& callers_;
 };
 
 }  // namespace corral::ctld

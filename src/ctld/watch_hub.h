@@ -11,7 +11,8 @@
 #include <string>
 #include <vector>
 
-#include "corral.pb.h"
+#include "client.pb.h"
+#include "common.pb.h"
 #include "ctld/privacy.h"
 #include "job/eventlog.h"
 

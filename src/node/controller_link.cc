@@ -16,7 +16,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
-#include "corral.grpc.pb.h"
+#include "agent.grpc.pb.h"
 #include "job/hmac_key.h"
 #include "net/grpc_credential.h"
 #include "net/message_limits.h"
@@ -43,7 +43,7 @@ struct ControllerLink::Impl {
   EventLoop& loop;
   Agent& agent;
   std::shared_ptr<grpc::Channel> channel;
-  std::unique_ptr<v1::Controller::Stub> stub;
+  std::unique_ptr<v1::Agents::Stub> stub;
 
   std::mutex mu;
   std::condition_variable cv;
@@ -78,7 +78,7 @@ struct ControllerLink::Impl {
     args.SetMaxSendMessageSize(static_cast<int>(net::kMaxAgentUpMessage));
     auto creds = net::channel_credentials(agent.config().tls_ca, uri);  // checked at start-up
     channel = grpc::CreateCustomChannel(uri, creds ? *creds : grpc::InsecureChannelCredentials(), args);
-    stub = v1::Controller::NewStub(channel);
+    stub = v1::Agents::NewStub(channel);
   }
 
   template <class T>
@@ -196,7 +196,7 @@ struct ControllerLink::Impl {
       note_down(st.message());
       return false;
     }
-    std::unique_ptr<Stream> stream = stub->AgentStream(&ctx);
+    std::unique_ptr<Stream> stream = stub->Stream(&ctx);
     // Over TCP the controller proves itself first: an impostor learns nothing of this
     // agent's nodes, and is refused whether or not it would acknowledge them.
     std::string session_key;

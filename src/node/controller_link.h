@@ -1,4 +1,4 @@
-// The agent's connection to corrald: one AgentStream at a time, re-established with
+// The agent's connection to corrald: one Agents.Stream call at a time, re-established with
 // backoff (100 ms doubling to 2 s) forever. A reader thread hands controller messages
 // to the event loop; a writer thread sends the agent's batches in order, and a
 // heartbeat when nothing else went out for the controller's heartbeat interval.
@@ -9,7 +9,7 @@
 #include <memory>
 #include <string>
 
-#include "corral.pb.h"
+#include "agent.pb.h"
 
 namespace corral {
 class EventLoop;

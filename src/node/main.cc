@@ -1,5 +1,5 @@
 // corral-node: the node agent. Registers its node(s) with corrald over one
-// long-lived AgentStream and runs what the controller asks: job tasks, signals,
+// long-lived agent stream (Agents.Stream) and runs what the controller asks: job tasks, signals,
 // prolog / epilog / housekeeping scripts.
 #include <fcntl.h>
 #include <signal.h>

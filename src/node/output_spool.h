@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "corral.pb.h"
+#include "common.pb.h"
 #include "util/result.h"
 #include "util/unique_fd.h"
 

@@ -11,7 +11,8 @@
 #include <tuple>
 #include <vector>
 
-#include "corral.pb.h"
+#include "agent.pb.h"
+#include "common.pb.h"
 #include "node/output_spool.h"
 
 namespace corral::node {

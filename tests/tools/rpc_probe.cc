@@ -20,9 +20,11 @@
 #include <string>
 #include <thread>
 
-#include "corral.grpc.pb.h"
+#include "agent.grpc.pb.h"
+#include "client.grpc.pb.h"
 #include "net/cluster_key_auth.h"
 #include "net/credentials.h"
+#include "steps.grpc.pb.h"
 
 namespace {
 
@@ -41,7 +43,7 @@ int register_node(const std::string& target, const std::string& node, int entrie
   auto channel = grpc::CreateChannel(target, grpc::InsecureChannelCredentials());
   grpc::ClientContext ctx;
   ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
-  auto stream = corral::v1::Controller::NewStub(channel)->AgentStream(&ctx);
+  auto stream = corral::v1::Agents::NewStub(channel)->Stream(&ctx);
   corral::v1::AgentMessage msg;
   auto* reg = msg.mutable_register_();
   reg->set_agent_id("probe-" + node);

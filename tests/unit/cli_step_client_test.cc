@@ -8,7 +8,8 @@
 #include <gtest/gtest.h>
 
 #include "cli/client/step_client.h"
-#include "corral.grpc.pb.h"
+#include "common.pb.h"
+#include "steps.grpc.pb.h"
 #include "temp_dir.h"
 
 namespace corral::cli {

@@ -9,7 +9,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "corral.pb.h"
+#include "agent.pb.h"
 #include "job/jobspec.h"
 #include "loop_until.h"
 #include "node/agent.h"

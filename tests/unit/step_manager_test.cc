@@ -2,6 +2,9 @@
 // requests it launches (signed credential, ranks, environment), relays, fences, ends,
 // cancellation, job end and accounting records.
 #include "node/steps/step_manager.h"
+#include "agent.pb.h"
+#include "common.pb.h"
+#include "steps.grpc.pb.h"
 
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -15,8 +18,6 @@
 #include <thread>
 
 #include <grpcpp/grpcpp.h>
-
-#include "corral.grpc.pb.h"
 
 #include "job/jobspec.h"
 #include "job/key_wrap.h"

@@ -3,6 +3,8 @@
 // the root of the launch tree, as the step manager uses it. The test reaps children itself
 // (wait4) and hands them to on_child_exit, as the agent does.
 #include "node/steps/step_node.h"
+#include "agent.pb.h"
+#include "steps.grpc.pb.h"
 
 #include <grpcpp/grpcpp.h>
 #include <signal.h>
@@ -26,7 +28,6 @@
 #include <optional>
 #include <thread>
 
-#include "corral.grpc.pb.h"
 #include "job/hmac_key.h"
 #include "job/key_wrap.h"
 #include "job/step_cred.h"

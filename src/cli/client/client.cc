@@ -8,7 +8,8 @@
 #include <fmt/format.h>
 #include <grpcpp/grpcpp.h>
 
-#include "corral.grpc.pb.h"
+#include "client.grpc.pb.h"
+#include "common.pb.h"
 #include "net/grpc_credential.h"
 #include "net/tls.h"
 

@@ -8,7 +8,8 @@
 #include <string>
 #include <string_view>
 
-#include "corral.pb.h"
+#include "client.pb.h"
+#include "common.pb.h"
 #include "util/result.h"
 
 namespace corral::cli {

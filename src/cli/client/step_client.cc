@@ -8,7 +8,8 @@
 #include <grpcpp/grpcpp.h>
 
 #include "cli/client/client.h"
-#include "corral.grpc.pb.h"
+#include "common.pb.h"
+#include "steps.grpc.pb.h"
 
 namespace corral::cli {
 

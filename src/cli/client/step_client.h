@@ -9,7 +9,8 @@
 #include <string>
 #include <string_view>
 
-#include "corral.pb.h"
+#include "common.pb.h"
+#include "steps.pb.h"
 #include "util/result.h"
 
 namespace corral::cli {

@@ -9,9 +9,9 @@
 
 #include <grpcpp/grpcpp.h>
 
-#include "corral.grpc.pb.h"
 #include "net/grpc_credential.h"
 #include "net/tls.h"
+#include "steps.grpc.pb.h"
 #include "util/event_loop.h"
 
 namespace corral::node {

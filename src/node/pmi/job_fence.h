@@ -9,9 +9,9 @@
 #include <memory>
 #include <string>
 
-#include "corral.pb.h"
 #include "net/credentials.h"
 #include "node/pmi/pmi_exchange.h"
+#include "steps.pb.h"
 #include "util/result.h"
 
 namespace corral {

@@ -7,7 +7,7 @@
 #include <map>
 #include <string>
 
-#include "corral.pb.h"
+#include "agent.pb.h"
 #include "util/result.h"
 
 namespace corral::node {

@@ -7,8 +7,8 @@
 #include <mutex>
 #include <thread>
 
-#include "corral.grpc.pb.h"
 #include "net/tls.h"
+#include "steps.grpc.pb.h"
 #include "util/event_loop.h"
 
 namespace corral::node {

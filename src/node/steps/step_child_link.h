@@ -12,7 +12,7 @@
 #include <memory>
 #include <string>
 
-#include "corral.pb.h"
+#include "steps.pb.h"
 
 namespace corral {
 class EventLoop;

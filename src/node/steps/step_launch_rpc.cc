@@ -7,8 +7,8 @@
 #include <optional>
 #include <thread>
 
-#include "corral.grpc.pb.h"
 #include "node/steps/step_node.h"
+#include "steps.grpc.pb.h"
 #include "util/event_loop.h"
 
 namespace corral::node {

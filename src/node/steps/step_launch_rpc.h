@@ -6,7 +6,7 @@
 #include <grpcpp/grpcpp.h>
 #include <grpcpp/support/sync_stream.h>
 
-#include "corral.pb.h"
+#include "steps.pb.h"
 
 namespace corral {
 class EventLoop;

@@ -22,9 +22,11 @@
 #include <utility>
 #include <vector>
 
-#include "corral.pb.h"
+#include "agent.pb.h"
+#include "common.pb.h"
 #include "job/port_range.h"
 #include "node/steps/step_alloc.h"
+#include "steps.pb.h"
 #include "util/event_loop.h"
 #include "util/result.h"
 

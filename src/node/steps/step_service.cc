@@ -13,12 +13,13 @@
 
 #include <spdlog/spdlog.h>
 
-#include "corral.grpc.pb.h"
+#include "common.pb.h"
 #include "net/grpc_credential.h"
 #include "net/peer_listener.h"
 #include "node/pmi/job_fence.h"
 #include "node/steps/step_launch_rpc.h"
 #include "node/steps/step_manager.h"
+#include "steps.grpc.pb.h"
 #include "util/event_loop.h"
 
 namespace corral::node {

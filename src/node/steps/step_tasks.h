@@ -7,10 +7,10 @@
 #include <string_view>
 #include <vector>
 
-#include "corral.pb.h"
 #include "job/step_cred.h"
 #include "node/exec/node_hooks.h"
 #include "node/exec/task_env.h"
+#include "steps.pb.h"
 #include "util/result.h"
 
 namespace corral::node {
