@@ -148,7 +148,7 @@ class Controller final : public HookContext {
 
   // HookContext (called with mu_ held).
   double now() const override;
-  const JobRecord* find_job(uint64_t jobid) const override;
+  const JobView* find_job(uint64_t jobid) const override;
   std::optional<std::string> inactive_result(uint64_t jobid) const override;
   void post_event(uint64_t jobid, std::string name, std::string context_json) override;
   void raise_exception(uint64_t jobid, std::string type, int severity, std::string note) override;

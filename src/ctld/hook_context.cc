@@ -12,7 +12,7 @@ using nlohmann::json;
 
 double Controller::now() const { return job::now(); }
 
-const JobRecord* Controller::find_job(uint64_t jobid) const {
+const JobView* Controller::find_job(uint64_t jobid) const {
   auto it = jobs_.find(jobid);
   return it == jobs_.end() ? nullptr : it->second.get();
 }

@@ -2,6 +2,7 @@
 // on the controller); the controller uses its names unqualified.
 #pragma once
 
+#include "ctld/job_record.h"
 #include "hook/hook.h"
 #include "hook/job_record.h"
 
@@ -9,8 +10,7 @@ namespace corral::ctld {
 using hook::HookContext;
 using hook::HookQuery;
 using hook::JobHook;
-using hook::JobRecord;
-using hook::OutputChunk;
+using hook::JobView;
 using hook::PerilogOutcome;
 using hook::SavedState;
 }  // namespace corral::ctld

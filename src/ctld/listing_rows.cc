@@ -91,7 +91,7 @@ void ListingRows::sync(const Jobs& jobs) {
   if (!sorted_ || (dead_ > 1024 && dead_ > pos_.size() / 2)) compact();
 }
 
-void ListingRows::build(ListingRow& row, const hook::JobRecord& job) {
+void ListingRows::build(ListingRow& row, const JobRecord& job) {
   release(row);
   const auto& st = job.status;
   const auto& spec = *job.spec;

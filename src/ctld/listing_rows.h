@@ -12,7 +12,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "hook/job_record.h"
+#include "ctld/job_record.h"
 
 namespace corral::ctld {
 
@@ -54,7 +54,7 @@ struct ListingRow {
 
 class ListingRows {
  public:
-  using Jobs = std::unordered_map<uint64_t, std::unique_ptr<hook::JobRecord>>;
+  using Jobs = std::unordered_map<uint64_t, std::unique_ptr<JobRecord>>;
 
   // Job `id` may have changed, started or ended (ended: `jobs` no longer holds it).
   void changed(uint64_t id, const Jobs& jobs);
@@ -66,7 +66,7 @@ class ListingRows {
   const TextPool& text() const { return text_; }
 
  private:
-  void build(ListingRow& row, const hook::JobRecord& job);
+  void build(ListingRow& row, const JobRecord& job);
   void release(ListingRow& row);
   void compact();
   void rebuild(const Jobs& jobs);

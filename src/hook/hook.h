@@ -30,7 +30,7 @@ class HookContext {
  public:
   virtual ~HookContext() = default;
   virtual double now() const = 0;
-  virtual const JobRecord* find_job(uint64_t jobid) const = 0;
+  virtual const JobView* find_job(uint64_t jobid) const = 0;
   // Result ("COMPLETED", "FAILED", ...) of a job that is no longer active; nullopt when
   // the id was never used.
   virtual std::optional<std::string> inactive_result(uint64_t jobid) const = 0;
@@ -92,11 +92,11 @@ class JobHook {
   // At submit, before anything is stored: an error rejects the job with its message.
   virtual Status validate(HookContext&, const job::Jobspec&, uint32_t /*userid*/) { return {}; }
   // After each event is applied to a job.
-  virtual void on_event(HookContext&, const JobRecord&, const job::Event&) {}
+  virtual void on_event(HookContext&, const JobView&, const job::Event&) {}
   // After a restart, once for every active job rebuilt from its eventlog.
-  virtual void on_restart(HookContext&, const JobRecord&) {}
+  virtual void on_restart(HookContext&, const JobView&) {}
   // A node's result of run_on_nodes.
-  virtual void on_perilog(HookContext&, const JobRecord&, const PerilogOutcome&) {}
+  virtual void on_perilog(HookContext&, const JobView&, const PerilogOutcome&) {}
   // The same for a job that is no longer active (or for jobid 0: work not tied to a job).
   virtual void on_perilog_inactive(HookContext&, uint64_t /*jobid*/, const PerilogOutcome&) {}
   // At start, before any on_restart: what this hook saved with HookContext::save_state.

@@ -1,13 +1,9 @@
-// A job as the controller holds it while it is active. Everything here can be rebuilt by
-// replaying its eventlog (plus the jobspec); the runtime fields are re-learned from the
-// node agents after a restart.
+// The job as hooks see it (hook.h).
 #pragma once
 
 #include <cstdint>
-#include <map>
 #include <memory>
 #include <optional>
-#include <set>
 #include <string>
 #include <vector>
 
@@ -19,15 +15,11 @@
 
 namespace corral::hook {
 
-struct OutputChunk {
-  uint32_t rank = 0;
-  bool is_stderr = false;
-  bool eof = false;
-  std::string node;
-  std::string data;
-};
-
-struct JobRecord {
+// What a hook sees of a job: who submitted what, its state and eventlog, and its
+// allocation. Read-only to hooks (they change a job through HookContext); everything here
+// can be rebuilt by replaying the eventlog. The controller's own bookkeeping (what the
+// scheduler and the agents were told) lives in ctld::JobRecord, which extends it.
+struct JobView {
   uint64_t id = 0;
   uint32_t userid = 0;
   uint32_t groupid = 0;
@@ -40,29 +32,7 @@ struct JobRecord {
   // Allocation (from the alloc event).
   std::optional<job::ResourceSet> R;
   topology::Allocation alloc;
-
-  // Execution, tracked per node name.
-  std::map<std::string, unsigned> exec_tasks;  // node -> ntasks it runs (StartJob sent)
-  std::set<std::string> exited;                // nodes that reported their tasks' exit
-  // node -> incarnation of the agent StartJob went to (from the start event), so a restart
-  // can tell "the agent never got it" (same incarnation) from "the agent restarted".
-  std::map<std::string, std::string> start_incarnations;
-  int max_waitstatus = 0;
-  std::map<std::string, std::string> extra_env;  // set by hooks for the tasks
-  std::vector<std::string> notes;                // hooks' lines for the job's stderr
-  bool kill_sent = false;
   std::string partition;
-
-  // Output of a job whose client attaches (corral run), kept for late subscribers.
-  std::vector<OutputChunk> output;  // not persisted
-  size_t output_bytes = 0;
-  bool interactive = false;
-
-  std::string reason;  // Dependency / BeginTime / JobHeldUser, or "" (ask the scheduler)
-  bool in_scheduler = false;
-  bool counts_as_running = false;  // against limits.max-running-jobs (queued or holding resources)
-  bool unsaved = false;            // just submitted, not yet durable: never scheduled until it is
-  bool dirty = false;
 
   job::JobState state() const { return status.state; }
 };

@@ -12,7 +12,7 @@ namespace {
 using Jobs = ListingRows::Jobs;
 
 void add_job(Jobs& jobs, uint64_t id, const std::string& name, job::JobState state) {
-  auto rec = std::make_unique<hook::JobRecord>();
+  auto rec = std::make_unique<ctld::JobRecord>();
   rec->id = id;
   rec->userid = 1000 + static_cast<uint32_t>(id);
   auto spec = std::make_shared<job::Jobspec>();

@@ -10,7 +10,7 @@
 namespace corral::fabric::slingshot {
 namespace {
 
-using hook::JobRecord;
+using hook::JobView;
 using hook::PerilogOutcome;
 using nlohmann::json;
 
@@ -25,7 +25,7 @@ struct Run {
 class FakeContext final : public hook::HookContext {
  public:
   double now() const override { return 1000; }
-  const JobRecord* find_job(uint64_t id) const override {
+  const JobView* find_job(uint64_t id) const override {
     auto it = jobs.find(id);
     return it == jobs.end() ? nullptr : it->second;
   }
@@ -63,7 +63,7 @@ class FakeContext final : public hook::HookContext {
     uint64_t id;
     std::string name, context;
   };
-  std::map<uint64_t, const JobRecord*> jobs;
+  std::map<uint64_t, const JobView*> jobs;
   std::vector<Ev> events, exceptions;
   std::vector<std::string> actions, notes;
   std::map<uint64_t, std::map<std::string, std::string>> env;
@@ -82,9 +82,9 @@ std::shared_ptr<const job::Jobspec> spec_with(std::vector<std::pair<std::string,
 }
 
 // A job on nodes n1.. with the given cores each.
-std::unique_ptr<JobRecord> make_job(uint64_t id, std::vector<unsigned> cores,
+std::unique_ptr<JobView> make_job(uint64_t id, std::vector<unsigned> cores,
                                     std::vector<std::pair<std::string, std::string>> opts = {}) {
-  auto job = std::make_unique<JobRecord>();
+  auto job = std::make_unique<JobView>();
   job->id = id;
   job->userid = 1000 + static_cast<uint32_t>(id);
   job->spec = spec_with(std::move(opts));
@@ -114,8 +114,8 @@ class SlingshotHookTest : public ::testing::Test {
     EXPECT_TRUE(h.ok()) << h.message();
     return std::move(*h);
   }
-  void event(const JobRecord& job, const std::string& name) { hook->on_event(ctx, job, job::make_event(name)); }
-  JobRecord& add(std::unique_ptr<JobRecord> job) {
+  void event(const JobView& job, const std::string& name) { hook->on_event(ctx, job, job::make_event(name)); }
+  JobView& add(std::unique_ptr<JobView> job) {
     ctx.jobs[job->id] = job.get();
     owned.push_back(std::move(job));
     return *owned.back();
@@ -131,7 +131,7 @@ class SlingshotHookTest : public ::testing::Test {
   SlingshotConfig cfg = small_pool();
   FakeContext ctx;
   std::unique_ptr<SlingshotHook> hook;
-  std::vector<std::unique_ptr<JobRecord>> owned;
+  std::vector<std::unique_ptr<JobView>> owned;
 };
 
 TEST_F(SlingshotHookTest, ValidateOptions) {
@@ -150,7 +150,7 @@ TEST_F(SlingshotHookTest, ValidateOptions) {
 }
 
 TEST_F(SlingshotHookTest, AllocReservesPostsAndRunsProlog) {
-  JobRecord& job = add(make_job(1, {4, 4, 8}));
+  JobView& job = add(make_job(1, {4, 4, 8}));
   event(job, "alloc");
   ASSERT_EQ(ctx.events.size(), 1u);
   EXPECT_EQ(ctx.events[0].name, "cray-slingshot");
@@ -183,7 +183,7 @@ TEST_F(SlingshotHookTest, AllocReservesPostsAndRunsProlog) {
 }
 
 TEST_F(SlingshotHookTest, PrologFailureIsFatal) {
-  JobRecord& job = add(make_job(1, {4, 4}));
+  JobView& job = add(make_job(1, {4, 4}));
   event(job, "alloc");
   hook->on_perilog(ctx, job, outcome("n1", "slingshot-prolog", 0));
   hook->on_perilog(ctx, job, outcome("n2", "slingshot-prolog", 1, "error: cxi0: no such NIC\n"));
@@ -194,8 +194,8 @@ TEST_F(SlingshotHookTest, PrologFailureIsFatal) {
 }
 
 TEST_F(SlingshotHookTest, OffAndZeroClearTheEnvironment) {
-  JobRecord& off = add(make_job(1, {4}, {{"cray-slingshot", "off"}}));
-  JobRecord& zero = add(make_job(2, {4}, {{"cray-slingshot.vnicount", "0"}}));
+  JobView& off = add(make_job(1, {4}, {{"cray-slingshot", "off"}}));
+  JobView& zero = add(make_job(2, {4}, {{"cray-slingshot.vnicount", "0"}}));
   event(off, "alloc");
   event(zero, "alloc");
   EXPECT_EQ(ctx.env[1].at("SLINGSHOT_VNIS"), "");
@@ -206,8 +206,8 @@ TEST_F(SlingshotHookTest, OffAndZeroClearTheEnvironment) {
 }
 
 TEST_F(SlingshotHookTest, ExhaustionIsFatalOrAWarning) {
-  JobRecord& four = add(make_job(1, {4}, {{"cray-slingshot.vnicount", "4"}}));
-  JobRecord& more = add(make_job(2, {4}));
+  JobView& four = add(make_job(1, {4}, {{"cray-slingshot.vnicount", "4"}}));
+  JobView& more = add(make_job(2, {4}));
   event(four, "alloc");
   EXPECT_EQ(ctx.env[1]["SLINGSHOT_VNIS"], "1024,1025,1026,1027");
   event(more, "alloc");
@@ -232,7 +232,7 @@ TEST_F(SlingshotHookTest, ExhaustionIsFatalOrAWarning) {
 }
 
 TEST_F(SlingshotHookTest, ReleaseQuarantinesUntilEpilogConfirms) {
-  JobRecord& job = add(make_job(1, {4, 4}));
+  JobView& job = add(make_job(1, {4, 4}));
   event(job, "alloc");
   ctx.runs.clear();
   event(job, "release");
@@ -254,7 +254,7 @@ TEST_F(SlingshotHookTest, ReleaseQuarantinesUntilEpilogConfirms) {
 }
 
 TEST_F(SlingshotHookTest, BusyServiceGoesToHousekeepingThenDrains) {
-  JobRecord& job = add(make_job(1, {4}));
+  JobView& job = add(make_job(1, {4}));
   event(job, "alloc");
   event(job, "release");
   ctx.runs.clear();
@@ -278,7 +278,7 @@ TEST_F(SlingshotHookTest, BusyServiceGoesToHousekeepingThenDrains) {
 }
 
 TEST_F(SlingshotHookTest, ReleasedBeforeItStartedStillReleases) {
-  JobRecord& job = add(make_job(1, {4}));
+  JobView& job = add(make_job(1, {4}));
   event(job, "alloc");
   hook->on_perilog(ctx, job, outcome("n1", "slingshot-prolog", 1, "error: cxi0: refused\n"));
   event(job, "release");  // the job never started
@@ -288,9 +288,9 @@ TEST_F(SlingshotHookTest, ReleasedBeforeItStartedStillReleases) {
 }
 
 TEST_F(SlingshotHookTest, RestartRebuildsThePool) {
-  JobRecord& running = add(make_job(1, {4}));
+  JobView& running = add(make_job(1, {4}));
   event(running, "alloc");
-  JobRecord& done = add(make_job(2, {4, 4}));
+  JobView& done = add(make_job(2, {4, 4}));
   event(done, "alloc");
   event(done, "release");
   hook->on_perilog(ctx, done, outcome("n1", "slingshot-epilog", 0));
@@ -313,13 +313,13 @@ TEST_F(SlingshotHookTest, RestartRebuildsThePool) {
   EXPECT_EQ(p["reserved"], json::parse(R"([{"jobid":1,"vnis":[1024]}])"));
   EXPECT_EQ(p["quarantined"], json::parse(R"([{"jobid":2,"vnis":[1025],"nodes":["n2"]}])"));
   EXPECT_EQ(p["free"], 2);
-  JobRecord& next = add(make_job(3, {4}));
+  JobView& next = add(make_job(3, {4}));
   fresh->on_event(c2, next, job::make_event("alloc"));
   EXPECT_EQ(c2.env[3]["SLINGSHOT_VNIS"], "1026");
 }
 
 TEST_F(SlingshotHookTest, RestartReleasesACleanupWhoseQuarantineWasNotSaved) {
-  JobRecord& job = add(make_job(1, {4}));
+  JobView& job = add(make_job(1, {4}));
   event(job, "alloc");
   job.events.push_back(job::make_event("cray-slingshot", ctx.events[0].context));
   job.status.released = true;  // the crash came between the release event and its save
@@ -333,7 +333,7 @@ TEST_F(SlingshotHookTest, RestartReleasesACleanupWhoseQuarantineWasNotSaved) {
 }
 
 TEST_F(SlingshotHookTest, RestartRerunsAnUnfinishedProlog) {
-  JobRecord& job = add(make_job(1, {4}));
+  JobView& job = add(make_job(1, {4}));
   event(job, "alloc");
   job.events.push_back(job::make_event("cray-slingshot", ctx.events[0].context));
   job.status.prolog_actions.insert("cray-slingshot");
@@ -351,7 +351,7 @@ TEST_F(SlingshotHookTest, CleanIsForAdminsAndConfirmsTheNode) {
   auto denied = hook->query(ctx, {"clean", R"({"nodes":["n1"]})", 1234, false});
   ASSERT_FALSE(denied.ok());
   EXPECT_EQ(denied.error().code, Errc::permission_denied);
-  JobRecord& job = add(make_job(1, {4}));
+  JobView& job = add(make_job(1, {4}));
   event(job, "alloc");
   event(job, "release");
   ctx.runs.clear();

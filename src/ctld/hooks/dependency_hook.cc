@@ -31,7 +31,7 @@ Status DependencyHook::validate(HookContext& ctx, const job::Jobspec& spec, uint
   return {};
 }
 
-void DependencyHook::on_event(HookContext& ctx, const JobRecord& job, const job::Event& ev) {
+void DependencyHook::on_event(HookContext& ctx, const JobView& job, const job::Event& ev) {
   if (ev.name == "validate") {
     for (const auto& uri : job.spec->dependencies)
       if (auto dep = job::parse_dependency_uri(uri)) arm(ctx, job.id, *dep, true);
@@ -47,7 +47,7 @@ void DependencyHook::on_event(HookContext& ctx, const JobRecord& job, const job:
   if (ev.name == "start" || ev.name == "clean") target_changed(ctx, job.id, &job, ev.name);
 }
 
-void DependencyHook::on_restart(HookContext& ctx, const JobRecord& job) {
+void DependencyHook::on_restart(HookContext& ctx, const JobView& job) {
   if (job.state() != job::JobState::DEPEND) return;
   for (const auto& desc : job.status.dependencies)
     if (auto dep = job::parse_dependency_uri(desc)) arm(ctx, job.id, *dep, false);
@@ -67,7 +67,7 @@ void DependencyHook::arm(HookContext& ctx, uint64_t jobid, const job::Dependency
   }
   if (add) ctx.add_dependency(jobid, desc);
   Waiter w{jobid, dep};
-  if (const JobRecord* target = ctx.find_job(dep.jobid)) {
+  if (const JobView* target = ctx.find_job(dep.jobid)) {
     if (dep.scheme == "after" && target->status.started) {
       resolve(ctx, w, true, "");
       return;
@@ -80,7 +80,7 @@ void DependencyHook::arm(HookContext& ctx, uint64_t jobid, const job::Dependency
   resolve(ctx, w, satisfied_at_end(dep.scheme, r, r != "CANCELED"), fmt::format("job {} ended {}", dep.jobid, r));
 }
 
-void DependencyHook::target_changed(HookContext& ctx, uint64_t target, const JobRecord* rec, const std::string& event) {
+void DependencyHook::target_changed(HookContext& ctx, uint64_t target, const JobView* rec, const std::string& event) {
   auto it = waiting_.find(target);
   if (it == waiting_.end()) return;
   std::vector<Waiter> keep, done;
@@ -102,7 +102,7 @@ void DependencyHook::target_changed(HookContext& ctx, uint64_t target, const Job
 }
 
 void DependencyHook::resolve(HookContext& ctx, const Waiter& w, bool satisfied, const std::string& why) {
-  const JobRecord* j = ctx.find_job(w.jobid);
+  const JobView* j = ctx.find_job(w.jobid);
   if (!j || j->state() != job::JobState::DEPEND) return;
   if (satisfied) {
     ctx.remove_dependency(w.jobid, w.dep.uri());

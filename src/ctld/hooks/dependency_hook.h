@@ -16,8 +16,8 @@ class DependencyHook final : public JobHook {
  public:
   std::string_view name() const override { return "dependency"; }
   Status validate(HookContext& ctx, const job::Jobspec& spec, uint32_t userid) override;
-  void on_event(HookContext& ctx, const JobRecord& job, const job::Event& ev) override;
-  void on_restart(HookContext& ctx, const JobRecord& job) override;
+  void on_event(HookContext& ctx, const JobView& job, const job::Event& ev) override;
+  void on_restart(HookContext& ctx, const JobView& job) override;
 
  private:
   struct Waiter {
@@ -25,7 +25,7 @@ class DependencyHook final : public JobHook {
     job::Dependency dep;
   };
   void arm(HookContext& ctx, uint64_t jobid, const job::Dependency& dep, bool add);
-  void target_changed(HookContext& ctx, uint64_t target, const JobRecord* rec, const std::string& event);
+  void target_changed(HookContext& ctx, uint64_t target, const JobView* rec, const std::string& event);
   void resolve(HookContext& ctx, const Waiter& w, bool satisfied, const std::string& why);
 
   std::map<uint64_t, std::vector<Waiter>> waiting_;  // target job -> dependents

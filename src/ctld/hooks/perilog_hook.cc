@@ -27,7 +27,7 @@ std::string last_line(const std::string& out) {
 
 }  // namespace
 
-void PerilogHook::launch(HookContext& ctx, const JobRecord& job, const std::string& kind, bool post_start) {
+void PerilogHook::launch(HookContext& ctx, const JobView& job, const std::string& kind, bool post_start) {
   const bool prolog = kind == "prolog";
   const std::string& cmd = prolog ? cfg_.prolog : cfg_.epilog;
   if (cmd.empty() || !job.R) return;
@@ -50,7 +50,7 @@ void PerilogHook::launch(HookContext& ctx, const JobRecord& job, const std::stri
   ctx.run_on_nodes(job.id, kind, cmd, prolog ? cfg_.prolog_timeout : cfg_.epilog_timeout, nodes, env);
 }
 
-void PerilogHook::on_event(HookContext& ctx, const JobRecord& job, const job::Event& ev) {
+void PerilogHook::on_event(HookContext& ctx, const JobView& job, const job::Event& ev) {
   if (ev.name == "alloc")
     launch(ctx, job, "prolog", true);
   else if (ev.name == "release")
@@ -58,12 +58,12 @@ void PerilogHook::on_event(HookContext& ctx, const JobRecord& job, const job::Ev
 }
 
 // A restart lost the running scripts' outcomes: run them again.
-void PerilogHook::on_restart(HookContext& ctx, const JobRecord& job) {
+void PerilogHook::on_restart(HookContext& ctx, const JobView& job) {
   if (job.status.prolog_actions.count(kProlog)) launch(ctx, job, "prolog", false);
   if (job.status.epilog_actions.count(kEpilog)) launch(ctx, job, "epilog", false);
 }
 
-void PerilogHook::on_perilog(HookContext& ctx, const JobRecord& job, const PerilogOutcome& o) {
+void PerilogHook::on_perilog(HookContext& ctx, const JobView& job, const PerilogOutcome& o) {
   auto it = runs_.find({job.id, o.kind});
   if (it == runs_.end() || !it->second.pending.erase(o.node)) return;
   const bool prolog = o.kind == "prolog";

@@ -24,16 +24,16 @@ class PerilogHook final : public JobHook {
  public:
   explicit PerilogHook(PerilogConfig cfg) : cfg_(std::move(cfg)) {}
   std::string_view name() const override { return "perilog"; }
-  void on_event(HookContext& ctx, const JobRecord& job, const job::Event& ev) override;
-  void on_restart(HookContext& ctx, const JobRecord& job) override;
-  void on_perilog(HookContext& ctx, const JobRecord& job, const PerilogOutcome& o) override;
+  void on_event(HookContext& ctx, const JobView& job, const job::Event& ev) override;
+  void on_restart(HookContext& ctx, const JobView& job) override;
+  void on_perilog(HookContext& ctx, const JobView& job, const PerilogOutcome& o) override;
 
  private:
   struct Run {
     std::set<std::string> pending;
     std::vector<std::string> failures;
   };
-  void launch(HookContext& ctx, const JobRecord& job, const std::string& kind, bool post_start);
+  void launch(HookContext& ctx, const JobView& job, const std::string& kind, bool post_start);
 
   PerilogConfig cfg_;
   std::map<std::pair<uint64_t, std::string>, Run> runs_;

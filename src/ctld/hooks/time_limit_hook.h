@@ -12,11 +12,11 @@ namespace corral::ctld {
 class TimeLimitHook final : public JobHook {
  public:
   std::string_view name() const override { return "time-limit"; }
-  void on_event(HookContext& ctx, const JobRecord& job, const job::Event& ev) override;
-  void on_restart(HookContext& ctx, const JobRecord& job) override;
+  void on_event(HookContext& ctx, const JobView& job, const job::Event& ev) override;
+  void on_restart(HookContext& ctx, const JobView& job) override;
 
  private:
-  void arm(HookContext& ctx, const JobRecord& job, double started);
+  void arm(HookContext& ctx, const JobView& job, double started);
 };
 
 }  // namespace corral::ctld

@@ -14,7 +14,7 @@ namespace corral::fabric::slingshot {
 namespace {
 
 using hook::HookContext;
-using hook::JobRecord;
+using hook::JobView;
 using hook::PerilogOutcome;
 using nlohmann::json;
 
@@ -69,7 +69,7 @@ std::string last_line(const std::string& text) {
   return all.empty() ? "" : all.back();
 }
 
-std::vector<std::string> node_names(const JobRecord& job) {
+std::vector<std::string> node_names(const JobView& job) {
   std::vector<std::string> nodes;
   if (job.R)
     for (const auto& n : job.R->nodes) nodes.push_back(n.name);
@@ -77,7 +77,7 @@ std::vector<std::string> node_names(const JobRecord& job) {
 }
 
 // The job's reservation from its eventlog (the last cray-slingshot event), with its time.
-std::optional<std::pair<std::vector<uint16_t>, double>> reservation_event(const JobRecord& job) {
+std::optional<std::pair<std::vector<uint16_t>, double>> reservation_event(const JobView& job) {
   std::optional<std::pair<std::vector<uint16_t>, double>> found;
   for (const auto& ev : job.events) {
     if (ev.name != kAction) continue;
@@ -171,14 +171,14 @@ Status SlingshotHook::validate(HookContext&, const job::Jobspec& spec, uint32_t)
 
 // ------------------------------------------------------------------ RUN
 
-void SlingshotHook::on_event(HookContext& ctx, const JobRecord& job, const job::Event& ev) {
+void SlingshotHook::on_event(HookContext& ctx, const JobView& job, const job::Event& ev) {
   if (ev.name == "alloc")
     on_alloc(ctx, job);
   else if (ev.name == "release")
     on_release(ctx, job);
 }
 
-void SlingshotHook::on_alloc(HookContext& ctx, const JobRecord& job) {
+void SlingshotHook::on_alloc(HookContext& ctx, const JobView& job) {
   auto count = requested_vnis(*job.spec, cfg_.vnis_per_job);
   if (!count || *count == 0 || !job.R) {
     // No reservation: the nodes clear SLINGSHOT_* so applications use the default service.
@@ -202,7 +202,7 @@ void SlingshotHook::on_alloc(HookContext& ctx, const JobRecord& job) {
 }
 
 // One run per distinct core count, so each node learns the cores the job holds there.
-void SlingshotHook::start_prolog(HookContext& ctx, const JobRecord& job, const std::vector<uint16_t>& vnis) {
+void SlingshotHook::start_prolog(HookContext& ctx, const JobView& job, const std::vector<uint16_t>& vnis) {
   std::map<size_t, std::vector<std::string>> by_cores;
   for (const auto& n : job.R->nodes) by_cores[n.cores.count()].push_back(n.name);
   PrologRun& run = prologs_[job.id];
@@ -230,7 +230,7 @@ void SlingshotHook::warn(HookContext& ctx, uint64_t jobid, const std::string& no
   if (note) ctx.job_note(jobid, fmt::format("corral: cray-slingshot: {}{}", node.empty() ? "" : node + ": ", message));
 }
 
-void SlingshotHook::prolog_result(HookContext& ctx, const JobRecord& job, const PerilogOutcome& o) {
+void SlingshotHook::prolog_result(HookContext& ctx, const JobView& job, const PerilogOutcome& o) {
   auto it = prologs_.find(job.id);
   if (it == prologs_.end() || !it->second.pending.erase(o.node)) return;
   PrologRun& run = it->second;
@@ -255,7 +255,7 @@ void SlingshotHook::prolog_result(HookContext& ctx, const JobRecord& job, const 
 
 // ------------------------------------------------------------------ CLEANUP
 
-void SlingshotHook::on_release(HookContext& ctx, const JobRecord& job) {
+void SlingshotHook::on_release(HookContext& ctx, const JobView& job) {
   const auto* held = pool_.reservation(job.id);
   if (!held) return;
   std::vector<uint16_t> vnis = *held;
@@ -339,7 +339,7 @@ void SlingshotHook::save_quarantine(HookContext& ctx, uint64_t jobid) {
   ctx.save_state(name(), state_key(jobid), v.dump());
 }
 
-void SlingshotHook::on_perilog(HookContext& ctx, const JobRecord& job, const PerilogOutcome& o) {
+void SlingshotHook::on_perilog(HookContext& ctx, const JobView& job, const PerilogOutcome& o) {
   if (o.kind == kProlog)
     prolog_result(ctx, job, o);
   else if (o.kind.starts_with("slingshot-"))
@@ -374,7 +374,7 @@ void SlingshotHook::on_load(HookContext& ctx, const hook::SavedState& saved) {
   }
 }
 
-void SlingshotHook::on_restart(HookContext& ctx, const JobRecord& job) {
+void SlingshotHook::on_restart(HookContext& ctx, const JobView& job) {
   auto found = reservation_event(job);
   if (!found || found->first.empty()) {
     if (job.R && !job.status.started) ctx.set_task_env(job.id, "SLINGSHOT_VNIS", "");

@@ -33,9 +33,9 @@ class SlingshotHook final : public hook::JobHook {
 
   std::string_view name() const override { return "cray-slingshot"; }
   Status validate(hook::HookContext&, const job::Jobspec& spec, uint32_t userid) override;
-  void on_event(hook::HookContext& ctx, const hook::JobRecord& job, const job::Event& ev) override;
-  void on_restart(hook::HookContext& ctx, const hook::JobRecord& job) override;
-  void on_perilog(hook::HookContext& ctx, const hook::JobRecord& job, const hook::PerilogOutcome& o) override;
+  void on_event(hook::HookContext& ctx, const hook::JobView& job, const job::Event& ev) override;
+  void on_restart(hook::HookContext& ctx, const hook::JobView& job) override;
+  void on_perilog(hook::HookContext& ctx, const hook::JobView& job, const hook::PerilogOutcome& o) override;
   void on_perilog_inactive(hook::HookContext& ctx, uint64_t jobid, const hook::PerilogOutcome& o) override;
   void on_load(hook::HookContext& ctx, const hook::SavedState& saved) override;
   void on_node_resume(hook::HookContext& ctx, const std::string& node) override;
@@ -46,10 +46,10 @@ class SlingshotHook final : public hook::JobHook {
  private:
   SlingshotHook(SlingshotConfig cfg, VniPool pool) : cfg_(std::move(cfg)), pool_(std::move(pool)) {}
 
-  void on_alloc(hook::HookContext& ctx, const hook::JobRecord& job);
-  void start_prolog(hook::HookContext& ctx, const hook::JobRecord& job, const std::vector<uint16_t>& vnis);
-  void on_release(hook::HookContext& ctx, const hook::JobRecord& job);
-  void prolog_result(hook::HookContext& ctx, const hook::JobRecord& job, const hook::PerilogOutcome& o);
+  void on_alloc(hook::HookContext& ctx, const hook::JobView& job);
+  void start_prolog(hook::HookContext& ctx, const hook::JobView& job, const std::vector<uint16_t>& vnis);
+  void on_release(hook::HookContext& ctx, const hook::JobView& job);
+  void prolog_result(hook::HookContext& ctx, const hook::JobView& job, const hook::PerilogOutcome& o);
   // Epilog / housekeeping / clean results: the same whether the job is still active.
   void cleanup_result(hook::HookContext& ctx, uint64_t jobid, const hook::PerilogOutcome& o);
   void run_housekeeping(hook::HookContext& ctx, uint64_t jobid, const std::vector<std::string>& nodes);
