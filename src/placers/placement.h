@@ -1,6 +1,6 @@
 // The placement interface: given a request and the pool's free resources, choose nodes
 // and the cores/GPUs on each. FlatPlacer is the one-dimensional best fit; the topology
-// placers (topology/topology_placers.h) keep per-switch / per-block aggregates current
+// placers (placers/placers.h) keep per-switch / per-block aggregates current
 // through node_added/node_changed so a decision on 100,000 nodes need not scan them all.
 #pragma once
 
@@ -14,7 +14,7 @@
 
 namespace corral::topology {
 
-class FreeCoreIndex;  // topology/free_core_index.h
+class FreeCoreIndex;  // placers/free_core_index.h
 
 // What one job asks for, in the scheduler's terms.
 struct Request {

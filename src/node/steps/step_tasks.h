@@ -53,7 +53,7 @@ std::string step_cwd(const v1::LaunchTasksRequest& req, const StepUser& user);
 
 // What every task of the step on `node` has (the contract's "Step environment") up to the
 // per-task variables: the client's environment, CORRAL_* with the step's values, the
-// job's hook variables, then what the node hooks add (node/node_hooks.h). Inherited PMI_*/PMIX_*
+// job's hook variables, then what the node hooks add (node/exec/node_hooks.h). Inherited PMI_*/PMIX_*
 // variables are dropped (the node's PMI server sets its own).
 Result<EnvMap> step_node_env(const v1::LaunchTasksRequest& req, const v1::LaunchNode& node, const StepUser& user,
                              const std::string& cwd, const std::string& controller_uri, const NodeHooks& hooks);
