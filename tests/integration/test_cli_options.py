@@ -128,6 +128,17 @@ def test_unreachable_controller_is_explained(corral, tmp_path):
     assert proc.returncode == 1 and uri in proc.stderr
 
 
+def test_a_socket_path_too_long_is_explained(corral, tmp_path):
+    # gRPC alone says "Failed to create secure client channel".
+    uri = "unix:/tmp/" + "x" * 120 + "/corrald.sock"
+    proc = corral("--uri", uri, "queue")
+    assert proc.returncode == 1
+    assert f"cannot reach the controller at {uri}: the socket path is 138 bytes long" in proc.stderr, proc.stderr
+    assert "secure client channel" not in proc.stderr, proc.stderr
+    proc = corral("run", "--jobid=7", "true", env=dict(os.environ, CORRAL_STEPMGR=uri, CORRAL_URI=uri))
+    assert proc.returncode != 0 and "longer than a Unix socket address holds" in proc.stderr, proc.stderr
+
+
 def test_bad_options_need_no_controller(corral, tmp_path):
     # Validation happens before connecting: the error is about the option, not the socket.
     env = dict(os.environ, CORRAL_URI=f"unix:{tmp_path}/nobody.sock")

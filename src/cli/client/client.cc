@@ -1,5 +1,7 @@
 #include "cli/client/client.h"
 
+#include <sys/un.h>
+
 #include <cctype>
 #include <chrono>
 #include <cstdlib>
@@ -80,6 +82,15 @@ Status authenticate(grpc::ClientContext& ctx, const std::string& uri) {
   return net::add_credential(ctx, uri, **creds);
 }
 
+std::optional<std::string> address_problem(const std::string& target) {
+  constexpr size_t kMaxSocketPath = sizeof(sockaddr_un::sun_path) - 1;
+  if (target.rfind("unix:", 0) != 0) return std::nullopt;
+  const size_t length = target.size() - 5;
+  if (length <= kMaxSocketPath) return std::nullopt;
+  return fmt::format("the socket path is {} bytes long, longer than a Unix socket address holds ({})", length,
+                     kMaxSocketPath);
+}
+
 Result<std::shared_ptr<grpc::ChannelCredentials>> channel_security(const std::string& target) {
   const char* ca = std::getenv("CORRAL_TLS_CA");
   auto creds = net::channel_credentials(ca != nullptr ? ca : "", target);
@@ -133,9 +144,17 @@ Client::Client(std::string uri) : uri_(std::move(uri)), stub_(std::make_unique<S
   args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
   args.SetMaxReceiveMessageSize(-1);
+  // Without a usable address or CA there is no channel: every call returns why.
+  if (auto why = address_problem(uri_)) {
+    setup_ = Error{Errc::unavailable, unreachable(uri_, *why)};
+    return;
+  }
   auto security = channel_security(uri_);
-  if (!security) setup_ = security.error();
-  stub_->channel = grpc::CreateCustomChannel(uri_, security ? *security : grpc::InsecureChannelCredentials(), args);
+  if (!security) {
+    setup_ = security.error();
+    return;
+  }
+  stub_->channel = grpc::CreateCustomChannel(uri_, *security, args);
   stub_->stub = pb::Controller::NewStub(stub_->channel);
 }
 
@@ -147,14 +166,14 @@ template <class Req, class Reply>
 using RpcMethod = grpc::Status (pb::Controller::Stub::*)(grpc::ClientContext*, const Req&, Reply*);
 
 template <class Req, class Reply>
-Result<Reply> call_unary(const Status& setup, pb::Controller::Stub& stub, RpcMethod<Req, Reply> method, const Req& req,
+Result<Reply> call_unary(const Status& setup, pb::Controller::Stub* stub, RpcMethod<Req, Reply> method, const Req& req,
                          const std::string& uri, double deadline) {
   if (!setup) return setup.error();
   grpc::ClientContext ctx;
   set_deadline(ctx, deadline);
   if (auto st = authenticate(ctx, uri); !st) return st.error();
   Reply reply;
-  grpc::Status st = (stub.*method)(&ctx, req, &reply);
+  grpc::Status st = (stub->*method)(&ctx, req, &reply);
   if (!st.ok()) return to_error(st, uri);
   return reply;
 }
@@ -162,30 +181,30 @@ Result<Reply> call_unary(const Status& setup, pb::Controller::Stub& stub, RpcMet
 }  // namespace
 
 Result<pb::SubmitReply> Client::submit(const pb::SubmitRequest& req) {
-  return call_unary(setup_, *stub_->stub, &pb::Controller::Stub::Submit, req, uri_, kUnaryDeadline);
+  return call_unary(setup_, stub_->stub.get(), &pb::Controller::Stub::Submit, req, uri_, kUnaryDeadline);
 }
 Result<pb::CancelReply> Client::cancel(const pb::CancelRequest& req) {
-  return call_unary(setup_, *stub_->stub, &pb::Controller::Stub::Cancel, req, uri_, kUnaryDeadline);
+  return call_unary(setup_, stub_->stub.get(), &pb::Controller::Stub::Cancel, req, uri_, kUnaryDeadline);
 }
 Result<pb::ListJobsReply> Client::list_jobs(const pb::ListJobsRequest& req) {
-  return call_unary(setup_, *stub_->stub, &pb::Controller::Stub::ListJobs, req, uri_, kUnaryDeadline);
+  return call_unary(setup_, stub_->stub.get(), &pb::Controller::Stub::ListJobs, req, uri_, kUnaryDeadline);
 }
 Result<pb::JobTable> Client::list_job_table(const pb::ListJobsRequest& req) {
-  return call_unary(setup_, *stub_->stub, &pb::Controller::Stub::ListJobTable, req, uri_, kUnaryDeadline);
+  return call_unary(setup_, stub_->stub.get(), &pb::Controller::Stub::ListJobTable, req, uri_, kUnaryDeadline);
 }
 Result<pb::JobInfo> Client::get_job(const pb::GetJobRequest& req) {
-  return call_unary(setup_, *stub_->stub, &pb::Controller::Stub::GetJob, req, uri_, kUnaryDeadline);
+  return call_unary(setup_, stub_->stub.get(), &pb::Controller::Stub::GetJob, req, uri_, kUnaryDeadline);
 }
 Result<pb::ListNodesReply> Client::list_nodes(const pb::ListNodesRequest& req) {
-  return call_unary(setup_, *stub_->stub, &pb::Controller::Stub::ListNodes, req, uri_, kUnaryDeadline);
+  return call_unary(setup_, stub_->stub.get(), &pb::Controller::Stub::ListNodes, req, uri_, kUnaryDeadline);
 }
 Result<pb::NodeStateReply> Client::set_node_state(const pb::NodeStateRequest& req) {
-  return call_unary(setup_, *stub_->stub, &pb::Controller::Stub::SetNodeState, req, uri_, kUnaryDeadline);
+  return call_unary(setup_, stub_->stub.get(), &pb::Controller::Stub::SetNodeState, req, uri_, kUnaryDeadline);
 }
 Result<pb::GetTopologyReply> Client::get_topology(const std::string& name) {
   pb::GetTopologyRequest req;
   req.set_name(name);
-  return call_unary(setup_, *stub_->stub, &pb::Controller::Stub::GetTopology, req, uri_, kUnaryDeadline);
+  return call_unary(setup_, stub_->stub.get(), &pb::Controller::Stub::GetTopology, req, uri_, kUnaryDeadline);
 }
 
 Result<std::string> Client::hook_query(const std::string& hook, const std::string& what, const std::string& args_json) {
@@ -193,7 +212,7 @@ Result<std::string> Client::hook_query(const std::string& hook, const std::strin
   req.set_hook(hook);
   req.set_what(what);
   req.set_args_json(args_json);
-  auto rep = call_unary(setup_, *stub_->stub, &pb::Controller::Stub::HookQuery, req, uri_, kUnaryDeadline);
+  auto rep = call_unary(setup_, stub_->stub.get(), &pb::Controller::Stub::HookQuery, req, uri_, kUnaryDeadline);
   if (!rep) return rep.error();
   return std::move(*rep->mutable_json());
 }
@@ -201,21 +220,21 @@ Result<std::string> Client::hook_query(const std::string& hook, const std::strin
 Result<pb::ListStepsReply> Client::list_steps(uint64_t jobid) {
   pb::ListStepsRequest req;
   req.set_jobid(jobid);
-  return call_unary(setup_, *stub_->stub, &pb::Controller::Stub::ListSteps, req, uri_, kUnaryDeadline);
+  return call_unary(setup_, stub_->stub.get(), &pb::Controller::Stub::ListSteps, req, uri_, kUnaryDeadline);
 }
 
 Result<pb::HistoryReply> Client::history(const pb::HistoryRequest& req) {
   // A site's whole history may be asked for: give it longer than the other calls.
-  return call_unary(setup_, *stub_->stub, &pb::Controller::Stub::History, req, uri_, kLongUnaryDeadline);
+  return call_unary(setup_, stub_->stub.get(), &pb::Controller::Stub::History, req, uri_, kLongUnaryDeadline);
 }
 
 Result<pb::PingReply> Client::ping(double timeout_seconds) {
-  return call_unary(setup_, *stub_->stub, &pb::Controller::Stub::Ping, pb::PingRequest{}, uri_, timeout_seconds);
+  return call_unary(setup_, stub_->stub.get(), &pb::Controller::Stub::Ping, pb::PingRequest{}, uri_, timeout_seconds);
 }
 
 Status Client::shutdown(double timeout_seconds) {
-  auto r =
-      call_unary(setup_, *stub_->stub, &pb::Controller::Stub::Shutdown, pb::ShutdownRequest{}, uri_, timeout_seconds);
+  auto r = call_unary(setup_, stub_->stub.get(), &pb::Controller::Stub::Shutdown, pb::ShutdownRequest{}, uri_,
+                      timeout_seconds);
   return r.status();
 }
 

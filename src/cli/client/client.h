@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -34,6 +35,10 @@ Status authenticate(grpc::ClientContext& ctx, const std::string& uri);
 // The channel security for `target`: TLS trusting $CORRAL_TLS_CA when it is set and the
 // target is on the network (net/tls.h); an error when the CA cannot be read.
 Result<std::shared_ptr<grpc::ChannelCredentials>> channel_security(const std::string& target);
+
+// What makes `target` unusable before anything is sent: a Unix socket path longer than a
+// socket address holds (gRPC would only say "Failed to create secure client channel").
+std::optional<std::string> address_problem(const std::string& target);
 
 // gRPC's "failed to connect to all addresses; last error: UNKNOWN: unix:/x: Connection
 // refused" says the useful part last: the reason alone ("connection refused"), or the

@@ -152,9 +152,17 @@ StepClient::StepClient(std::string address, uint64_t jobid)
   // Each StepClient gets its own connection: concurrent clients in one process (the
   // benchmark) are meant to measure independent callers.
   args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
+  // Without a usable address or CA there is no channel: every call returns why.
+  if (auto why = address_problem(address_)) {
+    setup_ = Error{Errc::unavailable, unreachable(jobid_, address_, *why)};
+    return;
+  }
   auto security = channel_security(address_);
-  if (!security) setup_ = security.error();
-  stub_->channel = grpc::CreateCustomChannel(address_, security ? *security : grpc::InsecureChannelCredentials(), args);
+  if (!security) {
+    setup_ = security.error();
+    return;
+  }
+  stub_->channel = grpc::CreateCustomChannel(address_, *security, args);
   stub_->stub = pb::StepService::NewStub(stub_->channel);
 }
 
