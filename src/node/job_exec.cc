@@ -285,7 +285,7 @@ void JobExecutor::start_node(Job& job, uint32_t ni, const v1::NodeTasks& nt, con
                              const job::Jobspec& spec, const std::vector<std::string>& argv, const UserInfo& user) {
   Node& node = job.nodes[ni];
   std::string cwd = !spec.cwd.empty() ? spec.cwd : (!user.home.empty() ? user.home : "/");
-  JobNodeEnv je;
+  JobNodeEnv je = agent_node_env(config_);
   je.jobid = job.id;
   je.job_name = spec.name;
   je.node_name = node.name;
@@ -297,8 +297,6 @@ void JobExecutor::start_node(Job& job, uint32_t ni, const v1::NodeTasks& nt, con
   je.cores = nt.cores();
   je.gpus = nt.gpus();
   je.cwd = cwd;
-  je.controller_uri = config_.controller_uri;
-  if (config_.auth == net::AuthMethod::cluster_key) je.auth = std::string(net::auth_method_name(config_.auth));
   je.user_name = user.name;
   je.home = user.home;
   EnvMap extra = to_env_map(msg.extra_env());

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "node/exec/task_env.h"
+#include "node/steps/step_tasks.h"
 
 namespace corral::node {
 namespace {
@@ -64,6 +65,28 @@ TEST(NodeTaskEnv, ASiteWithoutMungeTellsItsTasksHowToAuthenticate) {
   j.auth = "cluster-key";
   auto keyed = build_task_env(build_node_env({{"CORRAL_AUTH", "munge"}}, j, {}), 0, 0);
   EXPECT_TRUE(has(keyed, "CORRAL_AUTH=cluster-key"));
+}
+
+// A step's tasks get it from the agent too, whatever the client's environment said
+// (step_node_env and the job's tasks start from the same agent_node_env).
+TEST(NodeTaskEnv, AStepOnASiteWithoutMungeIsToldHowToAuthenticate) {
+  AgentConfig config;
+  config.controller_uri = "ctl:6817";
+  config.auth = net::AuthMethod::cluster_key;
+  v1::LaunchTasksRequest req;
+  req.set_jobid(42);
+  (*req.mutable_env())["CORRAL_AUTH"] = "munge";
+  v1::LaunchNode node;
+  node.set_name("n1");
+  node.set_cores("0");
+  auto env = step_node_env(req, node, StepUser{1000, 1000, "u", "/home/u"}, "/tmp", config);
+  ASSERT_TRUE(env.ok()) << env.message();
+  EXPECT_EQ((*env)["CORRAL_AUTH"], "cluster-key");
+  EXPECT_EQ((*env)["CORRAL_URI"], "ctl:6817");
+  config.auth = net::AuthMethod::munge;
+  auto plain = step_node_env(req, node, StepUser{1000, 1000, "u", "/home/u"}, "/tmp", config);
+  ASSERT_TRUE(plain.ok()) << plain.message();
+  EXPECT_EQ((*plain)["CORRAL_AUTH"], "munge");  // the client's own, untouched
 }
 
 TEST(NodeTaskEnv, SubmitEnvironmentWinsForUserBasics) {

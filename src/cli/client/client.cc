@@ -82,20 +82,23 @@ Status authenticate(grpc::ClientContext& ctx, const std::string& uri) {
   return net::add_credential(ctx, uri, **creds);
 }
 
-std::optional<std::string> address_problem(const std::string& target) {
+Result<std::shared_ptr<grpc::Channel>> client_channel(const std::string& target, bool own_connection,
+                                                      const Unreachable& unreachable) {
   constexpr size_t kMaxSocketPath = sizeof(sockaddr_un::sun_path) - 1;
-  if (target.rfind("unix:", 0) != 0) return std::nullopt;
-  const size_t length = target.size() - 5;
-  if (length <= kMaxSocketPath) return std::nullopt;
-  return fmt::format("the socket path is {} bytes long, longer than a Unix socket address holds ({})", length,
-                     kMaxSocketPath);
-}
-
-Result<std::shared_ptr<grpc::ChannelCredentials>> channel_security(const std::string& target) {
+  if (target.rfind("unix:", 0) == 0 && target.size() - 5 > kMaxSocketPath)
+    return Error{Errc::unavailable,
+                 unreachable(fmt::format("the socket path is {} bytes long, longer than a Unix socket address "
+                                         "holds ({})",
+                                         target.size() - 5, kMaxSocketPath))};
   const char* ca = std::getenv("CORRAL_TLS_CA");
   auto creds = net::channel_credentials(ca != nullptr ? ca : "", target);
   if (!creds) return Error{creds.error().code, creds.message() + " (CORRAL_TLS_CA)"};
-  return *creds;
+  grpc::ChannelArguments args;
+  args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
+  args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
+  args.SetMaxReceiveMessageSize(-1);
+  if (own_connection) args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
+  return grpc::CreateCustomChannel(target, *creds, args);
 }
 
 std::string resolve_uri(std::string_view flag) {
@@ -139,22 +142,13 @@ struct Client::Stub {
 };
 
 Client::Client(std::string uri) : uri_(std::move(uri)), stub_(std::make_unique<Stub>()) {
-  grpc::ChannelArguments args;
-  // Fail fast when nobody listens instead of retrying with back-off for the deadline.
-  args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
-  args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
-  args.SetMaxReceiveMessageSize(-1);
-  // Without a usable address or CA there is no channel: every call returns why.
-  if (auto why = address_problem(uri_)) {
-    setup_ = Error{Errc::unavailable, unreachable(uri_, *why)};
+  // Without a channel every call returns why (setup_).
+  auto channel = client_channel(uri_, false, [this](const std::string& why) { return unreachable(uri_, why); });
+  if (!channel) {
+    setup_ = channel.error();
     return;
   }
-  auto security = channel_security(uri_);
-  if (!security) {
-    setup_ = security.error();
-    return;
-  }
-  stub_->channel = grpc::CreateCustomChannel(uri_, *security, args);
+  stub_->channel = std::move(*channel);
   stub_->stub = pb::Controller::NewStub(stub_->channel);
 }
 

@@ -4,8 +4,8 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
-#include <optional>
 #include <string>
 #include <string_view>
 
@@ -24,7 +24,7 @@ std::string resolve_uri(std::string_view flag);
 
 }  // namespace corral::cli
 namespace grpc {
-class ChannelCredentials;
+class Channel;
 class ClientContext;
 }  // namespace grpc
 namespace corral::cli {
@@ -32,13 +32,16 @@ namespace corral::cli {
 // A request to `uri` over TCP carries a MUNGE credential from munged at
 // $CORRAL_MUNGE_SOCKET (default libmunge's); on a Unix socket the kernel identifies us.
 Status authenticate(grpc::ClientContext& ctx, const std::string& uri);
-// The channel security for `target`: TLS trusting $CORRAL_TLS_CA when it is set and the
-// target is on the network (net/tls.h); an error when the CA cannot be read.
-Result<std::shared_ptr<grpc::ChannelCredentials>> channel_security(const std::string& target);
-
-// What makes `target` unusable before anything is sent: a Unix socket path longer than a
-// socket address holds (gRPC would only say "Failed to create secure client channel").
-std::optional<std::string> address_problem(const std::string& target);
+// A client's channel to `target`: it fails fast when nobody listens (reconnects after
+// 100 ms, at most 1 s apart, instead of backing off for the call's deadline), takes replies
+// of any size, and uses TLS trusting $CORRAL_TLS_CA when that is set and the target is on
+// the network (net/tls.h). `own_connection`: not shared with other channels of the process.
+// No channel but an error when the CA cannot be read, or when the address cannot work (a
+// Unix socket path longer than a socket address holds, where gRPC would only say "Failed
+// to create secure client channel"): that one is said through `unreachable`.
+using Unreachable = std::function<std::string(const std::string& why)>;
+Result<std::shared_ptr<grpc::Channel>> client_channel(const std::string& target, bool own_connection,
+                                                      const Unreachable& unreachable);
 
 // gRPC's "failed to connect to all addresses; last error: UNKNOWN: unix:/x: Connection
 // refused" says the useful part last: the reason alone ("connection refused"), or the

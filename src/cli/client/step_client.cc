@@ -144,25 +144,16 @@ struct StepClient::Stub {
 
 StepClient::StepClient(std::string address, uint64_t jobid)
     : address_(std::move(address)), jobid_(jobid), stub_(std::make_unique<Stub>()) {
-  grpc::ChannelArguments args;
-  // Fail fast when nobody listens (the job ended) instead of backing off for seconds.
-  args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
-  args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
-  args.SetMaxReceiveMessageSize(-1);
   // Each StepClient gets its own connection: concurrent clients in one process (the
-  // benchmark) are meant to measure independent callers.
-  args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
-  // Without a usable address or CA there is no channel: every call returns why.
-  if (auto why = address_problem(address_)) {
-    setup_ = Error{Errc::unavailable, unreachable(jobid_, address_, *why)};
+  // benchmark) are meant to measure independent callers. Without a channel every call
+  // returns why (setup_).
+  auto channel =
+      client_channel(address_, true, [this](const std::string& why) { return unreachable(jobid_, address_, why); });
+  if (!channel) {
+    setup_ = channel.error();
     return;
   }
-  auto security = channel_security(address_);
-  if (!security) {
-    setup_ = security.error();
-    return;
-  }
-  stub_->channel = grpc::CreateCustomChannel(address_, *security, args);
+  stub_->channel = std::move(*channel);
   stub_->stub = pb::StepService::NewStub(stub_->channel);
 }
 

@@ -1,8 +1,17 @@
 #include "node/exec/task_env.h"
 
+#include <string>
+
 #include "util/idset.h"
 
 namespace corral::node {
+
+JobNodeEnv agent_node_env(const AgentConfig& config) {
+  JobNodeEnv je;
+  je.controller_uri = config.controller_uri;
+  if (config.auth == net::AuthMethod::cluster_key) je.auth = std::string(net::auth_method_name(config.auth));
+  return je;
+}
 
 namespace {
 

@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "node/exec/agent_config.h"
+
 namespace corral::node {
 
 using EnvMap = std::map<std::string, std::string>;
@@ -31,6 +33,10 @@ struct JobNodeEnv {
   std::string user_name;  // fills USER/LOGNAME when the submit environment lacks them
   std::string home;       // fills HOME likewise
 };
+
+// The fields every node environment of this agent shares (the controller's address, the
+// site's authentication), for a job's tasks and a step's alike.
+JobNodeEnv agent_node_env(const AgentConfig& config);
 
 // submit env, then the CORRAL_* variables (which win over submitted ones), then
 // `extra` (controller hooks win over everything but the per-task ranks).

@@ -401,7 +401,7 @@ void StepNode::Impl::start_local(Launch& l, const v1::LaunchNode& info) {
   if (!cred) return refuse_node(l, info, cred.message());
   const StepUser& user = user_of(cred->uid, cred->gid);
   std::string cwd = step_cwd(l.req, user);
-  auto env = step_node_env(l.req, info, user, cwd, config.controller_uri, *config.hooks);
+  auto env = step_node_env(l.req, info, user, cwd, config);
   if (!env) return refuse_node(l, info, env.message());
 
   auto node = std::make_unique<LocalNode>();

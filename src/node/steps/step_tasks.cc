@@ -145,8 +145,8 @@ std::string step_cwd(const v1::LaunchTasksRequest& req, const StepUser& user) {
 }
 
 Result<EnvMap> step_node_env(const v1::LaunchTasksRequest& req, const v1::LaunchNode& node, const StepUser& user,
-                             const std::string& cwd, const std::string& controller_uri, const NodeHooks& hooks) {
-  JobNodeEnv je;
+                             const std::string& cwd, const AgentConfig& config) {
+  JobNodeEnv je = agent_node_env(config);
   je.jobid = req.jobid();
   je.job_name = req.job_name();
   je.node_name = node.name();
@@ -157,7 +157,6 @@ Result<EnvMap> step_node_env(const v1::LaunchTasksRequest& req, const v1::Launch
   je.cores = node.cores();
   je.gpus = node.gpus();
   je.cwd = cwd;
-  je.controller_uri = controller_uri;
   je.user_name = user.name;
   je.home = user.home;
   EnvMap submit;
@@ -170,7 +169,7 @@ Result<EnvMap> step_node_env(const v1::LaunchTasksRequest& req, const v1::Launch
   EnvMap env = build_node_env(submit, je, extra);
   env["CORRAL_STEPID"] = job::step_name(req.stepid());
   if (!req.stepmgr().empty()) env["CORRAL_STEPMGR"] = req.stepmgr();
-  if (auto st = hooks.task_env(node.name(), user.uid, extra, env); !st) return st.error();
+  if (auto st = config.hooks->task_env(node.name(), user.uid, extra, env); !st) return st.error();
   return env;
 }
 

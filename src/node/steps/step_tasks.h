@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "job/step_cred.h"
-#include "node/exec/node_hooks.h"
+#include "node/exec/agent_config.h"
 #include "node/exec/task_env.h"
 #include "steps.pb.h"
 #include "util/result.h"
@@ -56,7 +56,7 @@ std::string step_cwd(const v1::LaunchTasksRequest& req, const StepUser& user);
 // job's hook variables, then what the node hooks add (node/exec/node_hooks.h). Inherited PMI_*/PMIX_*
 // variables are dropped (the node's PMI server sets its own).
 Result<EnvMap> step_node_env(const v1::LaunchTasksRequest& req, const v1::LaunchNode& node, const StepUser& user,
-                             const std::string& cwd, const std::string& controller_uri, const NodeHooks& hooks);
+                             const std::string& cwd, const AgentConfig& config);
 
 // The final KEY=VALUE list of one task: ranks and its PMI connection.
 std::vector<std::string> step_task_env(const EnvMap& node_env, uint32_t rank, uint32_t local_rank,
