@@ -48,11 +48,11 @@ class NodeLauncher final : public StepLauncher {
 Agent::Agent(EventLoop& loop, AgentConfig config, Uplink::Sink sink, StepNodeConfig steps)
     : loop_(loop), config_(std::move(config)), out_(std::move(sink)) {
   if (!config_.credentials) config_.credentials = net::munge_credentials("");
-  jobs_ = std::make_unique<JobExecutor>(loop_, out_, config_);
-  perilogs_ = std::make_unique<PerilogRunner>(loop_, out_, config_);
+  jobs_ = std::make_unique<JobExecutor>(loop_, tasks_, out_, config_);
+  perilogs_ = std::make_unique<PerilogRunner>(loop_, tasks_, out_, config_);
   if (steps.self_uri.empty()) steps.self_uri = config_.step_uri;
   steps.job_keys = &keys_;
-  step_node_ = std::make_unique<StepNode>(loop_, config_, std::move(steps));
+  step_node_ = std::make_unique<StepNode>(loop_, tasks_, config_, std::move(steps));
   launcher_ = std::make_unique<NodeLauncher>(*step_node_);
   StepManagerConfig sc;
   sc.self_uri = config_.step_uri;
@@ -162,9 +162,7 @@ void Agent::reap() {
   while ((pid = ::wait4(-1, &status, WNOHANG, &ru)) > 0) {
     const double cpu = cpu_seconds(ru);
     // Unknown pids are orphans of tasks reparented to us as the child subreaper.
-    if (jobs_->on_child_exit(pid, status, cpu)) continue;
-    if (step_node_->on_child_exit(pid, status, cpu)) continue;
-    perilogs_->on_child_exit(pid, status);
+    tasks_.on_child_exit(pid, status, cpu);
   }
   if (shutting_down_) check_shutdown_done();
 }
@@ -275,19 +273,15 @@ void Agent::shutdown() {
     step_node_->kill_all(SIGKILL);
     perilogs_->kill_all(SIGKILL);
     loop_.add_timer(kShutdownSlack, [this] {
-      spdlog::warn("{} process(es) did not exit after SIGKILL", live_processes());
+      spdlog::warn("{} process(es) did not exit after SIGKILL", tasks_.live());
       loop_.stop();
     });
   });
   check_shutdown_done();
 }
 
-size_t Agent::live_processes() const {
-  return jobs_->live_processes() + step_node_->live_processes() + perilogs_->live_processes();
-}
-
 void Agent::check_shutdown_done() {
-  if (live_processes() == 0) loop_.stop();
+  if (tasks_.live() == 0) loop_.stop();
 }
 
 }  // namespace corral::node

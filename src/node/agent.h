@@ -9,6 +9,7 @@
 
 #include "node/exec/agent_config.h"
 #include "node/exec/task_cgroups.h"
+#include "node/exec/task_supervisor.h"
 #include "node/job_exec.h"
 #include "node/perilog_runner.h"
 #include "node/pmi/job_fence.h"
@@ -52,6 +53,7 @@ class Agent {
   StepNode& step_node() { return *step_node_; }
   const TaskCgroups* cgroups() const { return cgroups_.get(); }
   JobFenceTable& fences() { return fences_; }
+  size_t live_processes() const { return tasks_.live(); }  // tasks and scripts not yet reaped
 
  private:
   void arm_sweep();
@@ -61,7 +63,6 @@ class Agent {
   void on_signal();
   void reap();
   void check_shutdown_done();
-  size_t live_processes() const;
   void drop_steps_of(uint64_t jobid);  // the job's steps here end: it was forgotten or requeued
   void take_job_keys(const v1::ControllerMessage& msg);
   void take_settings(const v1::NodeSettings& s);
@@ -72,6 +73,7 @@ class Agent {
   Uplink out_;
   std::unique_ptr<TaskCgroups> cgroups_;  // before the users below: destroyed after them
   JobKeys keys_;                          // read by the StepNode
+  TaskSupervisor tasks_{loop_};           // every process started here; outlives its users
   std::unique_ptr<JobExecutor> jobs_;
   std::unique_ptr<PerilogRunner> perilogs_;
   // Destroyed in reverse: the tree first, so nothing it still reports finds a dead manager.

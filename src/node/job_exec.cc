@@ -20,9 +20,9 @@
 #include "job/jobspec.h"
 #include "node/exec/cpu_binding.h"
 #include "node/exec/output_pattern.h"
+#include "node/exec/spawn_process.h"
 #include "node/exec/task_cgroups.h"
 #include "node/exec/task_env.h"
-#include "node/exec/task_launcher.h"
 #include "node/exec/wait_status.h"
 #include "node/pmi/job_fence.h"
 #include "util/write_all.h"
@@ -31,14 +31,12 @@ namespace corral::node {
 
 namespace {
 
-constexpr size_t kReadChunk = 64 * 1024;
-constexpr double kLaunchPatience = 60.0;  // seconds a launch may wait for resources
+constexpr double kSpawnPatience = 60.0;  // seconds a spawn may wait for resources
 
 double now_seconds() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 constexpr double kCgroupWait = 0.05;  // seconds between looks at an earlier run's draining cgroup
-constexpr int kMaxDrainReads = 16;    // bounded so an escaped writer cannot stall the loop
 
 EnvMap to_env_map(const google::protobuf::Map<std::string, std::string>& m) { return EnvMap(m.begin(), m.end()); }
 
@@ -56,20 +54,17 @@ Status write_file(const std::string& path, const std::string& text, mode_t mode,
 
 }  // namespace
 
-JobExecutor::JobExecutor(EventLoop& loop, Uplink& out, const AgentConfig& config)
-    : loop_(loop), out_(out), config_(config) {}
+JobExecutor::JobExecutor(EventLoop& loop, TaskSupervisor& tasks, Uplink& out, const AgentConfig& config)
+    : loop_(loop), tasks_(tasks), out_(out), config_(config) {}
 
 JobExecutor::~JobExecutor() {
   for (auto& [id, job] : jobs_) {
     if (job.mock_timer) loop_.cancel_timer(*job.mock_timer);
     if (job.kill_timer) loop_.cancel_timer(*job.kill_timer);
     if (job.retry_timer) loop_.cancel_timer(*job.retry_timer);
-    for (auto& node : job.nodes) {
-      for (auto& t : node.tasks) {
-        if (t.out.valid()) loop_.remove_fd(t.out.get());
-        if (t.err.valid()) loop_.remove_fd(t.err.get());
-      }
-    }
+    for (auto& node : job.nodes)
+      for (auto& t : node.tasks)
+        if (t.pid > 0 && !t.done) tasks_.forget(t.pid);
   }
 }
 
@@ -334,7 +329,7 @@ void JobExecutor::start_node(Job& job, uint32_t ni, const v1::NodeTasks& nt, con
     Task& task = node.tasks[i];
     task.rank = node.first_rank + i;
     PatternVars vars{job.id, task.rank, node.index, node.name, spec.name, user.name};
-    LaunchRequest req;
+    SpawnRequest req;
     req.argv = argv;
     req.env = build_task_env(node_env, task.rank, i);
     req.cwd = cwd;
@@ -359,7 +354,7 @@ void JobExecutor::start_node(Job& job, uint32_t ni, const v1::NodeTasks& nt, con
     req.cpus = cpus[i];
     req.rlimits = spec.rlimits;
     if (node.index == 0 && i == 0) place_notes(job, node, msg, req);
-    launch_task(job, ni, i, Deferred{i, std::move(req), std::move(pmi_end)});
+    spawn_task(job, ni, i, Deferred{i, std::move(req), std::move(pmi_end)});
     if (node.live == 0 && !node.deferred.empty()) {
       // Nothing runs here yet: give back everything the node holds (its PMI sockets)
       // and start it whole later, so waiting nodes never hold what running ones need.
@@ -375,13 +370,13 @@ void JobExecutor::start_node(Job& job, uint32_t ni, const v1::NodeTasks& nt, con
   if (node.live == 0 && node.deferred.empty()) report_node(job, node);
 }
 
-// Out of descriptors, processes or memory, a launch waits and is tried again (backing off
-// to once a second) instead of failing the task; after kLaunchPatience the task fails and
+// Out of descriptors, processes or memory, a spawn waits and is tried again (backing off
+// to once a second) instead of failing the task; after kSpawnPatience the task fails and
 // the node is reported at fault, so the controller can drain it.
-void JobExecutor::launch_task(Job& job, uint32_t ni, uint32_t ti, Deferred d) {
+void JobExecutor::spawn_task(Job& job, uint32_t ni, uint32_t ti, Deferred d) {
   Node& node = job.nodes[ni];
   Task& task = node.tasks[ti];
-  auto proc = launch_process(d.req);
+  auto proc = tasks_.spawn(d.req, task_handlers(job.id, ni, ti));
   if (!proc && proc.error().code == Errc::unavailable && patient(node)) {
     if (!node.deferred_since) node.deferred_since = now_seconds();
     node.deferred.push_back(std::move(d));
@@ -391,29 +386,41 @@ void JobExecutor::launch_task(Job& job, uint32_t ni, uint32_t ti, Deferred d) {
   if (!proc) {
     std::string text = error_prefix(job, node) + proc.message();
     if (proc.error().code == Errc::unavailable) {
-      text += fmt::format(" (the node has lacked resources for {:.0f} s)", kLaunchPatience);
+      text += fmt::format(" (the node has lacked resources for {:.0f} s)", kSpawnPatience);
       node.fault = true;
     }
     spdlog::warn("{}", text);
     if (node.error.empty()) node.error = text;
     task.done = true;
-    task.waitstatus = exit_status(launch_failure_code(proc.error()));
+    task.waitstatus = exit_status(spawn_failure_code(proc.error()));
     if (d.req.error_path.empty()) out_.output(job.id, task.rank, node.name, true, text + "\n", true);
     if (d.req.output_path.empty()) out_.output(job.id, task.rank, node.name, false, {}, true);
     return;
   }
-  task.pid = proc->pid;
-  task.out = std::move(proc->stdout_pipe);
-  task.err = std::move(proc->stderr_pipe);
-  task.status = std::move(proc->status_pipe);
-  pids_[task.pid] = TaskRef{job.id, ni, ti};
+  task.pid = *proc;
   ++node.live;
-  if (task.out.valid()) watch_stream(job.id, ni, ti, false, task.out.get());
-  if (task.err.valid()) watch_stream(job.id, ni, ti, true, task.err.get());
+}
+
+TaskSupervisor::Handlers JobExecutor::task_handlers(uint64_t jobid, uint32_t ni, uint32_t ti) {
+  TaskSupervisor::Handlers h;
+  h.output = [this, jobid, ni, ti](bool is_err, std::string_view data, bool eof) {
+    if (Job* job = find(jobid))
+      out_.output(jobid, job->nodes[ni].tasks[ti].rank, job->nodes[ni].name, is_err, data, eof);
+  };
+  h.spawn_failed = [this, jobid, ni](std::string_view message) {
+    Job* job = find(jobid);
+    if (job == nullptr) return;
+    Node& node = job->nodes[ni];
+    if (node.error.empty()) node.error = error_prefix(*job, node) + std::string(message);
+  };
+  h.exited = [this, jobid, ni, ti](const TaskSupervisor::Exit& exit) {
+    if (Job* job = find(jobid)) task_exited(*job, job->nodes[ni], job->nodes[ni].tasks[ti], exit);
+  };
+  return h;
 }
 
 bool JobExecutor::patient(const Node& node) const {
-  return !node.deferred_since || now_seconds() - *node.deferred_since < kLaunchPatience;
+  return !node.deferred_since || now_seconds() - *node.deferred_since < kSpawnPatience;
 }
 
 void JobExecutor::defer_node(Job& job, uint32_t ni, const v1::NodeTasks& nt, const v1::StartJob& msg,
@@ -435,13 +442,13 @@ void JobExecutor::schedule_retry(Job& job, const std::string& why) {
   // One line every few seconds, not one per job: a node out of descriptors has many.
   if (const double t = now_seconds(); t - last_wait_warning_ > 5) {
     last_wait_warning_ = t;
-    spdlog::warn("job {} (and maybe others): task launches wait for resources: {}", job.id, why);
+    spdlog::warn("job {} (and maybe others): task spawns wait for resources: {}", job.id, why);
   }
   const uint64_t id = job.id;
-  job.retry_timer = loop_.add_timer(job.retry_delay, [this, id] { retry_launches(id); });
+  job.retry_timer = loop_.add_timer(job.retry_delay, [this, id] { retry_spawns(id); });
 }
 
-void JobExecutor::retry_launches(uint64_t jobid) {
+void JobExecutor::retry_spawns(uint64_t jobid) {
   Job* job = find(jobid);
   if (job == nullptr) return;
   job->retry_timer.reset();
@@ -455,7 +462,7 @@ void JobExecutor::retry_launches(uint64_t jobid) {
     }
     std::vector<Deferred> waiting;
     waiting.swap(job->nodes[ni].deferred);
-    for (auto& d : waiting) launch_task(*job, ni, d.task, std::move(d));
+    for (auto& d : waiting) spawn_task(*job, ni, d.task, std::move(d));
     Node& node = job->nodes[ni];
     if (node.deferred.empty()) node.deferred_since.reset();
     if (!node.reported && node.live == 0 && node.deferred.empty() && !waiting.empty()) report_node(*job, node);
@@ -530,16 +537,16 @@ void JobExecutor::pmi_failed(uint64_t jobid, const std::string& node_name, const
     if (node.error.empty()) node.error = error_prefix(*job, node) + text;
     out_.output(jobid, node.first_rank, node.name, true, "corral: " + text + "\n", false);
     for (auto& t : node.tasks)
-      if (t.pid > 0 && !t.done) ::killpg(t.pid, SIGKILL);
+      if (t.pid > 0 && !t.done) tasks_.signal(t.pid, SIGKILL);
   }
 }
 
 // ------------------------------------------------------------------ output
 
 // Hooks' notes (a prolog's warnings) go where the first task's stderr goes, before it
-// starts. The agent never opens the user's file itself: the launch writes them through
+// starts. The agent never opens the user's file itself: the spawn writes them through
 // the descriptor it opened for the task (as the user, through corral-imp).
-void JobExecutor::place_notes(const Job& job, const Node& node, const v1::StartJob& msg, LaunchRequest& req) {
+void JobExecutor::place_notes(const Job& job, const Node& node, const v1::StartJob& msg, SpawnRequest& req) {
   std::string text;
   for (const auto& n : msg.notes()) text += n + "\n";
   if (text.empty()) return;
@@ -549,70 +556,10 @@ void JobExecutor::place_notes(const Job& job, const Node& node, const v1::StartJ
     req.stderr_note = std::move(text);
 }
 
-void JobExecutor::watch_stream(uint64_t jobid, uint32_t ni, uint32_t ti, bool is_err, int fd) {
-  auto st = loop_.add_fd(fd, EPOLLIN, [this, jobid, ni, ti, is_err](uint32_t) { on_readable(jobid, ni, ti, is_err); });
-  if (!st) spdlog::error("job {}: cannot watch task output: {}", jobid, st.message());
-}
-
-void JobExecutor::on_readable(uint64_t jobid, uint32_t ni, uint32_t ti, bool is_err) {
-  Job* job = find(jobid);
-  if (job == nullptr) return;
-  Node& node = job->nodes[ni];
-  Task& task = node.tasks[ti];
-  if (!read_stream(*job, node, task, is_err)) close_stream(*job, node, task, is_err);
-}
-
-bool JobExecutor::read_stream(Job& job, Node& node, Task& task, bool is_err) {
-  UniqueFd& fd = is_err ? task.err : task.out;
-  if (!fd.valid()) return false;
-  char buf[kReadChunk];
-  ssize_t n = ::read(fd.get(), buf, sizeof buf);
-  if (n > 0) {
-    out_.output(job.id, task.rank, node.name, is_err, std::string_view(buf, static_cast<size_t>(n)), false);
-    return true;
-  }
-  return n < 0 && (errno == EAGAIN || errno == EINTR);
-}
-
-void JobExecutor::close_stream(Job& job, Node& node, Task& task, bool is_err) {
-  UniqueFd& fd = is_err ? task.err : task.out;
-  if (!fd.valid()) return;
-  loop_.remove_fd(fd.get());
-  fd.reset();
-  out_.output(job.id, task.rank, node.name, is_err, {}, true);
-}
-
-// ------------------------------------------------------------------ exits
-
-bool JobExecutor::on_child_exit(pid_t pid, int waitstatus, double cpu_seconds) {
-  auto it = pids_.find(pid);
-  if (it == pids_.end()) return false;
-  TaskRef ref = it->second;
-  pids_.erase(it);
-  Job* job = find(ref.jobid);
-  if (job == nullptr) return true;
-  Node& node = job->nodes[ref.node];
-  task_exited(*job, node, node.tasks[ref.task], waitstatus, cpu_seconds);
-  return true;
-}
-
-void JobExecutor::task_exited(Job& job, Node& node, Task& task, int waitstatus, double cpu_seconds) {
+void JobExecutor::task_exited(Job& job, Node& node, Task& task, const TaskSupervisor::Exit& exit) {
   task.done = true;
-  task.waitstatus = waitstatus;
-  task.cpu_seconds = cpu_seconds;
-  // The task is reaped but its pid cannot have been reused yet, so the process group
-  // still names only its leftovers (background children): they end with the task.
-  ::killpg(task.pid, SIGKILL);
-  if (task.status.valid()) {
-    char buf[1024];
-    ssize_t n = ::read(task.status.get(), buf, sizeof buf);
-    if (n > 0 && node.error.empty()) node.error = error_prefix(job, node) + std::string(buf, static_cast<size_t>(n));
-    task.status.reset();
-  }
-  for (bool is_err : {false, true}) {
-    for (int i = 0; i < kMaxDrainReads && read_stream(job, node, task, is_err); ++i) {}
-    close_stream(job, node, task, is_err);
-  }
+  task.waitstatus = exit.waitstatus;
+  task.cpu_seconds = exit.cpu_seconds;
   if (--node.live == 0 && node.deferred.empty()) report_node(job, node);
 }
 
@@ -716,9 +663,7 @@ void JobExecutor::signal(const v1::SignalJob& msg) {
     if (terminating(msg.signal())) finish_mock(job->id, signalled_status(msg.signal()));
     return;
   }
-  for (auto& node : job->nodes)
-    for (auto& t : node.tasks)
-      if (t.pid > 0 && !t.done) ::killpg(t.pid, msg.signal());
+  signal_tasks(*job, msg.signal());
   if (terminating(msg.signal())) drop_deferred(*job, msg.signal());
   if (msg.kill_after() > 0 && !job->kill_timer) {
     uint64_t id = job->id;
@@ -726,11 +671,15 @@ void JobExecutor::signal(const v1::SignalJob& msg) {
       Job* j = find(id);
       if (j == nullptr) return;
       j->kill_timer.reset();
-      for (auto& node : j->nodes)
-        for (auto& t : node.tasks)
-          if (t.pid > 0 && !t.done) ::killpg(t.pid, SIGKILL);
+      signal_tasks(*j, SIGKILL);
     });
   }
+}
+
+void JobExecutor::signal_tasks(Job& job, int sig) {
+  for (auto& node : job.nodes)
+    for (auto& t : node.tasks)
+      if (t.pid > 0 && !t.done) tasks_.signal(t.pid, sig);
 }
 
 void JobExecutor::kill_all(int sig) {
@@ -739,9 +688,7 @@ void JobExecutor::kill_all(int sig) {
       loop_.cancel_timer(*job.mock_timer);
       job.mock_timer.reset();
     }
-    for (auto& node : job.nodes)
-      for (auto& t : node.tasks)
-        if (t.pid > 0 && !t.done) ::killpg(t.pid, sig);
+    signal_tasks(job, sig);
     if (terminating(sig)) drop_deferred(job, sig);
   }
 }

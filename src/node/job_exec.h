@@ -15,7 +15,8 @@
 #include <vector>
 
 #include "node/exec/agent_config.h"
-#include "node/exec/task_launcher.h"
+#include "node/exec/spawn_process.h"
+#include "node/exec/task_supervisor.h"
 #include "node/pmi/pmi_server.h"
 #include "node/uplink.h"
 #include "util/event_loop.h"
@@ -32,7 +33,8 @@ class TaskCgroups;
 
 class JobExecutor {
  public:
-  JobExecutor(EventLoop& loop, Uplink& out, const AgentConfig& config);
+  // Tasks run under `tasks`, which must outlive this.
+  JobExecutor(EventLoop& loop, TaskSupervisor& tasks, Uplink& out, const AgentConfig& config);
   ~JobExecutor();
   JobExecutor(const JobExecutor&) = delete;
   JobExecutor& operator=(const JobExecutor&) = delete;
@@ -56,14 +58,10 @@ class JobExecutor {
   // An alloc job (StartJob.alloc) runs no process: it ends when its interactive step
   // does, with that step's wait status, or when a terminating signal reaches it.
   void end_alloc(uint64_t jobid, int waitstatus);
-  // True when `pid` was one of this executor's tasks; `cpu_seconds` is its user +
-  // system time (wait4's rusage).
-  bool on_child_exit(pid_t pid, int waitstatus, double cpu_seconds = 0);
   // Adds `running` and `exited` to a register message.
   void fill_register(v1::Register& reg) const;
   // Shutdown: signals every task; pending mock jobs are dropped silently.
   void kill_all(int sig);
-  size_t live_processes() const { return pids_.size(); }
   size_t jobs() const { return jobs_.size(); }
 
  private:
@@ -73,12 +71,11 @@ class JobExecutor {
     bool done = false;
     int waitstatus = 0;
     double cpu_seconds = 0;
-    UniqueFd out, err, status;
   };
-  // A task launch that waits for resources (launch_task), with what it takes along.
+  // A task spawn that waits for resources (spawn_task), with what it takes along.
   struct Deferred {
     uint32_t task = 0;
-    LaunchRequest req;
+    SpawnRequest req;
     std::optional<PmiTaskEnd> pmi_end;
   };
   struct Node {
@@ -103,7 +100,7 @@ class JobExecutor {
     uint64_t id = 0;
     std::vector<Node> nodes;
     std::optional<EventLoop::TimerId> mock_timer, kill_timer, retry_timer;
-    double retry_delay = 0;                          // seconds; grows while launches keep waiting
+    double retry_delay = 0;                          // seconds; grows while spawns keep waiting
     std::string script_dir;                          // batch jobs: removed on forget
     std::optional<std::vector<std::string>> cgroup;  // created with the first task (empty: none)
     bool contained = false;                          // has a cgroup directory with its limits (not mock jobs)
@@ -114,10 +111,6 @@ class JobExecutor {
     int worst = 0;         // over the nodes reported so far
     double cpu_seconds = 0;
   };
-  struct TaskRef {
-    uint64_t jobid;
-    uint32_t node, task;
-  };
   struct UserInfo {
     std::string name, home;
   };
@@ -125,29 +118,27 @@ class JobExecutor {
   void start_mock(Job& job, const v1::StartJob& msg, double seconds);
   // Where the hooks' notes go for the first task: into `req` (its error file, written by
   // whoever opens that file) or to the controller when stderr is captured.
-  void place_notes(const Job& job, const Node& node, const v1::StartJob& msg, LaunchRequest& req);
+  void place_notes(const Job& job, const Node& node, const v1::StartJob& msg, SpawnRequest& req);
   void finish_mock(uint64_t jobid, int waitstatus);
   void start_alloc(Job& job, const v1::StartJob& msg);
   void start_real(Job& job, const v1::StartJob& msg, const job::Jobspec& spec);
   void start_node(Job& job, uint32_t ni, const v1::NodeTasks& nt, const v1::StartJob& msg, const job::Jobspec& spec,
                   const std::vector<std::string>& argv, const UserInfo& user);
   void fail_node(Job& job, Node& node, const std::string& error);
-  void launch_task(Job& job, uint32_t ni, uint32_t ti, Deferred d);
+  void spawn_task(Job& job, uint32_t ni, uint32_t ti, Deferred d);
+  TaskSupervisor::Handlers task_handlers(uint64_t jobid, uint32_t ni, uint32_t ti);
   bool patient(const Node& node) const;  // may it still wait for resources?
   void defer_node(Job& job, uint32_t ni, const v1::NodeTasks& nt, const v1::StartJob& msg, const job::Jobspec& spec,
                   const std::vector<std::string>& argv, const UserInfo& user, const std::string& why);
   void schedule_retry(Job& job, const std::string& why);
-  void retry_launches(uint64_t jobid);
+  void retry_spawns(uint64_t jobid);
   void drop_deferred(Job& job, int sig);
   Status start_pmi(Job& job, Node& node, const v1::StartJob& msg);
   void pmi_failed(uint64_t jobid, const std::string& node, const std::string& text);
   Node& add_node(Job& job, const v1::NodeTasks& t);
   Result<std::string> write_batch_script(Job& job, const v1::StartJob& msg, const job::Jobspec& spec);
-  void watch_stream(uint64_t jobid, uint32_t ni, uint32_t ti, bool is_err, int fd);
-  void on_readable(uint64_t jobid, uint32_t ni, uint32_t ti, bool is_err);
-  bool read_stream(Job& job, Node& node, Task& task, bool is_err);  // false at EOF
-  void close_stream(Job& job, Node& node, Task& task, bool is_err);
-  void task_exited(Job& job, Node& node, Task& task, int waitstatus, double cpu_seconds);
+  void task_exited(Job& job, Node& node, Task& task, const TaskSupervisor::Exit& exit);
+  void signal_tasks(Job& job, int sig);
   void report_node(Job& job, Node& node);
   // The next run waits for this one (start): runs it once the earlier run has ended.
   void start_waiting_run(uint64_t jobid);
@@ -161,11 +152,11 @@ class JobExecutor {
   Result<std::shared_ptr<const job::Jobspec>> parse_cached(const std::string& text);
 
   EventLoop& loop_;
+  TaskSupervisor& tasks_;
   Uplink& out_;
   const AgentConfig& config_;
   TaskCgroups* cgroups_ = nullptr;
   std::unordered_map<uint64_t, Job> jobs_;
-  std::unordered_map<pid_t, TaskRef> pids_;
   std::unordered_map<uint64_t, std::vector<v1::JobNodeExit>> exits_;  // not yet forgotten
   // A requeued job's next run, and the signals sent to it, while its earlier run ends.
   struct WaitingRun {

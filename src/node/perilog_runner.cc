@@ -1,13 +1,8 @@
 #include "node/perilog_runner.h"
 
 #include <signal.h>
-#include <sys/epoll.h>
-
-#include <cerrno>
 
 #include <spdlog/spdlog.h>
-
-#include "node/exec/task_launcher.h"
 
 namespace corral::node {
 
@@ -37,12 +32,12 @@ std::string valid_utf8(const std::string& in) {
 
 }  // namespace
 
-PerilogRunner::PerilogRunner(EventLoop& loop, Uplink& out, const AgentConfig& config)
-    : loop_(loop), out_(out), config_(config) {}
+PerilogRunner::PerilogRunner(EventLoop& loop, TaskSupervisor& tasks, Uplink& out, const AgentConfig& config)
+    : loop_(loop), tasks_(tasks), out_(out), config_(config) {}
 
 PerilogRunner::~PerilogRunner() {
-  for (auto& [pid, run] : runs_) {
-    if (run.output.valid()) loop_.remove_fd(run.output.get());
+  for (auto& [id, run] : runs_) {
+    tasks_.forget(run.pid);
     if (run.term_timer) loop_.cancel_timer(*run.term_timer);
     if (run.kill_timer) loop_.cancel_timer(*run.kill_timer);
   }
@@ -62,7 +57,7 @@ void PerilogRunner::run(const v1::RunPerilog& msg) {
 }
 
 void PerilogRunner::start_one(const v1::RunPerilog& msg, const std::string& node) {
-  LaunchRequest req;
+  SpawnRequest req;
   // A shell runs the command so sites may give arguments or a pipeline.
   req.argv = {"/bin/sh", "-c", msg.command()};
   bool has_path = false;
@@ -78,49 +73,45 @@ void PerilogRunner::start_one(const v1::RunPerilog& msg, const std::string& node
   req.cwd = "/";
   req.merge_stderr = true;
 
-  auto proc = launch_process(req);
+  const uint64_t id = next_run_++;
+  TaskSupervisor::Handlers h;
+  h.output = [this, id](bool, std::string_view data, bool) {
+    if (auto it = runs_.find(id); it != runs_.end()) append_tail(it->second, data);
+  };
+  h.exited = [this, id](const TaskSupervisor::Exit& e) { exited(id, e.waitstatus); };
+  auto proc = tasks_.spawn(req, std::move(h));
   if (!proc) {
     Run failed;
     failed.jobid = msg.jobid();
     failed.kind = msg.kind();
     failed.node = node;
     failed.tail = proc.message();
-    report(failed, launch_failure_code(proc.error()) << 8);
+    report(failed, spawn_failure_code(proc.error()) << 8);
     return;
   }
-  pid_t pid = proc->pid;
-  Run& run = runs_[pid];
+  const pid_t pid = *proc;
+  Run& run = runs_[id];
   run.jobid = msg.jobid();
   run.kind = msg.kind();
   run.node = node;
   run.pid = pid;
-  run.output = std::move(proc->stdout_pipe);
-  auto st = loop_.add_fd(run.output.get(), EPOLLIN, [this, pid](uint32_t) {
-    auto it = runs_.find(pid);
-    if (it == runs_.end()) return;
-    if (!read_output(it->second)) {
-      loop_.remove_fd(it->second.output.get());
-      it->second.output.reset();
-    }
-  });
-  if (!st) spdlog::error("{} on {}: cannot watch its output: {}", run.kind, node, st.message());
-  if (msg.timeout() > 0) run.term_timer = loop_.add_timer(msg.timeout(), [this, pid] { on_timeout(pid); });
+  if (msg.timeout() > 0) run.term_timer = loop_.add_timer(msg.timeout(), [this, id] { on_timeout(id); });
   spdlog::debug("{} for job {} started on {} (pid {})", run.kind, run.jobid, node, pid);
 }
 
-void PerilogRunner::on_timeout(pid_t pid) {
-  auto it = runs_.find(pid);
+void PerilogRunner::on_timeout(uint64_t id) {
+  auto it = runs_.find(id);
   if (it == runs_.end()) return;
   Run& run = it->second;
   run.term_timer.reset();
   run.timed_out = true;
   spdlog::warn("{} for job {} on {} timed out", run.kind, run.jobid, run.node);
-  ::killpg(pid, SIGTERM);
-  run.kill_timer = loop_.add_timer(config_.kill_grace, [this, pid] {
-    auto i = runs_.find(pid);
+  tasks_.signal(run.pid, SIGTERM);
+  run.kill_timer = loop_.add_timer(config_.kill_grace, [this, id] {
+    auto i = runs_.find(id);
     if (i == runs_.end()) return;
     i->second.kill_timer.reset();
-    ::killpg(pid, SIGKILL);
+    tasks_.signal(i->second.pid, SIGKILL);
   });
 }
 
@@ -133,29 +124,14 @@ void PerilogRunner::append_tail(Run& run, std::string_view data) {
   if (run.tail.size() > kOutputTail) run.tail.erase(0, run.tail.size() - kOutputTail);
 }
 
-bool PerilogRunner::read_output(Run& run) {
-  if (!run.output.valid()) return false;
-  char buf[16384];
-  ssize_t n = ::read(run.output.get(), buf, sizeof buf);
-  if (n > 0) {
-    append_tail(run, std::string_view(buf, static_cast<size_t>(n)));
-    return true;
-  }
-  return n < 0 && (errno == EAGAIN || errno == EINTR);
-}
-
-bool PerilogRunner::on_child_exit(pid_t pid, int waitstatus) {
-  auto it = runs_.find(pid);
-  if (it == runs_.end()) return false;
+void PerilogRunner::exited(uint64_t id, int waitstatus) {
+  auto it = runs_.find(id);
+  if (it == runs_.end()) return;
   Run& run = it->second;
-  ::killpg(pid, SIGKILL);  // leftovers; the pid cannot have been reused yet
   if (run.term_timer) loop_.cancel_timer(*run.term_timer);
   if (run.kill_timer) loop_.cancel_timer(*run.kill_timer);
-  for (int i = 0; i < 64 && read_output(run); ++i) {}
-  if (run.output.valid()) loop_.remove_fd(run.output.get());
   report(run, waitstatus);
   runs_.erase(it);
-  return true;
 }
 
 void PerilogRunner::report(Run& run, int waitstatus) {
@@ -170,11 +146,11 @@ void PerilogRunner::report(Run& run, int waitstatus) {
 }
 
 void PerilogRunner::kill_all(int sig) {
-  for (auto& [pid, run] : runs_) ::killpg(pid, sig);
+  for (auto& [id, run] : runs_) tasks_.signal(run.pid, sig);
 }
 
 void PerilogRunner::fill_register(v1::Register& reg) const {
-  for (const auto& [pid, run] : runs_) {
+  for (const auto& [id, run] : runs_) {
     auto* r = reg.add_perilogs();
     r->set_jobid(run.jobid);
     r->set_kind(run.kind);

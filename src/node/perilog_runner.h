@@ -11,9 +11,9 @@
 #include <unordered_map>
 
 #include "node/exec/agent_config.h"
+#include "node/exec/task_supervisor.h"
 #include "node/uplink.h"
 #include "util/event_loop.h"
-#include "util/unique_fd.h"
 
 namespace corral::node {
 
@@ -21,15 +21,14 @@ class PerilogRunner {
  public:
   static constexpr size_t kOutputTail = 4096;
 
-  PerilogRunner(EventLoop& loop, Uplink& out, const AgentConfig& config);
+  // Scripts run under `tasks`, which must outlive this.
+  PerilogRunner(EventLoop& loop, TaskSupervisor& tasks, Uplink& out, const AgentConfig& config);
   ~PerilogRunner();
   PerilogRunner(const PerilogRunner&) = delete;
   PerilogRunner& operator=(const PerilogRunner&) = delete;
 
   void run(const v1::RunPerilog& msg);
-  bool on_child_exit(pid_t pid, int waitstatus);
   void kill_all(int sig);
-  size_t live_processes() const { return runs_.size(); }
   // What still runs, so a restarted controller keeps those nodes out of scheduling.
   void fill_register(v1::Register& reg) const;
 
@@ -38,21 +37,22 @@ class PerilogRunner {
     uint64_t jobid = 0;
     std::string kind, node;
     pid_t pid = -1;
-    UniqueFd output;
     std::string tail;
     bool timed_out = false;
     std::optional<EventLoop::TimerId> term_timer, kill_timer;
   };
   void start_one(const v1::RunPerilog& msg, const std::string& node);
-  void on_timeout(pid_t pid);
-  bool read_output(Run& run);  // false at EOF
-  void append_tail(Run& run, std::string_view data);
+  void on_timeout(uint64_t id);
+  void exited(uint64_t id, int waitstatus);
+  static void append_tail(Run& run, std::string_view data);
   void report(Run& run, int waitstatus);
 
   EventLoop& loop_;
+  TaskSupervisor& tasks_;
   Uplink& out_;
   const AgentConfig& config_;
-  std::unordered_map<pid_t, Run> runs_;
+  std::unordered_map<uint64_t, Run> runs_;  // by run number
+  uint64_t next_run_ = 1;
 };
 
 }  // namespace corral::node

@@ -213,7 +213,7 @@ def test_out_of_descriptors_launches_wait_instead_of_failing(cluster):
     failed = [j for j in jobs if j["result"] != "COMPLETED"]
     assert not failed, failed[:3]
     log = (Path(cluster.dir) / "agent-0.log").read_text()
-    assert "task launches wait for resources" in log, log[-2000:]
+    assert "task spawns wait for resources" in log, log[-2000:]
 
 
 @pytest.mark.cluster(size=2, agents=1)

@@ -11,7 +11,7 @@
 
 #include "node/exec/agent_config.h"
 #include "node/exec/imp_args.h"
-#include "node/exec/task_launcher.h"
+#include "node/exec/spawn_process.h"
 #include "test_programs.h"
 
 namespace corral::node {
@@ -80,13 +80,13 @@ TEST(CpuBinding, ImpTakesACpuList) {
 }
 
 // What the kernel says the task may run on.
-std::string allowed_cpus(const LaunchRequest& base, const std::vector<int>& cpus) {
-  LaunchRequest r = base;
+std::string allowed_cpus(const SpawnRequest& base, const std::vector<int>& cpus) {
+  SpawnRequest r = base;
   r.argv = {"/bin/sh", "-c", "grep Cpus_allowed_list /proc/self/status | cut -f2"};
   r.env = {"PATH=/usr/bin:/bin"};
   r.cwd = "/";
   r.cpus = cpus;
-  auto p = launch_process(r);
+  auto p = spawn_process(r);
   EXPECT_TRUE(p) << p.message();
   if (!p) return {};
   std::string line = test::read_line(p->stdout_pipe.get());
@@ -97,10 +97,10 @@ std::string allowed_cpus(const LaunchRequest& base, const std::vector<int>& cpus
 
 TEST(CpuBinding, TasksRunOnlyOnTheirCpus) {
   EXPECT_EQ(allowed_cpus({}, {0}), "0");
-  LaunchRequest bad;
+  SpawnRequest bad;
   bad.argv = {"/bin/true"};
   bad.cpus = {4095};  // no such CPU here: the launch fails and says so
-  auto r = launch_process(bad);
+  auto r = spawn_process(bad);
   ASSERT_FALSE(r);
   EXPECT_NE(r.message().find("cannot bind the task to CPUs 4095"), std::string::npos) << r.message();
 }
@@ -109,7 +109,7 @@ TEST(CpuBinding, ImpBindsBeforeBecomingTheUser) {
   const fs::path imp = fs::read_symlink("/proc/self/exe").parent_path() / "corral-imp";
   if (::geteuid() != 0) GTEST_SKIP() << "needs root";
   if (!fs::exists(imp)) GTEST_SKIP() << "corral-imp not built next to the test";
-  LaunchRequest r;
+  SpawnRequest r;
   r.imp_path = imp.string();
   r.uid = 65534;
   r.gid = 65534;

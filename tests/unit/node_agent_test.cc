@@ -244,7 +244,7 @@ TEST_F(NodeAgent, SignalKillsTheTree) {
   signal(9, SIGTERM);
   ASSERT_TRUE(run_until(exited(9), 5));
   EXPECT_EQ(exits(9).at(0).waitstatus(), SIGTERM);
-  EXPECT_EQ(agent_->executor().live_processes(), 0u);
+  EXPECT_EQ(agent_->live_processes(), 0u);
 }
 
 TEST_F(NodeAgent, KillAfterEscalatesToSigkill) {
@@ -319,7 +319,7 @@ TEST_F(NodeAgent, ExitsAreKeptUntilForgotten) {
   EXPECT_EQ(reg.register_().running(0).nodes(0), "n1");
   // offline until acknowledged: nothing is sent, the exit is held for the session
   size_t before = sent_.size();
-  ASSERT_TRUE(run_until([&] { return agent_->executor().live_processes() == 0; }));
+  ASSERT_TRUE(run_until([&] { return agent_->live_processes() == 0; }));
   EXPECT_EQ(sent_.size(), before);
   v1::ControllerMessage ack;
   ack.set_register_ack(true);
@@ -437,7 +437,7 @@ TEST_F(NodeAgent, ShutdownKillsEverything) {
   auto t0 = std::chrono::steady_clock::now();
   loop_->run();  // the agent stops the loop once everything is gone
   EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(3));
-  EXPECT_EQ(agent_->executor().live_processes(), 0u);
+  EXPECT_EQ(agent_->live_processes(), 0u);
   EXPECT_EQ(sent_.size(), before);  // nothing reported after shutdown
 }
 

@@ -12,7 +12,7 @@
 
 #include "cli/job_options.h"
 #include "job/jobspec.h"
-#include "node/exec/task_launcher.h"
+#include "node/exec/spawn_process.h"
 
 namespace corral {
 namespace {
@@ -73,9 +73,9 @@ TEST(Rlimits, TheControllerRefusesBadValues) {
   EXPECT_THAT(job::parse_jobspec(doc(R"([1])")).message(), HasSubstr("rlimit"));
 }
 
-std::string run_and_read(node::LaunchRequest r, const fs::path& out) {
+std::string run_and_read(node::SpawnRequest r, const fs::path& out) {
   r.output_path = out.string();
-  auto p = node::launch_process(r);
+  auto p = node::spawn_process(r);
   EXPECT_TRUE(p) << p.message();
   if (!p) return {};
   int st = 0;
@@ -86,8 +86,8 @@ std::string run_and_read(node::LaunchRequest r, const fs::path& out) {
   return ss.str();
 }
 
-node::LaunchRequest ulimits_task() {
-  node::LaunchRequest r;
+node::SpawnRequest ulimits_task() {
+  node::SpawnRequest r;
   r.argv = {"/bin/sh", "-c", "ulimit -Sn; ulimit -Sc"};
   r.env = {"PATH=/usr/bin:/bin"};
   r.cwd = "/";

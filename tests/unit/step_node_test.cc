@@ -1,7 +1,7 @@
 // The node side of job steps with real processes: two "agents" (a StepNode on its own
 // event loop each), the second behind a LaunchTasks server on a Unix socket, the first as
 // the root of the launch tree, as the step manager uses it. The test reaps children itself
-// (wait4) and hands them to on_child_exit, as the agent does.
+// (wait4) and hands them to the TaskSupervisor's on_child_exit, as the agent does.
 #include "node/steps/step_node.h"
 #include "agent.pb.h"
 #include "steps.grpc.pb.h"
@@ -32,6 +32,7 @@
 #include "job/key_wrap.h"
 #include "job/step_cred.h"
 #include "node/exec/agent_config.h"
+#include "node/exec/task_supervisor.h"
 #include "node/pmi/pmi_server.h"
 #include "node/steps/job_keys.h"
 #include "node/steps/step_launch_rpc.h"
@@ -87,7 +88,8 @@ class TestAgent {
     auto l = EventLoop::create();
     EXPECT_TRUE(l.ok()) << l.message();
     loop_ = std::move(*l);
-    node_ = std::make_unique<StepNode>(*loop_, config_, StepNodeConfig{std::move(key), uri_, 5.0, keys});
+    tasks_ = std::make_unique<TaskSupervisor>(*loop_);
+    node_ = std::make_unique<StepNode>(*loop_, *tasks_, config_, StepNodeConfig{std::move(key), uri_, 5.0, keys});
     thread_ = std::thread([this] { loop_->run(); });
   }
   template <class F>
@@ -120,12 +122,14 @@ class TestAgent {
 
   EventLoop& loop() { return *loop_; }
   StepNode& node() { return *node_; }
+  TaskSupervisor& tasks() { return *tasks_; }
   const std::string& uri() const { return uri_; }
 
  private:
   std::string uri_;
   AgentConfig config_;
   std::unique_ptr<EventLoop> loop_;
+  std::unique_ptr<TaskSupervisor> tasks_;
   std::unique_ptr<StepNode> node_;
   std::thread thread_;
   std::unique_ptr<LaunchService> service_;
@@ -224,8 +228,8 @@ class StepNodeTest : public ::testing::Test {
       TestAgent* a = a_.get();
       TestAgent* b = b_.get();
       a->loop().post([a, b, pid, status, cpu] {
-        if (!a->node().on_child_exit(pid, status, cpu))
-          b->loop().post([b, pid, status, cpu] { b->node().on_child_exit(pid, status, cpu); });
+        if (!a->tasks().on_child_exit(pid, status, cpu))
+          b->loop().post([b, pid, status, cpu] { b->tasks().on_child_exit(pid, status, cpu); });
       });
     }
   }
@@ -342,7 +346,7 @@ TEST_F(StepNodeTest, TwoAgentsRunEveryRank) {
     EXPECT_EQ(report_.out[r], std::to_string(r) + "\n") << "rank " << r;
     EXPECT_EQ(report_.exits[r], 0) << "rank " << r;
   }
-  EXPECT_EQ(a_->on_loop([&] { return a_->node().live_processes(); }), 0u);
+  EXPECT_EQ(a_->on_loop([&] { return a_->tasks().live(); }), 0u);
 }
 
 TEST_F(StepNodeTest, TasksSeeTheStepEnvironment) {
@@ -581,7 +585,7 @@ TEST_F(StepNodeTest, AbandonKillsTheSubtree) {
   // The child agent sees its stream cancelled and kills its part too.
   size_t left = 1;
   for (int i = 0; i < 200 && left > 0; ++i) {
-    left = b_->on_loop([&] { return b_->node().live_processes(); });
+    left = b_->on_loop([&] { return b_->tasks().live(); });
     if (left > 0) std::this_thread::sleep_for(10ms);
   }
   EXPECT_EQ(left, 0u);

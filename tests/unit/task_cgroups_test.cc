@@ -18,7 +18,7 @@
 #include <thread>
 
 #include "loop_until.h"
-#include "node/exec/task_launcher.h"
+#include "node/exec/spawn_process.h"
 #include "temp_dir.h"
 #include "test_programs.h"
 
@@ -52,8 +52,8 @@ std::string cgroup_of(pid_t pid) {
 // A task that starts a daemon in a session of its own, prints the daemon's pid once the
 // daemon leads that session (field 6 of its stat) and exits: no process group of the task
 // reaches the daemon any more.
-LaunchRequest escaping_task() {
-  LaunchRequest r;
+SpawnRequest escaping_task() {
+  SpawnRequest r;
   r.argv = {"/bin/sh", "-c",
             "setsid sleep 300 </dev/null >/dev/null 2>&1 & pid=$!; "
             "while [ \"$(cut -d' ' -f6 /proc/$pid/stat)\" != $pid ]; do sleep 0.01; done; echo $pid"};
@@ -78,14 +78,14 @@ class TaskCgroupsTest : public ::testing::Test {
 
   // Starts the escaping task in `dir` and returns the daemon's pid (the task is reaped).
   pid_t start_escaper(const std::vector<std::string>& dirs, const std::string& imp = {}) {
-    LaunchRequest r = escaping_task();
+    SpawnRequest r = escaping_task();
     r.cgroups = dirs;
     if (!imp.empty()) {
       r.imp_path = imp;
       r.uid = 65534;
       r.gid = 65534;
     }
-    auto p = launch_process(r);
+    auto p = spawn_process(r);
     EXPECT_TRUE(p) << p.message();
     if (!p) return -1;
     pid_t daemon = static_cast<pid_t>(std::stol("0" + test::read_line(p->stdout_pipe.get())));
@@ -131,17 +131,17 @@ TEST_F(TaskCgroupsTest, WhatATaskLeavesRunningDiesWithItsUnit) {
 TEST_F(TaskCgroupsTest, LaunchFailuresInACgroupReadAsWithoutOne) {
   auto dir = cgroups_->create(5, "job_tasks");
   ASSERT_TRUE(dir);
-  LaunchRequest r = escaping_task();
+  SpawnRequest r = escaping_task();
   r.cgroups = *dir;
   r.argv = {"no-such-command-here"};
-  auto missing = launch_process(r);
+  auto missing = spawn_process(r);
   ASSERT_FALSE(missing);
-  EXPECT_EQ(launch_failure_code(missing.error()), 127);
+  EXPECT_EQ(spawn_failure_code(missing.error()), 127);
   EXPECT_NE(missing.message().find("cannot execute 'no-such-command-here'"), std::string::npos) << missing.message();
 
   r.argv = {"/bin/true"};
   r.cgroups = {dir->front() + "/gone"};
-  auto nowhere = launch_process(r);
+  auto nowhere = spawn_process(r);
   ASSERT_FALSE(nowhere);
   EXPECT_NE(nowhere.message().find("cannot move the task into cgroup " + dir->front() + "/gone"), std::string::npos)
       << nowhere.message();
@@ -151,7 +151,7 @@ TEST_F(TaskCgroupsTest, LaunchFailuresInACgroupReadAsWithoutOne) {
   r.cgroups = *dir;
   r.cwd = "/tmp";
   r.argv = {"/bin/sh", "-c", "pwd; cut -d' ' -f5 /proc/$$/stat; echo $$"};
-  auto ok = launch_process(r);
+  auto ok = spawn_process(r);
   ASSERT_TRUE(ok) << ok.message();
   EXPECT_EQ(test::read_line(ok->stdout_pipe.get()), "/tmp");
   const std::string pgid = test::read_line(ok->stdout_pipe.get());
@@ -212,10 +212,10 @@ class TaskCgroupsLimitsTest : public TaskCgroupsTest {
     auto dir = cgroups_->create(jobid, "job_tasks");
     EXPECT_TRUE(dir) << dir.message();
     if (!dir) return {};
-    LaunchRequest r = escaping_task();
+    SpawnRequest r = escaping_task();
     r.cgroups = *dir;
     r.argv = {"/bin/sh", "-c", script};
-    auto p = launch_process(r);
+    auto p = spawn_process(r);
     EXPECT_TRUE(p) << p.message();
     if (!p) return {};
     std::string out;

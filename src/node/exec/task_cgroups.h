@@ -56,7 +56,7 @@ class TaskCgroups {
   const std::string& missing() const { return missing_; }
 
   // Creates the unit's cgroup in every hierarchy: the directories a task joins, for
-  // LaunchRequest::cgroups.
+  // SpawnRequest::cgroups.
   Result<std::vector<std::string>> create(uint64_t jobid, const std::string& unit);
   // Sets the job's limits on this node (creating its directory when no unit has yet).
   Status limit_job(uint64_t jobid, const JobLimits& limits);

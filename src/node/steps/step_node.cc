@@ -1,16 +1,9 @@
 #include "node/steps/step_node.h"
 
-#include <fcntl.h>
 #include <signal.h>
-#include <stdlib.h>
-#include <sys/epoll.h>
-#include <sys/ioctl.h>
-#include <termios.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <cerrno>
-#include <cstring>
 #include <deque>
 #include <map>
 #include <optional>
@@ -27,7 +20,7 @@
 #include "node/exec/cpu_binding.h"
 #include "node/exec/output_pattern.h"
 #include "node/exec/task_cgroups.h"
-#include "node/exec/task_launcher.h"
+#include "node/exec/task_supervisor.h"
 #include "node/exec/wait_status.h"
 #include "node/pmi/pmi_server.h"
 #include "node/steps/fanout.h"
@@ -40,8 +33,6 @@ namespace corral::node {
 
 namespace {
 
-constexpr size_t kReadChunk = 64 * 1024;
-constexpr int kMaxDrainReads = 16;       // bounded so an escaped writer cannot stall the loop
 constexpr size_t kFlushBytes = 1 << 20;  // a LaunchUp this large goes out at once
 
 // The PMI server of a local node hands its barriers to the launch, which merges them
@@ -73,27 +64,6 @@ bool holds_rank(const v1::LaunchNode& n, uint32_t rank) {
   return n.ntasks() > 0 && n.first_rank() <= rank && rank - n.first_rank() < n.ntasks();
 }
 
-struct Pty {
-  UniqueFd master;
-  std::string slave;
-};
-
-Result<Pty> open_pty(bool give_to_user, uid_t uid) {
-  Pty p;
-  p.master.reset(::posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC));
-  if (!p.master.valid()) return io_error(std::string("cannot open a pseudo terminal: ") + std::strerror(errno));
-  char name[128];
-  if (::grantpt(p.master.get()) != 0 || ::unlockpt(p.master.get()) != 0 ||
-      ::ptsname_r(p.master.get(), name, sizeof name) != 0)
-    return io_error(std::string("cannot set up a pseudo terminal: ") + std::strerror(errno));
-  p.slave = name;
-  // corral-imp opens the terminal as the user.
-  if (give_to_user && ::chown(name, uid, static_cast<gid_t>(-1)) != 0)
-    return io_error("cannot give terminal " + p.slave + " to uid " + std::to_string(uid) + ": " + std::strerror(errno));
-  ::fcntl(p.master.get(), F_SETFL, O_NONBLOCK);
-  return p;
-}
-
 }  // namespace
 
 struct StepNode::Impl {
@@ -102,13 +72,7 @@ struct StepNode::Impl {
     uint32_t local_rank = 0;
     pid_t pid = -1;
     bool exited = false;
-    UniqueFd out, err;  // a pty master is `out`
-    UniqueFd status;    // corral-imp's failure report
-    UniqueFd stdin_w;   // rank 0: a pipe's write end, or a duplicate of the pty master
-    bool terminal = false;
-    std::string stdin_buf;
-    bool stdin_eof = false;
-    bool stdin_watched = false;
+    bool terminal = false;  // rank 0 of a step with a pseudo terminal
   };
   struct LocalNode {
     v1::LaunchNode info;
@@ -148,12 +112,8 @@ struct StepNode::Impl {
     bool finishing = false;
     std::optional<std::vector<std::string>> cgroup;  // created with the first task (empty: none)
   };
-  struct TaskRef {
-    LaunchId id;
-    size_t node, task;
-  };
-
   EventLoop& loop;
+  TaskSupervisor& tasks;
   const AgentConfig& config;
   StepNodeConfig sc;
   TaskCgroups* cgroups = nullptr;
@@ -177,11 +137,11 @@ struct StepNode::Impl {
   }
   const StepUser& user_of(uint32_t uid, uint32_t gid);
   std::unordered_map<LaunchId, std::unique_ptr<Launch>> launches;
-  std::unordered_map<pid_t, TaskRef> pids;
   LaunchId next_id = 1;
   std::shared_ptr<int> alive = std::make_shared<int>(0);  // posted work checks it
 
-  Impl(EventLoop& l, const AgentConfig& c, StepNodeConfig s) : loop(l), config(c), sc(std::move(s)) {}
+  Impl(EventLoop& l, TaskSupervisor& t, const AgentConfig& c, StepNodeConfig s)
+      : loop(l), tasks(t), config(c), sc(std::move(s)) {}
   ~Impl();
 
   Launch* find(LaunchId id) {
@@ -218,13 +178,8 @@ struct StepNode::Impl {
   static std::string cgroup_unit(const Launch& l);
 
   // ---- local tasks
-  void watch(Launch& l, size_t ni, size_t ti, bool is_err);
-  void on_readable(LaunchId id, size_t ni, size_t ti, bool is_err);
-  bool read_stream(Launch& l, LocalNode& node, Task& t, bool is_err);  // false at EOF
-  void close_stream(Launch& l, LocalNode& node, Task& t, bool is_err);
-  void task_exited(Launch& l, LocalNode& node, Task& t, int waitstatus, double cpu);
-  void write_stdin(Launch& l, Task& t);
-  void close_stdin(Task& t);
+  TaskSupervisor::Handlers task_handlers(LaunchId id, size_t ni, size_t ti);
+  void task_exited(Launch& l, Task& t, const TaskSupervisor::Exit& exit);
   void signal_local(Launch& l, int sig);
 
   // ---- fences
@@ -238,17 +193,20 @@ struct StepNode::Impl {
 
   void deliver(LaunchId id, const v1::LaunchDown& down);
   void abandon(LaunchId id);
-  bool on_child_exit(pid_t pid, int waitstatus, double cpu);
+  size_t live_tasks() const;
 };
 
 StepNode::Impl::~Impl() {
   for (auto& [id, l] : launches)
     for (auto& node : l->locals)
-      for (auto& t : node->tasks) {
-        if (t.out.valid()) loop.remove_fd(t.out.get());
-        if (t.err.valid()) loop.remove_fd(t.err.get());
-        if (t.stdin_watched) loop.remove_fd(t.stdin_w.get());
-      }
+      for (auto& t : node->tasks)
+        if (t.pid > 0 && !t.exited) tasks.forget(t.pid);
+}
+
+size_t StepNode::Impl::live_tasks() const {
+  size_t n = 0;
+  for (const auto& [id, l] : launches) n += l->live;
+  return n;
 }
 
 // ------------------------------------------------------------------ launch
@@ -477,21 +435,21 @@ void StepNode::Impl::start_task(Launch& l, LocalNode& node, size_t ni, size_t ti
   t.rank = node.info.first_rank() + t.local_rank;
   const auto& req = l.req;
   PatternVars vars{req.jobid(), t.rank, node.info.node_index(), node.info.name(), req.job_name(), user.name};
-  LaunchRequest lr;
+  SpawnRequest lr;
   lr.argv.assign(req.argv().begin(), req.argv().end());
   lr.cwd = cwd;
   auto fail = [&](const Error& e) {
     std::string text = task_prefix(l, node) + e.message;
     spdlog::warn("{}", text);
     if (node_error.empty()) node_error = text;
-    if (!lr.terminal.empty()) {
+    if (t.terminal) {
       add_output(l, node, t, false, text + "\n", true);  // a terminal is the only stream
     } else {
       if (lr.error_path.empty()) add_output(l, node, t, true, text + "\n", true);
       if (lr.output_path.empty()) add_output(l, node, t, false, {}, true);
     }
     t.exited = true;
-    add_exit(l, t.rank, exit_status(launch_failure_code(e)), 0);
+    add_exit(l, t.rank, exit_status(spawn_failure_code(e)), 0);
   };
 
   auto pmi_end = node.pmi->take_task_end(static_cast<int>(t.rank));
@@ -503,13 +461,9 @@ void StepNode::Impl::start_task(Launch& l, LocalNode& node, size_t ni, size_t ti
     lr.uid = user.uid;
     lr.gid = user.gid;
   }
-  UniqueFd stdin_r;
-  Pty pty;
+  auto in = TaskSupervisor::Stdin::file;
   if (t.rank == 0 && req.pty()) {
-    auto p = open_pty(use_imp, user.uid);
-    if (!p) return fail(p.error());
-    pty = std::move(*p);
-    lr.terminal = pty.slave;
+    in = TaskSupervisor::Stdin::terminal;
     t.terminal = true;
   } else {
     if (!req.output().empty()) lr.output_path = resolve_path(expand_output_pattern(req.output(), vars), cwd);
@@ -517,37 +471,17 @@ void StepNode::Impl::start_task(Launch& l, LocalNode& node, size_t ni, size_t ti
     if (!req.input().empty()) {
       lr.input_path = resolve_path(expand_output_pattern(req.input(), vars), cwd);
     } else if (t.rank == 0 && req.stdin_open()) {
-      int fds[2];
-      if (::pipe2(fds, O_CLOEXEC) != 0)
-        return fail(io_error(std::string("cannot create the stdin pipe: ") + std::strerror(errno)));
-      stdin_r.reset(fds[0]);
-      t.stdin_w.reset(fds[1]);
-      ::fcntl(t.stdin_w.get(), F_SETFL, O_NONBLOCK);
-      lr.stdin_fd = stdin_r.get();
+      in = TaskSupervisor::Stdin::pipe;
     }
   }
   lr.cgroups = cgroup_of(l);
   lr.cpus = node.cpus[ti];
   for (const auto& [name, value] : req.rlimits())  // names checked by the step manager; unknown ones skipped
     if (auto resource = job::rlimit_resource(name); resource && value >= -1) lr.rlimits.push_back({*resource, value});
-  auto proc = launch_process(lr);
-  if (!proc) {
-    t.stdin_w.reset();
-    return fail(proc.error());
-  }
-  t.pid = proc->pid;
-  t.status = std::move(proc->status_pipe);
-  if (t.terminal) {
-    t.stdin_w.reset(::fcntl(pty.master.get(), F_DUPFD_CLOEXEC, 0));
-    t.out = std::move(pty.master);
-  } else {
-    t.out = std::move(proc->stdout_pipe);
-    t.err = std::move(proc->stderr_pipe);
-  }
-  pids[t.pid] = TaskRef{l.id, ni, ti};
+  auto pid = tasks.spawn(lr, task_handlers(l.id, ni, ti), in);
+  if (!pid) return fail(pid.error());
+  t.pid = *pid;
   ++l.live;
-  if (t.out.valid()) watch(l, ni, ti, false);
-  if (t.err.valid()) watch(l, ni, ti, true);
 }
 
 // ------------------------------------------------------------------ reporting
@@ -601,8 +535,6 @@ void StepNode::Impl::maybe_finish(Launch& l) {
   later(l.id, [this](Launch& x) {
     flush(x);
     Done d = std::move(x.done);
-    for (auto& node : x.locals)
-      for (auto& t : node->tasks) close_stdin(t);
     // Whatever the tasks left running (daemons, double forks) ends with the step here.
     if (cgroups != nullptr && x.cgroup && !x.cgroup->empty()) cgroups->release(x.req.jobid(), cgroup_unit(x));
     launches.erase(x.id);
@@ -628,115 +560,34 @@ const std::vector<std::string>& StepNode::Impl::cgroup_of(Launch& l) {
   return *l.cgroup;
 }
 
-void StepNode::Impl::watch(Launch& l, size_t ni, size_t ti, bool is_err) {
-  Task& t = l.locals[ni]->tasks[ti];
-  int fd = is_err ? t.err.get() : t.out.get();
-  const LaunchId id = l.id;
-  auto st = loop.add_fd(fd, EPOLLIN, [this, id, ni, ti, is_err](uint32_t) { on_readable(id, ni, ti, is_err); });
-  if (!st) spdlog::error("step {}.{}: cannot watch task output: {}", l.req.jobid(), l.req.stepid(), st.message());
+TaskSupervisor::Handlers StepNode::Impl::task_handlers(LaunchId id, size_t ni, size_t ti) {
+  TaskSupervisor::Handlers h;
+  h.output = [this, id, ni, ti](bool is_err, std::string_view data, bool eof) {
+    if (Launch* l = find(id)) add_output(*l, *l->locals[ni], l->locals[ni]->tasks[ti], is_err, std::string(data), eof);
+  };
+  h.spawn_failed = [this, id, ni, ti](std::string_view message) {
+    Launch* l = find(id);
+    if (l == nullptr) return;
+    LocalNode& node = *l->locals[ni];
+    add_output(*l, node, node.tasks[ti], true, task_prefix(*l, node) + std::string(message) + "\n", false);
+  };
+  h.exited = [this, id, ni, ti](const TaskSupervisor::Exit& exit) {
+    if (Launch* l = find(id)) task_exited(*l, l->locals[ni]->tasks[ti], exit);
+  };
+  return h;
 }
 
-void StepNode::Impl::on_readable(LaunchId id, size_t ni, size_t ti, bool is_err) {
-  Launch* l = find(id);
-  if (l == nullptr) return;
-  LocalNode& node = *l->locals[ni];
-  Task& t = node.tasks[ti];
-  if (!read_stream(*l, node, t, is_err)) close_stream(*l, node, t, is_err);
-}
-
-bool StepNode::Impl::read_stream(Launch& l, LocalNode& node, Task& t, bool is_err) {
-  UniqueFd& fd = is_err ? t.err : t.out;
-  if (!fd.valid()) return false;
-  char buf[kReadChunk];
-  ssize_t n = ::read(fd.get(), buf, sizeof buf);
-  if (n > 0) {
-    add_output(l, node, t, is_err, std::string(buf, static_cast<size_t>(n)), false);
-    return true;
-  }
-  // A pty master reads EIO once the terminal's last user closed it: that is its EOF.
-  return n < 0 && (errno == EAGAIN || errno == EINTR);
-}
-
-void StepNode::Impl::close_stream(Launch& l, LocalNode& node, Task& t, bool is_err) {
-  UniqueFd& fd = is_err ? t.err : t.out;
-  if (!fd.valid()) return;
-  loop.remove_fd(fd.get());
-  fd.reset();
-  add_output(l, node, t, is_err, {}, true);
-}
-
-void StepNode::Impl::task_exited(Launch& l, LocalNode& node, Task& t, int waitstatus, double cpu) {
+void StepNode::Impl::task_exited(Launch& l, Task& t, const TaskSupervisor::Exit& exit) {
   t.exited = true;
-  // Reaped, but the pid cannot have been reused yet, so the group names only leftovers
-  // (background children): they end with the task.
-  ::killpg(t.pid, SIGKILL);
-  if (t.status.valid()) {
-    char buf[1024];
-    ssize_t n = ::read(t.status.get(), buf, sizeof buf);
-    if (n > 0)
-      add_output(l, node, t, true, task_prefix(l, node) + std::string(buf, static_cast<size_t>(n)) + "\n", false);
-    t.status.reset();
-  }
-  for (bool is_err : {false, true}) {
-    for (int i = 0; i < kMaxDrainReads && read_stream(l, node, t, is_err); ++i) {}
-    close_stream(l, node, t, is_err);
-  }
-  close_stdin(t);
-  add_exit(l, t.rank, waitstatus, cpu);
+  add_exit(l, t.rank, exit.waitstatus, exit.cpu_seconds);
   --l.live;
   maybe_finish(l);
-}
-
-void StepNode::Impl::close_stdin(Task& t) {
-  if (t.stdin_watched) loop.remove_fd(t.stdin_w.get());
-  t.stdin_watched = false;
-  t.stdin_w.reset();
-  t.stdin_buf.clear();
-}
-
-void StepNode::Impl::write_stdin(Launch& l, Task& t) {
-  while (t.stdin_w.valid() && !t.stdin_buf.empty()) {
-    ssize_t n = ::write(t.stdin_w.get(), t.stdin_buf.data(), t.stdin_buf.size());
-    if (n > 0) {
-      t.stdin_buf.erase(0, static_cast<size_t>(n));
-      continue;
-    }
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0 && errno == EAGAIN) break;
-    close_stdin(t);  // the task closed its stdin (EPIPE): what is left has no reader
-    return;
-  }
-  if (!t.stdin_w.valid()) return;
-  if (!t.stdin_buf.empty()) {
-    if (t.stdin_watched) return;
-    const LaunchId id = l.id;
-    Task* tp = &t;
-    // Tasks live in a vector that never changes size after start, so the pointer holds
-    // as long as the launch does.
-    auto st = loop.add_fd(t.stdin_w.get(), EPOLLOUT, [this, id, tp](uint32_t) {
-      if (Launch* x = find(id)) write_stdin(*x, *tp);
-    });
-    t.stdin_watched = st.ok();
-    return;
-  }
-  if (t.stdin_watched) loop.remove_fd(t.stdin_w.get());
-  t.stdin_watched = false;
-  if (!t.stdin_eof) return;
-  if (t.terminal) {
-    // A terminal has no end of file: the line discipline's EOF character (^D) is what a
-    // reader at an empty line takes as one.
-    t.stdin_eof = false;
-    const char eof_char = 4;
-    if (::write(t.stdin_w.get(), &eof_char, 1) < 0) close_stdin(t);
-    return;
-  }
-  close_stdin(t);
 }
 
 void StepNode::Impl::signal_local(Launch& l, int sig) {
   for (auto& node : l.locals)
     for (auto& t : node->tasks)
-      if (t.pid > 0 && !t.exited) ::killpg(t.pid, sig);
+      if (t.pid > 0 && !t.exited) tasks.signal(t.pid, sig);
 }
 
 // ------------------------------------------------------------------ fences
@@ -829,17 +680,10 @@ void StepNode::Impl::deliver(LaunchId id, const v1::LaunchDown& down) {
   const bool has_stdin = !down.stdin().empty() || down.stdin_eof();
   if (has_stdin || down.has_winsize()) {
     if (l.rank0_local >= 0) {
-      Task& t = l.locals[static_cast<size_t>(l.rank0_local)]->tasks.front();
-      if (has_stdin && t.stdin_w.valid()) {
-        t.stdin_buf += down.stdin();
-        t.stdin_eof = t.stdin_eof || down.stdin_eof();
-        write_stdin(l, t);
-      }
-      if (down.has_winsize() && t.terminal && t.out.valid()) {
-        struct winsize ws {};
-        ws.ws_row = static_cast<unsigned short>(down.winsize().rows());
-        ws.ws_col = static_cast<unsigned short>(down.winsize().cols());
-        ::ioctl(t.out.get(), TIOCSWINSZ, &ws);
+      const Task& t = l.locals[static_cast<size_t>(l.rank0_local)]->tasks.front();
+      if (t.pid > 0 && !t.exited) {
+        if (has_stdin) tasks.feed(t.pid, down.stdin(), down.stdin_eof());
+        if (down.has_winsize()) tasks.set_window_size(t.pid, down.winsize().rows(), down.winsize().cols());
       }
     } else if (l.rank0_child >= 0) {
       v1::LaunchDown fwd;
@@ -874,22 +718,10 @@ void StepNode::Impl::abandon(LaunchId id) {
   }
 }
 
-bool StepNode::Impl::on_child_exit(pid_t pid, int waitstatus, double cpu) {
-  auto it = pids.find(pid);
-  if (it == pids.end()) return false;
-  TaskRef ref = it->second;
-  pids.erase(it);
-  Launch* l = find(ref.id);
-  if (l == nullptr) return true;
-  LocalNode& node = *l->locals[ref.node];
-  task_exited(*l, node, node.tasks[ref.task], waitstatus, cpu);
-  return true;
-}
-
 // ------------------------------------------------------------------ StepNode
 
-StepNode::StepNode(EventLoop& loop, const AgentConfig& config, StepNodeConfig sc)
-    : impl_(std::make_unique<Impl>(loop, config, std::move(sc))) {}
+StepNode::StepNode(EventLoop& loop, TaskSupervisor& tasks, const AgentConfig& config, StepNodeConfig sc)
+    : impl_(std::make_unique<Impl>(loop, tasks, config, std::move(sc))) {}
 
 StepNode::~StepNode() = default;
 
@@ -900,10 +732,6 @@ StepNode::LaunchId StepNode::launch(v1::LaunchTasksRequest req, Up up, Done done
 void StepNode::deliver(LaunchId id, const v1::LaunchDown& down) { impl_->deliver(id, down); }
 
 void StepNode::abandon(LaunchId id) { impl_->abandon(id); }
-
-bool StepNode::on_child_exit(pid_t pid, int waitstatus, double cpu_seconds) {
-  return impl_->on_child_exit(pid, waitstatus, cpu_seconds);
-}
 
 void StepNode::signal_job(uint64_t jobid, int sig) {
   for (auto& [id, l] : impl_->launches)
@@ -916,6 +744,6 @@ void StepNode::kill_all(int sig) {
 
 void StepNode::set_cgroups(TaskCgroups* cgroups) { impl_->cgroups = cgroups; }
 
-size_t StepNode::live_processes() const { return impl_->pids.size(); }
+size_t StepNode::live_tasks() const { return impl_->live_tasks(); }
 
 }  // namespace corral::node

@@ -24,6 +24,7 @@ class EventLoop;
 namespace corral::node {
 
 class TaskCgroups;
+class TaskSupervisor;
 struct AgentConfig;
 
 class JobKeys;
@@ -48,7 +49,8 @@ class StepNode {
   // (malformed request); per-node failures travel as LaunchUp.errors instead.
   using Done = std::function<void(const std::string& error)>;
 
-  StepNode(EventLoop& loop, const AgentConfig& config, StepNodeConfig sc);
+  // Tasks run under `tasks`, which must outlive this.
+  StepNode(EventLoop& loop, TaskSupervisor& tasks, const AgentConfig& config, StepNodeConfig sc);
   ~StepNode();
   StepNode(const StepNode&) = delete;
   StepNode& operator=(const StepNode&) = delete;
@@ -64,14 +66,12 @@ class StepNode {
   // The parent went away: SIGKILL the subtree; `done` is still called once it is gone.
   void abandon(LaunchId id);
 
-  // From the agent's SIGCHLD handling; true when pid was one of the step tasks here.
-  bool on_child_exit(pid_t pid, int waitstatus, double cpu_seconds);
   // Signals every step task of the job on this agent (the job ended or was canceled).
   void signal_job(uint64_t jobid, int sig);
   void kill_all(int sig);  // agent shutdown
   // Each launch's tasks go into a cgroup of their own (null: process groups only).
   void set_cgroups(TaskCgroups* cgroups);
-  size_t live_processes() const;
+  size_t live_tasks() const;  // started here and not yet exited
 
  private:
   struct Impl;

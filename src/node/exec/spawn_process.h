@@ -13,7 +13,7 @@
 
 namespace corral::node {
 
-struct LaunchRequest {
+struct SpawnRequest {
   std::vector<std::string> argv;
   std::vector<std::string> env;  // KEY=VALUE
   std::string cwd;               // empty: the agent's cwd
@@ -52,22 +52,22 @@ struct LaunchRequest {
   gid_t gid = 0;
 };
 
-struct LaunchedProcess {
+struct SpawnedProcess {
   pid_t pid = -1;
   UniqueFd stdout_pipe;  // read ends, non-blocking, when captured
   UniqueFd stderr_pipe;
-  UniqueFd status_pipe;  // corral-imp's failure report (imp launches only)
+  UniqueFd status_pipe;  // corral-imp's failure report (spawns through corral-imp only)
 };
 
-// Exit code a failed launch is reported with: 127 when the command does not exist,
+// Exit code a failed spawn is reported with: 127 when the command does not exist,
 // 126 for every other failure (cwd, files, permissions), as shells do.
-int launch_failure_code(const Error& e);
+int spawn_failure_code(const Error& e);
 
 // Errors are user-facing ("cannot execute 'foo': No such file or directory"); when the
 // error file was already open the message has been written to it too. Errc::unavailable
 // means the node ran out of descriptors, processes or memory (EMFILE, ENFILE, EAGAIN,
-// ENOMEM): nothing was started and the same launch may succeed a little later.
-Result<LaunchedProcess> launch_process(const LaunchRequest& req);
+// ENOMEM): nothing was started and the same spawn may succeed a little later.
+Result<SpawnedProcess> spawn_process(const SpawnRequest& req);
 
 // Searches `command` like execvp would, in the PATH of `env`, relative entries and
 // paths with a '/' taken relative to `cwd`. not_found / permission_denied errors.

@@ -1,4 +1,4 @@
-#include "node/exec/task_launcher.h"
+#include "node/exec/spawn_process.h"
 
 #include <fcntl.h>
 #include <signal.h>
@@ -25,7 +25,7 @@ std::string errno_text(int err) { return std::strerror(err); }
 // The node, not the task, ran out of something: worth trying again shortly.
 bool exhausted(int err) { return err == EMFILE || err == ENFILE || err == EAGAIN || err == ENOMEM; }
 
-Error launch_error(int err, std::string what) {
+Error spawn_error(int err, std::string what) {
   std::string msg = std::move(what) + ": " + errno_text(err);
   return exhausted(err) ? Error{Errc::unavailable, std::move(msg)} : io_error(std::move(msg));
 }
@@ -41,7 +41,7 @@ Error exec_error(int err, const std::string& command) {
 // spawn file actions (dup2) give the child its 0/1/2.
 Result<UniqueFd> open_file(const std::string& path, int flags, const char* what) {
   UniqueFd fd(::open(path.c_str(), flags | O_CLOEXEC, 0644));
-  if (!fd.valid()) return launch_error(errno, std::string("cannot open ") + what + " '" + path + "'");
+  if (!fd.valid()) return spawn_error(errno, std::string("cannot open ") + what + " '" + path + "'");
   return fd;
 }
 
@@ -51,7 +51,7 @@ struct Pipe {
 
 Result<Pipe> make_pipe() {
   int fds[2];
-  if (::pipe2(fds, O_CLOEXEC) != 0) return launch_error(errno, "cannot create a pipe");
+  if (::pipe2(fds, O_CLOEXEC) != 0) return spawn_error(errno, "cannot create a pipe");
   Pipe p{UniqueFd(fds[0]), UniqueFd(fds[1])};
   ::fcntl(p.read.get(), F_SETFL, O_NONBLOCK);
   return p;
@@ -142,11 +142,11 @@ Result<pid_t> do_spawn(const std::string& path, std::vector<std::string> argv, s
     SpawnFailure f = spawn_child(pid, path, cargv.data(), cenv.data(), actions, new_session, setup);
     switch (f.stage) {
       case SpawnFailure::Stage::cgroup:
-        return launch_error(f.err, "cannot move the task into cgroup " + setup.cgroups.at(f.cgroup));
+        return spawn_error(f.err, "cannot move the task into cgroup " + setup.cgroups.at(f.cgroup));
       case SpawnFailure::Stage::cpus:
-        return launch_error(f.err, "cannot bind the task to CPUs " + cpu_list_text(setup.cpus));
+        return spawn_error(f.err, "cannot bind the task to CPUs " + cpu_list_text(setup.cpus));
       case SpawnFailure::Stage::rlimits:
-        return launch_error(f.err, "cannot set the task's resource limits");
+        return spawn_error(f.err, "cannot set the task's resource limits");
       case SpawnFailure::Stage::exec:
         break;
     }
@@ -163,10 +163,10 @@ Result<pid_t> do_spawn(const std::string& path, std::vector<std::string> argv, s
 // Where stdout and stderr go: a file opened here, or the write end of a capture pipe.
 struct Outputs {
   UniqueFd out, err;  // what the child gets as 1 and 2
-  LaunchedProcess proc;
+  SpawnedProcess proc;
 };
 
-Result<Outputs> open_outputs(const LaunchRequest& req) {
+Result<Outputs> open_outputs(const SpawnRequest& req) {
   Outputs o;
   const int flags = O_WRONLY | O_CREAT | O_APPEND;
   if (!req.output_path.empty()) {
@@ -218,13 +218,13 @@ void add_inherited(SpawnActions& actions, const std::vector<int>& fds) {
   for (int fd : fds) actions.dup2(fd, fd);
 }
 
-Result<LaunchedProcess> launch_direct(const LaunchRequest& req) {
+Result<SpawnedProcess> spawn_direct(const SpawnRequest& req) {
   auto outs = open_outputs(req);
   if (!outs) return outs.error();
   if (!req.stderr_note.empty() && !req.error_path.empty() && !req.merge_stderr)
     write_text(outs->err.get(), req.stderr_note);
-  auto fail = [&](Error e) -> Result<LaunchedProcess> {
-    // A launch that will be tried again (unavailable) leaves the user's file alone.
+  auto fail = [&](Error e) -> Result<SpawnedProcess> {
+    // A spawn that will be tried again (unavailable) leaves the user's file alone.
     if (!req.error_path.empty() && !req.merge_stderr && e.code != Errc::unavailable)
       write_message(outs->err.get(), e.message);
     return e;
@@ -232,8 +232,8 @@ Result<LaunchedProcess> launch_direct(const LaunchRequest& req) {
   if (!req.cwd.empty()) {
     struct stat st {};
     if (::stat(req.cwd.c_str(), &st) != 0)
-      return fail(launch_error(errno, "cannot change directory to '" + req.cwd + "'"));
-    if (!S_ISDIR(st.st_mode)) return fail(launch_error(ENOTDIR, "cannot change directory to '" + req.cwd + "'"));
+      return fail(spawn_error(errno, "cannot change directory to '" + req.cwd + "'"));
+    if (!S_ISDIR(st.st_mode)) return fail(spawn_error(ENOTDIR, "cannot change directory to '" + req.cwd + "'"));
   }
   UniqueFd in;
   if (req.stdin_fd < 0) {
@@ -258,11 +258,11 @@ Result<LaunchedProcess> launch_direct(const LaunchRequest& req) {
 
 // The task leads a new session; opening the terminal there (without O_NOCTTY) makes it
 // the session's controlling terminal, so job control and ^C work as in a login.
-Result<LaunchedProcess> launch_on_terminal(const LaunchRequest& req) {
+Result<SpawnedProcess> spawn_on_terminal(const SpawnRequest& req) {
   if (!req.cwd.empty()) {
     struct stat st {};
-    if (::stat(req.cwd.c_str(), &st) != 0) return launch_error(errno, "cannot change directory to '" + req.cwd + "'");
-    if (!S_ISDIR(st.st_mode)) return launch_error(ENOTDIR, "cannot change directory to '" + req.cwd + "'");
+    if (::stat(req.cwd.c_str(), &st) != 0) return spawn_error(errno, "cannot change directory to '" + req.cwd + "'");
+    if (!S_ISDIR(st.st_mode)) return spawn_error(ENOTDIR, "cannot change directory to '" + req.cwd + "'");
   }
   auto exe = find_executable(req.argv.at(0), req.env, req.cwd);
   if (!exe) return exe.error();
@@ -274,15 +274,15 @@ Result<LaunchedProcess> launch_on_terminal(const LaunchRequest& req) {
   if (!req.cwd.empty()) actions.chdir(req.cwd);
   auto pid = do_spawn(*exe, req.argv, req.env, actions, true, {req.cgroups, req.cpus, req.rlimits});
   if (!pid) return pid.error();
-  LaunchedProcess proc;
+  SpawnedProcess proc;
   proc.pid = *pid;
   return proc;
 }
 
 Result<UniqueFd> text_memfd(const char* name, const std::string& data, const char* what) {
   UniqueFd fd(::memfd_create(name, MFD_CLOEXEC));
-  if (!fd.valid()) return launch_error(errno, std::string("cannot create ") + what);
-  if (!write_all(fd.get(), data)) return launch_error(errno, std::string("cannot write ") + what);
+  if (!fd.valid()) return spawn_error(errno, std::string("cannot create ") + what);
+  if (!write_all(fd.get(), data)) return spawn_error(errno, std::string("cannot write ") + what);
   return fd;
 }
 
@@ -308,8 +308,8 @@ int imp_fd_slot(int from, const std::vector<int>& taken) {
   return fd;
 }
 
-Result<LaunchedProcess> launch_via_imp(const LaunchRequest& req) {
-  LaunchedProcess proc;
+Result<SpawnedProcess> spawn_via_imp(const SpawnRequest& req) {
+  SpawnedProcess proc;
   const bool tty = !req.terminal.empty();
   UniqueFd in =
       req.stdin_fd >= 0 && !tty ? high_fd_of(req.stdin_fd) : UniqueFd(::open("/dev/null", O_RDONLY | O_CLOEXEC));
@@ -396,7 +396,7 @@ Result<LaunchedProcess> launch_via_imp(const LaunchRequest& req) {
 
 }  // namespace
 
-int launch_failure_code(const Error& e) { return e.code == Errc::not_found ? 127 : 126; }
+int spawn_failure_code(const Error& e) { return e.code == Errc::not_found ? 127 : 126; }
 
 Result<std::string> find_executable(const std::string& command, const std::vector<std::string>& env,
                                     const std::string& cwd) {
@@ -423,11 +423,11 @@ Result<std::string> find_executable(const std::string& command, const std::vecto
   return exec_error(first_err, command);
 }
 
-Result<LaunchedProcess> launch_process(const LaunchRequest& req) {
+Result<SpawnedProcess> spawn_process(const SpawnRequest& req) {
   if (req.argv.empty() || req.argv[0].empty()) return not_found("cannot execute: empty command");
   if (auto st = check_inherit_fds(req.inherit_fds); !st) return st.error();
-  if (!req.imp_path.empty()) return launch_via_imp(req);
-  return req.terminal.empty() ? launch_direct(req) : launch_on_terminal(req);
+  if (!req.imp_path.empty()) return spawn_via_imp(req);
+  return req.terminal.empty() ? spawn_direct(req) : spawn_on_terminal(req);
 }
 
 }  // namespace corral::node

@@ -1,4 +1,4 @@
-// Process launch: exit statuses, output capture, failures, process-group kills and
+// Spawning a process: exit statuses, output capture, failures, process-group kills and
 // (as root) corral-imp.
 #include <gtest/gtest.h>
 
@@ -15,7 +15,7 @@
 #include <sstream>
 #include <thread>
 
-#include "node/exec/task_launcher.h"
+#include "node/exec/spawn_process.h"
 
 namespace corral::node {
 namespace {
@@ -48,15 +48,15 @@ std::string slurp(const fs::path& p) {
   return ss.str();
 }
 
-LaunchRequest sh(const std::string& script) {
-  LaunchRequest r;
+SpawnRequest sh(const std::string& script) {
+  SpawnRequest r;
   r.argv = {"/bin/sh", "-c", script};
   r.env = {"PATH=/usr/bin:/bin", "FOO=bar"};
   r.cwd = "/";
   return r;
 }
 
-class NodeLauncher : public ::testing::Test {
+class SpawnProcess : public ::testing::Test {
  protected:
   void SetUp() override {
     dir_ = fs::temp_directory_path() / ("corral-launch-" + std::to_string(::getpid()));
@@ -66,16 +66,16 @@ class NodeLauncher : public ::testing::Test {
   fs::path dir_;
 };
 
-TEST_F(NodeLauncher, CollectsExitStatus) {
-  auto p = launch_process(sh("exit 3"));
+TEST_F(SpawnProcess, CollectsExitStatus) {
+  auto p = spawn_process(sh("exit 3"));
   ASSERT_TRUE(p) << p.message();
   int st = wait_for(p->pid);
   ASSERT_TRUE(WIFEXITED(st));
   EXPECT_EQ(WEXITSTATUS(st), 3);
 }
 
-TEST_F(NodeLauncher, CapturesStdoutAndStderrSeparately) {
-  auto p = launch_process(sh("echo out $FOO; echo err >&2; pwd"));
+TEST_F(SpawnProcess, CapturesStdoutAndStderrSeparately) {
+  auto p = spawn_process(sh("echo out $FOO; echo err >&2; pwd"));
   ASSERT_TRUE(p) << p.message();
   ASSERT_TRUE(p->stdout_pipe.valid());
   ASSERT_TRUE(p->stderr_pipe.valid());
@@ -84,82 +84,82 @@ TEST_F(NodeLauncher, CapturesStdoutAndStderrSeparately) {
   wait_for(p->pid);
 }
 
-TEST_F(NodeLauncher, MergedStderrSharesThePipe) {
+TEST_F(SpawnProcess, MergedStderrSharesThePipe) {
   auto r = sh("echo a; echo b >&2");
   r.merge_stderr = true;
-  auto p = launch_process(r);
+  auto p = spawn_process(r);
   ASSERT_TRUE(p) << p.message();
   EXPECT_FALSE(p->stderr_pipe.valid());
   EXPECT_EQ(read_all(p->stdout_pipe.get()), "a\nb\n");
   wait_for(p->pid);
 }
 
-TEST_F(NodeLauncher, CommandNotFoundIs127) {
-  LaunchRequest r = sh("");
+TEST_F(SpawnProcess, CommandNotFoundIs127) {
+  SpawnRequest r = sh("");
   r.argv = {"no-such-command-corral"};
-  auto p = launch_process(r);
+  auto p = spawn_process(r);
   ASSERT_FALSE(p);
-  EXPECT_EQ(launch_failure_code(p.error()), 127);
+  EXPECT_EQ(spawn_failure_code(p.error()), 127);
   EXPECT_EQ(p.message(), "cannot execute 'no-such-command-corral': No such file or directory");
 }
 
-TEST_F(NodeLauncher, NotExecutableIs126) {
+TEST_F(SpawnProcess, NotExecutableIs126) {
   std::ofstream(dir_ / "script") << "echo hi\n";
-  LaunchRequest r = sh("");
+  SpawnRequest r = sh("");
   r.argv = {(dir_ / "script").string()};
-  auto p = launch_process(r);
+  auto p = spawn_process(r);
   ASSERT_FALSE(p);
-  EXPECT_EQ(launch_failure_code(p.error()), 126);
+  EXPECT_EQ(spawn_failure_code(p.error()), 126);
   EXPECT_NE(p.message().find("Permission denied"), std::string::npos) << p.message();
 }
 
-TEST_F(NodeLauncher, MissingCwdIs126AndTheMessageReachesTheErrorFile) {
-  LaunchRequest r = sh("true");
+TEST_F(SpawnProcess, MissingCwdIs126AndTheMessageReachesTheErrorFile) {
+  SpawnRequest r = sh("true");
   r.cwd = (dir_ / "missing").string();
   r.output_path = (dir_ / "out.txt").string();
   r.error_path = r.output_path;
-  auto p = launch_process(r);
+  auto p = spawn_process(r);
   ASSERT_FALSE(p);
-  EXPECT_EQ(launch_failure_code(p.error()), 126);
+  EXPECT_EQ(spawn_failure_code(p.error()), 126);
   EXPECT_NE(p.message().find("cannot change directory to '"), std::string::npos) << p.message();
   EXPECT_EQ(slurp(dir_ / "out.txt"), p.message() + "\n");
 }
 
-TEST_F(NodeLauncher, RelativeCommandAndFilesUseCwd) {
+TEST_F(SpawnProcess, RelativeCommandAndFilesUseCwd) {
   {
     std::ofstream f(dir_ / "prog");
     f << "#!/bin/sh\necho \"from prog $1\"\necho to-err >&2\n";
   }
   fs::permissions(dir_ / "prog", fs::perms::owner_all);
-  LaunchRequest r = sh("");
+  SpawnRequest r = sh("");
   r.argv = {"./prog", "x"};
   r.cwd = dir_.string();
   r.output_path = (dir_ / "o.txt").string();
   r.error_path = (dir_ / "e.txt").string();
-  auto p = launch_process(r);
+  auto p = spawn_process(r);
   ASSERT_TRUE(p) << p.message();
   EXPECT_EQ(wait_for(p->pid), 0);
   EXPECT_EQ(slurp(dir_ / "o.txt"), "from prog x\n");
   EXPECT_EQ(slurp(dir_ / "e.txt"), "to-err\n");
   // O_APPEND: a second run adds to the file
-  auto q = launch_process(r);
+  auto q = spawn_process(r);
   ASSERT_TRUE(q);
   wait_for(q->pid);
   EXPECT_EQ(slurp(dir_ / "o.txt"), "from prog x\nfrom prog x\n");
 }
 
-TEST_F(NodeLauncher, UnwritableOutputFails) {
-  LaunchRequest r = sh("true");
+TEST_F(SpawnProcess, UnwritableOutputFails) {
+  SpawnRequest r = sh("true");
   r.output_path = (dir_ / "nodir" / "o.txt").string();
-  auto p = launch_process(r);
+  auto p = spawn_process(r);
   ASSERT_FALSE(p);
-  EXPECT_EQ(launch_failure_code(p.error()), 126);
+  EXPECT_EQ(spawn_failure_code(p.error()), 126);
   EXPECT_NE(p.message().find("cannot open output file"), std::string::npos) << p.message();
 }
 
-TEST_F(NodeLauncher, KillpgReachesTheWholeTree) {
+TEST_F(SpawnProcess, KillpgReachesTheWholeTree) {
   auto r = sh("sleep 100 & echo $!; sleep 100");
-  auto p = launch_process(r);
+  auto p = spawn_process(r);
   ASSERT_TRUE(p) << p.message();
   // the first line is the pid of the background sleep
   std::string line;
@@ -188,19 +188,19 @@ TEST_F(NodeLauncher, KillpgReachesTheWholeTree) {
   EXPECT_TRUE(gone);
 }
 
-TEST_F(NodeLauncher, SignalMaskIsResetInTheChild) {
+TEST_F(SpawnProcess, SignalMaskIsResetInTheChild) {
   sigset_t set, old;
   sigemptyset(&set);
   sigaddset(&set, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &set, &old);
-  auto p = launch_process(sh("kill -TERM $$; sleep 5"));
+  auto p = spawn_process(sh("kill -TERM $$; sleep 5"));
   pthread_sigmask(SIG_SETMASK, &old, nullptr);
   ASSERT_TRUE(p);
   int st = wait_for(p->pid);
   EXPECT_TRUE(WIFSIGNALED(st));
 }
 
-TEST_F(NodeLauncher, FindExecutableUsesTheTaskPath) {
+TEST_F(SpawnProcess, FindExecutableUsesTheTaskPath) {
   auto found = find_executable("sh", {"PATH=/nonexistent:/bin"}, "/");
   ASSERT_TRUE(found) << found.message();
   EXPECT_EQ(*found, "/bin/sh");
@@ -214,22 +214,22 @@ std::string imp_path() {
 }
 
 // The request, run through corral-imp as nobody.
-LaunchRequest as_nobody(LaunchRequest r) {
+SpawnRequest as_nobody(SpawnRequest r) {
   r.imp_path = imp_path();
   r.uid = 65534;
   r.gid = 65534;
   return r;
 }
 
-TEST_F(NodeLauncher, ImpRunsAsTheUserAndCreatesTheirFiles) {
+TEST_F(SpawnProcess, ImpRunsAsTheUserAndCreatesTheirFiles) {
   if (::geteuid() != 0) GTEST_SKIP() << "needs root";
   if (!fs::exists(imp_path())) GTEST_SKIP() << "corral-imp not built next to the test";
   fs::permissions(dir_, fs::perms::all);
-  LaunchRequest r = sh("id -u; id -g; echo $FOO $LD_PRELOAD; pwd; echo e >&2");
+  SpawnRequest r = sh("id -u; id -g; echo $FOO $LD_PRELOAD; pwd; echo e >&2");
   r.cwd = dir_.string();
   r.output_path = (dir_ / "o.txt").string();
   r = as_nobody(std::move(r));
-  auto p = launch_process(r);
+  auto p = spawn_process(r);
   ASSERT_TRUE(p) << p.message();
   EXPECT_EQ(wait_for(p->pid), 0);
   EXPECT_EQ(read_all(p->stderr_pipe.get()), "e\n");
@@ -239,13 +239,13 @@ TEST_F(NodeLauncher, ImpRunsAsTheUserAndCreatesTheirFiles) {
   EXPECT_EQ(st.st_uid, 65534u);
 }
 
-TEST_F(NodeLauncher, ImpReportsExecFailureOnTheStatusPipe) {
+TEST_F(SpawnProcess, ImpReportsExecFailureOnTheStatusPipe) {
   if (::geteuid() != 0) GTEST_SKIP() << "needs root";
   if (!fs::exists(imp_path())) GTEST_SKIP() << "corral-imp not built next to the test";
-  LaunchRequest r = sh("");
+  SpawnRequest r = sh("");
   r.argv = {"no-such-command-corral"};
   r = as_nobody(std::move(r));
-  auto p = launch_process(r);
+  auto p = spawn_process(r);
   ASSERT_TRUE(p) << p.message();
   int st = wait_for(p->pid);
   ASSERT_TRUE(WIFEXITED(st));
@@ -255,14 +255,14 @@ TEST_F(NodeLauncher, ImpReportsExecFailureOnTheStatusPipe) {
             "corral-imp: cannot execute 'no-such-command-corral': No such file or directory\n");
 }
 
-TEST_F(NodeLauncher, ImpOpensFilesAsTheUser) {
+TEST_F(SpawnProcess, ImpOpensFilesAsTheUser) {
   if (::geteuid() != 0) GTEST_SKIP() << "needs root";
   if (!fs::exists(imp_path())) GTEST_SKIP() << "corral-imp not built next to the test";
   fs::permissions(dir_, fs::perms::owner_all);  // root only: nobody cannot create files here
-  LaunchRequest r = sh("true");
+  SpawnRequest r = sh("true");
   r.output_path = (dir_ / "o.txt").string();
   r = as_nobody(std::move(r));
-  auto p = launch_process(r);
+  auto p = spawn_process(r);
   ASSERT_TRUE(p) << p.message();
   int st = wait_for(p->pid);
   EXPECT_EQ(WEXITSTATUS(st), 126);
@@ -282,18 +282,18 @@ struct CloexecPipe {
 };
 
 // What the task reports: "closed" when $OTHER is not open in it, after writing to $FD.
-LaunchRequest write_to_inherited(int fd, int other) {
+SpawnRequest write_to_inherited(int fd, int other) {
   auto r = sh("echo hi >&$FD; if [ -e /proc/$$/fd/$OTHER ]; then echo open; else echo closed; fi");
   r.env.push_back("FD=" + std::to_string(fd));
   r.env.push_back("OTHER=" + std::to_string(other));
   return r;
 }
 
-TEST_F(NodeLauncher, InheritedDescriptorStaysOpenInTheTask) {
+TEST_F(SpawnProcess, InheritedDescriptorStaysOpenInTheTask) {
   CloexecPipe pmi, other;
   auto r = write_to_inherited(pmi.write.get(), other.write.get());
   r.inherit_fds = {pmi.write.get()};
-  auto p = launch_process(r);
+  auto p = spawn_process(r);
   ASSERT_TRUE(p) << p.message();
   EXPECT_EQ(wait_for(p->pid), 0);
   EXPECT_EQ(read_all(p->stdout_pipe.get()), "closed\n");
@@ -303,10 +303,10 @@ TEST_F(NodeLauncher, InheritedDescriptorStaysOpenInTheTask) {
   EXPECT_EQ(read_all(pmi.read.get()), "hi\n");
 }
 
-TEST_F(NodeLauncher, UnlistedDescriptorIsClosedInTheTask) {
+TEST_F(SpawnProcess, UnlistedDescriptorIsClosedInTheTask) {
   CloexecPipe pmi;
   auto r = write_to_inherited(pmi.write.get(), pmi.write.get());
-  auto p = launch_process(r);
+  auto p = spawn_process(r);
   ASSERT_TRUE(p) << p.message();
   wait_for(p->pid);
   EXPECT_EQ(read_all(p->stdout_pipe.get()), "closed\n");
@@ -315,10 +315,10 @@ TEST_F(NodeLauncher, UnlistedDescriptorIsClosedInTheTask) {
   EXPECT_EQ(read_all(pmi.read.get()), "");
 }
 
-TEST_F(NodeLauncher, InheritedDescriptorsMustBeOpenAndNotStdio) {
+TEST_F(SpawnProcess, InheritedDescriptorsMustBeOpenAndNotStdio) {
   auto r = sh("true");
   r.inherit_fds = {1};
-  auto p = launch_process(r);
+  auto p = spawn_process(r);
   ASSERT_FALSE(p);
   EXPECT_EQ(p.error().code, Errc::invalid_argument);
   EXPECT_NE(p.message().find("cannot pass descriptor 1 to the task"), std::string::npos) << p.message();
@@ -329,12 +329,12 @@ TEST_F(NodeLauncher, InheritedDescriptorsMustBeOpenAndNotStdio) {
     closed = gone.write.get();
   }
   r.inherit_fds = {closed};
-  p = launch_process(r);
+  p = spawn_process(r);
   ASSERT_FALSE(p);
   EXPECT_NE(p.message().find("is not an open descriptor"), std::string::npos) << p.message();
 }
 
-TEST_F(NodeLauncher, ImpPassesInheritedDescriptorsEvenOnItsOwnNumbers) {
+TEST_F(SpawnProcess, ImpPassesInheritedDescriptorsEvenOnItsOwnNumbers) {
   if (::geteuid() != 0) GTEST_SKIP() << "needs root";
   if (!fs::exists(imp_path())) GTEST_SKIP() << "corral-imp not built next to the test";
   // ctest may hand the test process an open descriptor 3: park it for the test's length.
@@ -361,7 +361,7 @@ TEST_F(NodeLauncher, ImpPassesInheritedDescriptorsEvenOnItsOwnNumbers) {
   r.argv[2] += "; echo $FOO";  // the environment still arrives, through another number
   r.inherit_fds = {3};
   r = as_nobody(std::move(r));
-  auto p = launch_process(r);
+  auto p = spawn_process(r);
   ASSERT_TRUE(p) << p.message();
   EXPECT_EQ(wait_for(p->pid), 0);
   EXPECT_EQ(read_all(p->stdout_pipe.get()), "closed\nbar\n");
@@ -370,11 +370,11 @@ TEST_F(NodeLauncher, ImpPassesInheritedDescriptorsEvenOnItsOwnNumbers) {
   EXPECT_EQ(read_all(pmi.read.get()), "hi\n");
 }
 
-TEST_F(NodeLauncher, NotesGoToTheErrorFileBeforeTheTasksOwnOutput) {
-  LaunchRequest r = sh("echo from-task >&2");
+TEST_F(SpawnProcess, NotesGoToTheErrorFileBeforeTheTasksOwnOutput) {
+  SpawnRequest r = sh("echo from-task >&2");
   r.error_path = (dir_ / "e.txt").string();
   r.stderr_note = "corral: a note\n";
-  auto p = launch_process(r);
+  auto p = spawn_process(r);
   ASSERT_TRUE(p) << p.message();
   EXPECT_EQ(wait_for(p->pid), 0);
   EXPECT_EQ(slurp(dir_ / "e.txt"), "corral: a note\nfrom-task\n");
@@ -383,7 +383,7 @@ TEST_F(NodeLauncher, NotesGoToTheErrorFileBeforeTheTasksOwnOutput) {
 // The notes are written through corral-imp after it became the user: a file the user may
 // not write stays untouched and the task fails, instead of root appending to it and
 // handing it over (the `-e /etc/shadow` attack).
-TEST_F(NodeLauncher, ImpWritesNotesAsTheUserOnly) {
+TEST_F(SpawnProcess, ImpWritesNotesAsTheUserOnly) {
   if (::geteuid() != 0) GTEST_SKIP() << "needs root";
   if (!fs::exists(imp_path())) GTEST_SKIP() << "corral-imp not built next to the test";
   fs::permissions(dir_, fs::perms::all);
@@ -391,11 +391,11 @@ TEST_F(NodeLauncher, ImpWritesNotesAsTheUserOnly) {
   { std::ofstream(victim) << "root's\n"; }
   fs::permissions(victim,
                   fs::perms::owner_read | fs::perms::owner_write | fs::perms::group_read | fs::perms::others_read);
-  LaunchRequest r = sh("echo ran");
+  SpawnRequest r = sh("echo ran");
   r.error_path = victim.string();
   r.stderr_note = "corral: a note\n";
   r = as_nobody(std::move(r));
-  auto p = launch_process(r);
+  auto p = spawn_process(r);
   ASSERT_TRUE(p) << p.message();
   EXPECT_EQ(WEXITSTATUS(wait_for(p->pid)), 126);
   EXPECT_NE(read_all(p->status_pipe.get()).find("cannot open error file"), std::string::npos);
@@ -407,7 +407,7 @@ TEST_F(NodeLauncher, ImpWritesNotesAsTheUserOnly) {
   // Where the user may write, the notes come first, and the file is the user's.
   r.error_path = (dir_ / "e.txt").string();
   r.argv = {"/bin/sh", "-c", "echo from-task >&2"};
-  p = launch_process(r);
+  p = spawn_process(r);
   ASSERT_TRUE(p) << p.message();
   EXPECT_EQ(wait_for(p->pid), 0);
   EXPECT_EQ(slurp(dir_ / "e.txt"), "corral: a note\nfrom-task\n");
@@ -417,7 +417,7 @@ TEST_F(NodeLauncher, ImpWritesNotesAsTheUserOnly) {
 
 // A descriptor the agent opened without close-on-exec (a library's log file) must not
 // reach a task that corral-imp starts.
-TEST_F(NodeLauncher, ImpClosesWhatItWasNotAskedToPass) {
+TEST_F(SpawnProcess, ImpClosesWhatItWasNotAskedToPass) {
   if (::geteuid() != 0) GTEST_SKIP() << "needs root";
   if (!fs::exists(imp_path())) GTEST_SKIP() << "corral-imp not built next to the test";
   int fds[2];
@@ -426,7 +426,7 @@ TEST_F(NodeLauncher, ImpClosesWhatItWasNotAskedToPass) {
   auto r = sh("if [ -e /proc/$$/fd/$OTHER ]; then echo open; else echo closed; fi");
   r.env.push_back("OTHER=" + std::to_string(leak_w.get()));
   r = as_nobody(std::move(r));
-  auto p = launch_process(r);
+  auto p = spawn_process(r);
   ASSERT_TRUE(p) << p.message();
   EXPECT_EQ(wait_for(p->pid), 0);
   EXPECT_EQ(read_all(p->stdout_pipe.get()), "closed\n");

@@ -1,0 +1,264 @@
+#include "node/exec/task_supervisor.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <sys/epoll.h>
+#include <sys/ioctl.h>
+#include <termios.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include <spdlog/spdlog.h>
+
+#include "util/event_loop.h"
+#include "util/unique_fd.h"
+
+namespace corral::node {
+
+namespace {
+
+constexpr size_t kReadChunk = 64 * 1024;
+// Reads of each stream after the exit: bounded, so a leftover writer that escaped the
+// process group cannot stall the loop.
+constexpr int kMaxDrainReads = 16;
+constexpr char kTerminalEof = 4;  // ^D: what a terminal reader at an empty line takes as EOF
+
+struct Pty {
+  UniqueFd master;
+  std::string slave;
+};
+
+// A pseudo terminal for a task; through corral-imp the user opens the slave, so it is
+// given to them first.
+Result<Pty> open_pty(bool give_to_user, uid_t uid) {
+  Pty p;
+  p.master.reset(::posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC));
+  if (!p.master.valid()) return io_error(std::string("cannot open a pseudo terminal: ") + std::strerror(errno));
+  char name[128];
+  if (::grantpt(p.master.get()) != 0 || ::unlockpt(p.master.get()) != 0 ||
+      ::ptsname_r(p.master.get(), name, sizeof name) != 0)
+    return io_error(std::string("cannot set up a pseudo terminal: ") + std::strerror(errno));
+  p.slave = name;
+  if (give_to_user && ::chown(name, uid, static_cast<gid_t>(-1)) != 0)
+    return io_error("cannot give terminal " + p.slave + " to uid " + std::to_string(uid) + ": " + std::strerror(errno));
+  ::fcntl(p.master.get(), F_SETFL, O_NONBLOCK);
+  return p;
+}
+
+}  // namespace
+
+struct TaskSupervisor::Proc {
+  pid_t pid = -1;
+  Handlers handlers;
+  UniqueFd out, err;  // read ends; a terminal's master is `out`
+  UniqueFd status;    // corral-imp's failure report
+  UniqueFd stdin_w;   // a pipe's write end, or a duplicate of the terminal's master
+  bool terminal = false;
+  std::string stdin_buf;
+  bool stdin_eof = false;
+  bool stdin_watched = false;
+};
+
+TaskSupervisor::TaskSupervisor(EventLoop& loop) : loop_(loop) {}
+
+TaskSupervisor::~TaskSupervisor() {
+  for (auto& [pid, p] : procs_) {
+    if (p->out.valid()) loop_.remove_fd(p->out.get());
+    if (p->err.valid()) loop_.remove_fd(p->err.get());
+    if (p->stdin_watched) loop_.remove_fd(p->stdin_w.get());
+  }
+}
+
+TaskSupervisor::Proc* TaskSupervisor::find(pid_t pid) {
+  auto it = procs_.find(pid);
+  return it == procs_.end() ? nullptr : it->second.get();
+}
+
+Result<pid_t> TaskSupervisor::spawn(const SpawnRequest& req, Handlers handlers, Stdin in) {
+  auto p = std::make_unique<Proc>();
+  UniqueFd stdin_r;
+  Pty pty;
+  SpawnRequest with_stdin;  // the request with the terminal or pipe made here
+  if (in == Stdin::terminal) {
+    auto opened = open_pty(!req.imp_path.empty(), req.uid);
+    if (!opened) return opened.error();
+    pty = std::move(*opened);
+    with_stdin = req;
+    with_stdin.terminal = pty.slave;
+    p->terminal = true;
+  } else if (in == Stdin::pipe) {
+    int fds[2];
+    if (::pipe2(fds, O_CLOEXEC) != 0)
+      return io_error(std::string("cannot create the stdin pipe: ") + std::strerror(errno));
+    stdin_r.reset(fds[0]);
+    p->stdin_w.reset(fds[1]);
+    ::fcntl(p->stdin_w.get(), F_SETFL, O_NONBLOCK);
+    with_stdin = req;
+    with_stdin.stdin_fd = stdin_r.get();
+  }
+  auto spawned = spawn_process(in == Stdin::file ? req : with_stdin);
+  if (!spawned) return spawned.error();
+  p->pid = spawned->pid;
+  p->handlers = std::move(handlers);
+  p->status = std::move(spawned->status_pipe);
+  if (p->terminal) {
+    p->stdin_w.reset(::fcntl(pty.master.get(), F_DUPFD_CLOEXEC, 0));
+    p->out = std::move(pty.master);
+  } else {
+    p->out = std::move(spawned->stdout_pipe);
+    p->err = std::move(spawned->stderr_pipe);
+  }
+  Proc& proc = *p;
+  procs_.emplace(proc.pid, std::move(p));
+  if (proc.out.valid()) watch_output(proc, false);
+  if (proc.err.valid()) watch_output(proc, true);
+  return proc.pid;
+}
+
+void TaskSupervisor::watch_output(Proc& p, bool is_err) {
+  const pid_t pid = p.pid;
+  const int fd = is_err ? p.err.get() : p.out.get();
+  auto st = loop_.add_fd(fd, EPOLLIN, [this, pid, is_err](uint32_t) { on_readable(pid, is_err); });
+  if (!st) spdlog::error("cannot watch the output of process {}: {}", pid, st.message());
+}
+
+void TaskSupervisor::on_readable(pid_t pid, bool is_err) {
+  if (Proc* p = find(pid)) pass_output(*p, is_err);
+}
+
+bool TaskSupervisor::pass_output(Proc& p, bool is_err) {
+  UniqueFd& fd = is_err ? p.err : p.out;
+  if (!fd.valid()) return false;
+  char buf[kReadChunk];
+  const ssize_t n = ::read(fd.get(), buf, sizeof buf);
+  if (n > 0) {
+    if (p.handlers.output) p.handlers.output(is_err, std::string_view(buf, static_cast<size_t>(n)), false);
+    return true;
+  }
+  if (n < 0 && (errno == EAGAIN || errno == EINTR)) return true;
+  close_output(p, is_err);
+  return false;
+}
+
+void TaskSupervisor::close_output(Proc& p, bool is_err) {
+  UniqueFd& fd = is_err ? p.err : p.out;
+  if (!fd.valid()) return;
+  loop_.remove_fd(fd.get());
+  fd.reset();
+  if (p.handlers.output) p.handlers.output(is_err, {}, true);
+}
+
+bool TaskSupervisor::feed(pid_t pid, std::string_view data, bool eof) {
+  Proc* p = find(pid);
+  if (p == nullptr || !p->stdin_w.valid()) return false;
+  p->stdin_buf.append(data);
+  p->stdin_eof = p->stdin_eof || eof;
+  write_stdin(*p);
+  return true;
+}
+
+void TaskSupervisor::write_stdin(Proc& p) {
+  while (p.stdin_w.valid() && !p.stdin_buf.empty()) {
+    const ssize_t n = ::write(p.stdin_w.get(), p.stdin_buf.data(), p.stdin_buf.size());
+    if (n > 0) {
+      p.stdin_buf.erase(0, static_cast<size_t>(n));
+      continue;
+    }
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && errno == EAGAIN) break;
+    return close_stdin(p);  // the process closed its stdin (EPIPE): what is left has no reader
+  }
+  if (!p.stdin_w.valid()) return;
+  if (!p.stdin_buf.empty()) {
+    if (p.stdin_watched) return;
+    const pid_t pid = p.pid;
+    auto st = loop_.add_fd(p.stdin_w.get(), EPOLLOUT, [this, pid](uint32_t) {
+      if (Proc* q = find(pid)) write_stdin(*q);
+    });
+    p.stdin_watched = st.ok();
+    return;
+  }
+  if (p.stdin_watched) loop_.remove_fd(p.stdin_w.get());
+  p.stdin_watched = false;
+  if (!p.stdin_eof) return;
+  if (p.terminal) {
+    p.stdin_eof = false;  // a terminal has no end of file, and may be given more after it
+    if (::write(p.stdin_w.get(), &kTerminalEof, 1) < 0) close_stdin(p);
+    return;
+  }
+  close_stdin(p);
+}
+
+void TaskSupervisor::close_stdin(Proc& p) {
+  if (p.stdin_watched) loop_.remove_fd(p.stdin_w.get());
+  p.stdin_watched = false;
+  p.stdin_w.reset();
+  p.stdin_buf.clear();
+}
+
+void TaskSupervisor::set_window_size(pid_t pid, unsigned rows, unsigned cols) {
+  Proc* p = find(pid);
+  if (p == nullptr || !p->terminal || !p->out.valid()) return;
+  struct winsize ws {};
+  ws.ws_row = static_cast<unsigned short>(rows);
+  ws.ws_col = static_cast<unsigned short>(cols);
+  ::ioctl(p->out.get(), TIOCSWINSZ, &ws);
+}
+
+void TaskSupervisor::signal(pid_t pid, int sig) {
+  if (procs_.count(pid) != 0) ::killpg(pid, sig);
+}
+
+void TaskSupervisor::signal_all(int sig) {
+  for (const auto& [pid, p] : procs_) ::killpg(pid, sig);
+}
+
+bool TaskSupervisor::on_child_exit(pid_t pid, int waitstatus, double cpu_seconds) {
+  auto it = procs_.find(pid);
+  if (it == procs_.end()) return false;
+  std::unique_ptr<Proc> owned = std::move(it->second);
+  procs_.erase(it);
+  Proc& p = *owned;
+  // Reaped, but the pid cannot have been reused yet, so the group names only leftovers
+  // (background children): they end with the process.
+  ::killpg(pid, SIGKILL);
+  if (p.status.valid()) {
+    char buf[1024];
+    const ssize_t n = ::read(p.status.get(), buf, sizeof buf);
+    if (n > 0 && p.handlers.spawn_failed) p.handlers.spawn_failed(std::string_view(buf, static_cast<size_t>(n)));
+    p.status.reset();
+  }
+  for (bool is_err : {false, true}) {
+    for (int i = 0; i < kMaxDrainReads && pass_output(p, is_err); ++i) {}
+    close_output(p, is_err);
+  }
+  close_stdin(p);
+  if (p.handlers.exited) p.handlers.exited(Exit{waitstatus, cpu_seconds});
+  retire(std::move(owned));
+  return true;
+}
+
+void TaskSupervisor::forget(pid_t pid) {
+  auto it = procs_.find(pid);
+  if (it == procs_.end()) return;
+  std::unique_ptr<Proc> p = std::move(it->second);
+  procs_.erase(it);
+  if (p->out.valid()) loop_.remove_fd(p->out.get());
+  if (p->err.valid()) loop_.remove_fd(p->err.get());
+  close_stdin(*p);
+  retire(std::move(p));
+}
+
+void TaskSupervisor::retire(std::unique_ptr<Proc> p) {
+  retired_.push_back(std::move(p));
+  if (retired_.size() > 1) return;  // a clearing is already posted
+  std::weak_ptr<int> token = alive_;
+  loop_.post([this, token] {
+    if (token.lock()) retired_.clear();
+  });
+}
+
+}  // namespace corral::node

@@ -1,0 +1,91 @@
+// Supervises every process the agent starts (a job's tasks, a step's tasks, prolog,
+// epilog and housekeeping scripts) one way, on the event loop: spawns it (spawn_process:
+// process group, cgroup, CPU binding, limits, corral-imp), reads its stdout and stderr as
+// they come, feeds its stdin from a buffer (a pipe or a pseudo terminal), signals its
+// process group, and reports its exit once, after the last of its output, having killed
+// what its process group left behind. Its owners keep only what is theirs: which job or
+// step a process belongs to and what its output and exit mean there.
+#pragma once
+
+#include <sys/types.h>
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "node/exec/spawn_process.h"
+#include "util/result.h"
+
+namespace corral {
+class EventLoop;
+}  // namespace corral
+
+namespace corral::node {
+
+class TaskSupervisor {
+ public:
+  struct Exit {
+    int waitstatus = 0;
+    double cpu_seconds = 0;  // user + system (wait4's rusage)
+  };
+  // Called on the loop thread. A handler may spawn, signal or forget any process,
+  // including its own.
+  struct Handlers {
+    // A chunk of stdout (is_err false) or stderr; once a stream ended, one call with `eof`
+    // and no data. Only for streams captured through a pipe or the terminal.
+    std::function<void(bool is_err, std::string_view data, bool eof)> output;
+    // corral-imp could not run the command as the user (its report, before the final
+    // output). Optional.
+    std::function<void(std::string_view message)> spawn_failed;
+    // Reaped, after every captured stream's EOF. Optional.
+    std::function<void(const Exit&)> exited;
+  };
+  // Where stdin comes from: the request's input file (or /dev/null), a pipe fed by feed(),
+  // or a pseudo terminal that is also stdout and stderr (reported as stdout).
+  enum class Stdin { file, pipe, terminal };
+
+  explicit TaskSupervisor(EventLoop& loop);
+  ~TaskSupervisor();
+  TaskSupervisor(const TaskSupervisor&) = delete;
+  TaskSupervisor& operator=(const TaskSupervisor&) = delete;
+
+  // Errors are spawn_process's (Errc::unavailable: the node lacks descriptors, processes
+  // or memory; nothing was started).
+  Result<pid_t> spawn(const SpawnRequest& req, Handlers handlers, Stdin in = Stdin::file);
+  // Queues `data` for the process's stdin; `eof` closes it once everything is written (a
+  // terminal gets its end-of-file character instead). False when it has no fed stdin.
+  bool feed(pid_t pid, std::string_view data, bool eof);
+  void set_window_size(pid_t pid, unsigned rows, unsigned cols);
+  // Signals the process group while the process is supervised (not once reaped).
+  void signal(pid_t pid, int sig);
+  void signal_all(int sig);
+  // From the agent's SIGCHLD handling: true when `pid` is supervised here.
+  bool on_child_exit(pid_t pid, int waitstatus, double cpu_seconds);
+  // No more handler calls for `pid` (its owner is going away); its descriptors close.
+  void forget(pid_t pid);
+  size_t live() const { return procs_.size(); }
+
+ private:
+  struct Proc;
+  Proc* find(pid_t pid);
+  void watch_output(Proc& p, bool is_err);
+  void on_readable(pid_t pid, bool is_err);
+  // One read and its report; false at the end of the stream (EOF, or EIO from a terminal
+  // nobody holds open), whose EOF is then reported.
+  bool pass_output(Proc& p, bool is_err);
+  void close_output(Proc& p, bool is_err);
+  void write_stdin(Proc& p);
+  void close_stdin(Proc& p);
+  // Out of the table; destroyed later, as a handler of its own may be running.
+  void retire(std::unique_ptr<Proc> p);
+
+  EventLoop& loop_;
+  std::unordered_map<pid_t, std::unique_ptr<Proc>> procs_;
+  std::vector<std::unique_ptr<Proc>> retired_;
+  std::shared_ptr<int> alive_ = std::make_shared<int>(0);  // posted work checks it
+};
+
+}  // namespace corral::node

@@ -1,0 +1,198 @@
+// The one supervisor of the agent's processes: output and EOF before the exit, stdin fed
+// through a pipe or a terminal, signals to the process group, leftovers killed at the
+// exit, and handlers that forget their own process.
+#include "node/exec/task_supervisor.h"
+
+#include <gtest/gtest.h>
+
+#include <signal.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <fstream>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "node/exec/wait_status.h"
+#include "util/event_loop.h"
+
+namespace corral::node {
+namespace {
+
+SpawnRequest sh(const std::string& script) {
+  SpawnRequest r;
+  r.argv = {"/bin/sh", "-c", script};
+  r.env = {"PATH=/usr/bin:/bin"};
+  r.cwd = "/";
+  return r;
+}
+
+// What one process reported, in order.
+struct Seen {
+  std::string out, err;
+  std::vector<std::string> events;  // "out", "err", "eof-out", "eof-err", "exit"
+  std::optional<TaskSupervisor::Exit> exit;
+};
+
+class TaskSupervisorTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto l = EventLoop::create();
+    ASSERT_TRUE(l.ok()) << l.message();
+    loop_ = std::move(*l);
+    tasks_ = std::make_unique<TaskSupervisor>(*loop_);
+  }
+
+  TaskSupervisor::Handlers recorder(Seen& seen) {
+    TaskSupervisor::Handlers h;
+    h.output = [&seen](bool is_err, std::string_view data, bool eof) {
+      if (eof) {
+        seen.events.push_back(is_err ? "eof-err" : "eof-out");
+        return;
+      }
+      (is_err ? seen.err : seen.out).append(data);
+      if (seen.events.empty() || seen.events.back() != (is_err ? "err" : "out"))
+        seen.events.push_back(is_err ? "err" : "out");
+    };
+    h.exited = [&seen](const TaskSupervisor::Exit& e) {
+      seen.events.push_back("exit");
+      seen.exit = e;
+    };
+    return h;
+  }
+
+  // Runs the loop, reaping children as the agent does, until `done` or `seconds` pass.
+  bool run_until(const std::function<bool()>& done, double seconds = 5) {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+    bool ok = false;
+    std::function<void()> tick = [&] {
+      int status = 0;
+      rusage ru{};
+      pid_t pid;
+      while ((pid = ::wait4(-1, &status, WNOHANG, &ru)) > 0) tasks_->on_child_exit(pid, status, 0);
+      if (done()) {
+        ok = true;
+        return loop_->stop();
+      }
+      if (std::chrono::steady_clock::now() > deadline) return loop_->stop();
+      loop_->add_timer(0.005, tick);
+    };
+    loop_->post(tick);
+    loop_->run();
+    return ok;
+  }
+
+  std::unique_ptr<EventLoop> loop_;
+  std::unique_ptr<TaskSupervisor> tasks_;
+};
+
+TEST_F(TaskSupervisorTest, OutputAndItsEndComeBeforeTheExit) {
+  Seen seen;
+  auto pid = tasks_->spawn(sh("echo out; echo err >&2; exit 3"), recorder(seen));
+  ASSERT_TRUE(pid) << pid.message();
+  EXPECT_EQ(tasks_->live(), 1u);
+  ASSERT_TRUE(run_until([&] { return seen.exit.has_value(); }));
+  EXPECT_EQ(seen.out, "out\n");
+  EXPECT_EQ(seen.err, "err\n");
+  EXPECT_EQ(seen.exit->waitstatus, exit_status(3));
+  EXPECT_EQ(seen.events.back(), "exit");
+  EXPECT_EQ(std::count(seen.events.begin(), seen.events.end(), "eof-out"), 1);
+  EXPECT_EQ(std::count(seen.events.begin(), seen.events.end(), "eof-err"), 1);
+  EXPECT_EQ(tasks_->live(), 0u);
+}
+
+TEST_F(TaskSupervisorTest, StdinThroughAPipeIsFedAndClosed) {
+  Seen seen;
+  auto pid = tasks_->spawn(sh("cat; echo done"), recorder(seen), TaskSupervisor::Stdin::pipe);
+  ASSERT_TRUE(pid) << pid.message();
+  EXPECT_TRUE(tasks_->feed(*pid, "hello", false));
+  EXPECT_TRUE(tasks_->feed(*pid, " world\n", true));  // cat ends only if stdin is closed
+  ASSERT_TRUE(run_until([&] { return seen.exit.has_value(); }));
+  EXPECT_EQ(seen.out, "hello world\ndone\n");
+  EXPECT_EQ(seen.exit->waitstatus, 0);
+  EXPECT_FALSE(tasks_->feed(*pid, "late", false));  // reaped: nothing to feed
+}
+
+TEST_F(TaskSupervisorTest, AProcessWithoutAFedStdinTakesNoFeed) {
+  Seen seen;
+  auto pid = tasks_->spawn(sh("cat"), recorder(seen));  // stdin is /dev/null
+  ASSERT_TRUE(pid) << pid.message();
+  EXPECT_FALSE(tasks_->feed(*pid, "x", true));
+  ASSERT_TRUE(run_until([&] { return seen.exit.has_value(); }));
+  EXPECT_EQ(seen.out, "");
+}
+
+TEST_F(TaskSupervisorTest, ATerminalIsStdinStdoutAndStderr) {
+  Seen seen;
+  auto pid = tasks_->spawn(sh("test -t 0 && test -t 1 && test -t 2 && echo tty; read x; echo got $x >&2"),
+                           recorder(seen), TaskSupervisor::Stdin::terminal);
+  ASSERT_TRUE(pid) << pid.message();
+  tasks_->set_window_size(*pid, 40, 100);
+  tasks_->feed(*pid, "abc\n", false);
+  ASSERT_TRUE(run_until([&] { return seen.exit.has_value(); }));
+  EXPECT_NE(seen.out.find("tty"), std::string::npos) << seen.out;
+  EXPECT_NE(seen.out.find("got abc"), std::string::npos) << seen.out;  // stderr too
+  EXPECT_EQ(seen.err, "");
+  EXPECT_EQ(std::count(seen.events.begin(), seen.events.end(), "eof-err"), 0);  // no second stream
+}
+
+TEST_F(TaskSupervisorTest, SignalsReachTheProcessGroup) {
+  Seen seen;
+  auto pid = tasks_->spawn(sh("sleep 100; echo not reached"), recorder(seen));
+  ASSERT_TRUE(pid) << pid.message();
+  tasks_->signal(*pid, SIGTERM);
+  ASSERT_TRUE(run_until([&] { return seen.exit.has_value(); }));
+  EXPECT_EQ(seen.exit->waitstatus, SIGTERM);  // the sleep died of it and sh too
+  EXPECT_EQ(seen.out, "");
+}
+
+TEST_F(TaskSupervisorTest, LeftoversDieWithTheProcess) {
+  Seen seen;
+  auto pid = tasks_->spawn(sh("sleep 100 & echo $!; exit 0"), recorder(seen));
+  ASSERT_TRUE(pid) << pid.message();
+  ASSERT_TRUE(run_until([&] { return seen.exit.has_value(); }));  // though the sleep holds stdout
+  const pid_t bg = static_cast<pid_t>(std::stol(seen.out));
+  EXPECT_TRUE(run_until([&] {
+    std::ifstream stat("/proc/" + std::to_string(bg) + "/stat");
+    std::string s;
+    std::getline(stat, s);
+    return s.empty() || s.find(") Z") != std::string::npos;  // gone, or a zombie of ours
+  })) << "background process " << bg << " outlived its task";
+  ::kill(bg, SIGKILL);
+}
+
+TEST_F(TaskSupervisorTest, AHandlerMayForgetItsOwnProcess) {
+  Seen seen;
+  pid_t self = -1;
+  TaskSupervisor::Handlers h = recorder(seen);
+  h.output = [&](bool, std::string_view data, bool) {
+    seen.out.append(data);
+    tasks_->forget(self);  // the owner goes away in the middle of its own handler
+  };
+  auto pid = tasks_->spawn(sh("echo one; sleep 0.2; echo two"), std::move(h));
+  ASSERT_TRUE(pid) << pid.message();
+  self = *pid;
+  ASSERT_TRUE(run_until([&] { return !seen.out.empty(); }));
+  EXPECT_EQ(tasks_->live(), 0u);
+  run_until([] { return false; }, 0.5);  // the process exits: nobody is told
+  EXPECT_EQ(seen.out, "one\n");
+  EXPECT_FALSE(seen.exit.has_value());
+}
+
+TEST_F(TaskSupervisorTest, AFailedSpawnStartsNothing) {
+  Seen seen;
+  SpawnRequest r = sh("true");
+  r.argv = {"/nonexistent/program"};
+  auto pid = tasks_->spawn(r, recorder(seen));
+  ASSERT_FALSE(pid);
+  EXPECT_EQ(spawn_failure_code(pid.error()), 127);
+  EXPECT_EQ(tasks_->live(), 0u);
+}
+
+}  // namespace
+}  // namespace corral::node
