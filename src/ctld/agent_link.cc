@@ -2,19 +2,17 @@
 
 #include <chrono>
 
-#include <grpcpp/server_context.h>
-
 #include "net/message_limits.h"
 
 namespace corral::ctld {
 
-AgentLink::AgentLink(std::string agent_id, std::vector<std::string> nodes, grpc::ServerContext* ctx,
+AgentLink::AgentLink(std::string agent_id, std::vector<std::string> nodes, std::function<void()> cancel,
                      std::string incarnation, std::string session_key)
     : agent_id_(std::move(agent_id)),
       nodes_(std::move(nodes)),
       incarnation_(std::move(incarnation)),
       session_key_(std::move(session_key)),
-      ctx_(ctx) {}
+      cancel_(std::move(cancel)) {}
 
 void AgentLink::send(const v1::ControllerMessage& msg) {
   const size_t bytes = msg.ByteSizeLong();
@@ -45,13 +43,13 @@ void AgentLink::close() {
   std::lock_guard lk(mu_);
   closed_ = true;
   cv_.notify_all();
-  if (ctx_) ctx_->TryCancel();
+  if (cancel_) cancel_();
 }
 
 void AgentLink::detach() {
   std::lock_guard lk(mu_);
   closed_ = true;
-  ctx_ = nullptr;
+  cancel_ = nullptr;
   cv_.notify_all();
 }
 

@@ -5,21 +5,19 @@
 #include <atomic>
 #include <condition_variable>
 #include <deque>
+#include <functional>
 #include <mutex>
 #include <string>
 #include <vector>
 
 #include "agent.pb.h"
 
-namespace grpc {
-class ServerContext;
-}
-
 namespace corral::ctld {
 
 class AgentLink {
  public:
-  AgentLink(std::string agent_id, std::vector<std::string> nodes, grpc::ServerContext* ctx,
+  // `cancel` ends the stream from outside (the RPC layer's call cancellation).
+  AgentLink(std::string agent_id, std::vector<std::string> nodes, std::function<void()> cancel,
             std::string incarnation = {}, std::string session_key = {});
 
   const std::string& agent_id() const { return agent_id_; }
@@ -35,8 +33,8 @@ class AgentLink {
   void send(const v1::ControllerMessage& msg);
   // Writer side: waits up to `timeout_ms` for a batch. False when the link is closed.
   bool next(v1::ControllerMessage& out, int timeout_ms);
-  void close();   // ends the stream (also cancels the gRPC call)
-  void detach();  // the stream handler has returned: never touch its context again
+  void close();   // ends the stream (also cancels the call)
+  void detach();  // the stream handler has returned: never cancel it again
   bool closed() const { return closed_; }
 
   void touch(double now) { last_seen_ = now; }
@@ -47,7 +45,7 @@ class AgentLink {
   std::vector<std::string> nodes_;
   std::string incarnation_;
   std::string session_key_;
-  grpc::ServerContext* ctx_;
+  std::function<void()> cancel_;  // under mu_
   std::mutex mu_;
   std::condition_variable cv_;
   std::deque<v1::ControllerMessage> batches_;

@@ -5,6 +5,7 @@
 
 #include "job/hmac_key.h"
 #include "net/grpc_credential.h"
+#include "net/grpc_status.h"
 
 namespace corral::ctld {
 
@@ -29,9 +30,10 @@ grpc::Status AgentService::Stream(grpc::ServerContext* ctx,
   if (!stream->Read(&first)) return grpc::Status::OK;
   if (!first.has_register_()) return {grpc::StatusCode::INVALID_ARGUMENT, "the first agent message must be register"};
   std::shared_ptr<AgentLink> link;
-  if (auto st = ctl_.agent_register(*c, first.register_(), ctx, &link, first.output(), std::move(*session_key));
+  if (auto st = ctl_.agent_register(
+          *c, first.register_(), [ctx] { ctx->TryCancel(); }, &link, first.output(), std::move(*session_key));
       !st.ok())
-    return st;
+    return net::to_grpc(st);
   std::thread writer([&] {
     v1::ControllerMessage out;
     while (link->next(out, 1000)) {

@@ -29,24 +29,24 @@ v1::TaskOutput to_proto(uint64_t jobid, const OutputChunk& c) {
 }
 
 // Another user's job under private-data = jobs.
-grpc::Status hidden_job(uint64_t id) {
-  return {grpc::StatusCode::PERMISSION_DENIED, fmt::format("job {} belongs to another user (private-data = jobs)", id)};
+Status hidden_job(uint64_t id) {
+  return Error{Errc::permission_denied, fmt::format("job {} belongs to another user (private-data = jobs)", id)};
 }
 
 }  // namespace
 
-grpc::Status Controller::cancel(const Caller& c, const v1::CancelRequest& req, v1::CancelReply* rep) {
+Status Controller::cancel(const Caller& c, const v1::CancelRequest& req, v1::CancelReply* rep) {
   if (req.signal() < 0 || req.signal() >= 65)
-    return {grpc::StatusCode::INVALID_ARGUMENT, fmt::format("invalid signal {}", req.signal())};
+    return Error{Errc::invalid_argument, fmt::format("invalid signal {}", req.signal())};
   auto mask = listing_state_mask(req.states());
-  if (!mask) return to_grpc(mask.error());
+  if (!mask) return mask.error();
   {
     std::lock_guard lk(mu_);
     cancel_steps(c, req, rep);
     std::vector<uint64_t> ids(req.jobids().begin(), req.jobids().end());
     if (ids.empty() && req.steps_size() == 0) {
       if (!req.has_userid() && req.states().empty())
-        return {grpc::StatusCode::INVALID_ARGUMENT, "cancel: give job ids, a user or states"};
+        return Error{Errc::invalid_argument, "cancel: give job ids, a user or states"};
       for (const auto& [id, job] : jobs_)
         if ((!req.has_userid() || job->userid == req.userid()) && (static_cast<uint32_t>(job->state()) & *mask))
           ids.push_back(id);
@@ -93,17 +93,17 @@ grpc::Status Controller::cancel(const Caller& c, const v1::CancelRequest& req, v
     outbox_.seal();
   }
   if (auto st = wait_durable(*store_, true); !st.ok()) {
-    if (st.error().code != Errc::unavailable) return {grpc::StatusCode::INTERNAL, st.message()};
+    if (st.error().code != Errc::unavailable) return Error{Errc::internal, st.message()};
     // Held, not lost: the kill goes out when the cancel is saved.
-    return {grpc::StatusCode::UNAVAILABLE,
-            "the cancel is recorded and takes effect once corrald can write its "
-            "state again: " +
-                st.message()};
+    return Error{Errc::unavailable,
+                 "the cancel is recorded and takes effect once corrald can write its "
+                 "state again: " +
+                     st.message()};
   }
-  return grpc::Status::OK;
+  return {};
 }
 
-grpc::Status Controller::get_job(const Caller& c, const v1::GetJobRequest& req, v1::JobInfo* rep) {
+Status Controller::get_job(const Caller& c, const v1::GetJobRequest& req, v1::JobInfo* rep) {
   auto st = get_job_unfiltered(req, rep);
   if (!st.ok()) return st;
   const Viewer v = viewer(c);
@@ -112,7 +112,7 @@ grpc::Status Controller::get_job(const Caller& c, const v1::GetJobRequest& req, 
     return hidden_job(req.jobid());
   }
   if (!v.sees_details(rep->userid())) redact(*rep);
-  return grpc::Status::OK;
+  return {};
 }
 
 bool Controller::retired_summary(uint64_t id, v1::JobInfo* out) {
@@ -123,7 +123,7 @@ bool Controller::retired_summary(uint64_t id, v1::JobInfo* out) {
   return true;
 }
 
-grpc::Status Controller::get_job_unfiltered(const v1::GetJobRequest& req, v1::JobInfo* rep) {
+Status Controller::get_job_unfiltered(const v1::GetJobRequest& req, v1::JobInfo* rep) {
   {
     std::lock_guard lk(mu_);
     auto it = jobs_.find(req.jobid());
@@ -134,17 +134,17 @@ grpc::Status Controller::get_job_unfiltered(const v1::GetJobRequest& req, v1::Jo
       if (job.R) rep->set_r(job::to_json(*job.R));
       if (req.with_eventlog())
         for (const auto& ev : job.events) rep->add_eventlog(job::encode_event(ev));
-      return grpc::Status::OK;
+      return {};
     }
   }
   (void)store_->flush();  // readers see only committed writes
   auto sum = store_->inactive_summary(req.jobid());
   if (!sum) {
     // Retired while the state database cannot be written: what memory has (no eventlog).
-    if (retired_summary(req.jobid(), rep)) return grpc::Status::OK;
-    return {grpc::StatusCode::NOT_FOUND, fmt::format("job {} not found", req.jobid())};
+    if (retired_summary(req.jobid(), rep)) return {};
+    return Error{Errc::not_found, fmt::format("job {} not found", req.jobid())};
   }
-  if (!summary_from_json(*sum, rep)) return {grpc::StatusCode::INTERNAL, "stored job summary is unreadable"};
+  if (!summary_from_json(*sum, rep)) return Error{Errc::internal, "stored job summary is unreadable"};
   if (auto spec = store_->read_jobspec(req.jobid())) rep->set_jobspec(*spec);
   auto events = store_->read_eventlog(req.jobid());
   if (events) {
@@ -156,13 +156,13 @@ grpc::Status Controller::get_job_unfiltered(const v1::GetJobRequest& req, v1::Jo
       }
     }
   }
-  return grpc::Status::OK;
+  return {};
 }
 
-grpc::Status Controller::subscribe(const Caller& c, const v1::WatchRequest& req, std::shared_ptr<Subscriber>* out) {
+Status Controller::subscribe(const Caller& c, const v1::WatchRequest& req, std::shared_ptr<Subscriber>* out) {
   if (req.jobids_size() > kMaxWatchedJobs)
-    return {grpc::StatusCode::INVALID_ARGUMENT,
-            fmt::format("watch: {} job ids asked for, at most {} at once", req.jobids_size(), kMaxWatchedJobs)};
+    return Error{Errc::invalid_argument,
+                 fmt::format("watch: {} job ids asked for, at most {} at once", req.jobids_size(), kMaxWatchedJobs)};
   WatchFilter f;
   f.viewer = viewer(c);
   f.jobids.insert(req.jobids().begin(), req.jobids().end());
@@ -197,7 +197,7 @@ grpc::Status Controller::subscribe(const Caller& c, const v1::WatchRequest& req,
       continue;
     }
     auto events = store_->read_eventlog(id);
-    if (!events || events->empty()) return {grpc::StatusCode::NOT_FOUND, fmt::format("job {} not found", id)};
+    if (!events || events->empty()) return Error{Errc::not_found, fmt::format("job {} not found", id)};
     const uint32_t owner = inactive_owner(id);
     if (!f.viewer.sees_job(owner)) return hidden_job(id);
     if (req.history()) {
@@ -222,7 +222,7 @@ grpc::Status Controller::subscribe(const Caller& c, const v1::WatchRequest& req,
   });
   outbox_.seal();
   *out = sub;
-  return grpc::Status::OK;
+  return {};
 }
 
 uint32_t Controller::inactive_owner(uint64_t jobid) {
@@ -233,7 +233,7 @@ uint32_t Controller::inactive_owner(uint64_t jobid) {
   return info.userid();
 }
 
-grpc::Status Controller::ping(const Caller& c, v1::PingReply* rep) {
+Status Controller::ping(const Caller& c, v1::PingReply* rep) {
   std::lock_guard lk(mu_);
   rep->set_version(CORRAL_VERSION);
   rep->set_uptime(now() - start_time_);
@@ -243,14 +243,14 @@ grpc::Status Controller::ping(const Caller& c, v1::PingReply* rep) {
   rep->set_nodes_up(up);
   rep->set_owner_uid(owner_uid_);
   rep->set_your_uid(c.uid);
-  return grpc::Status::OK;
+  return {};
 }
 
-grpc::Status Controller::shutdown(const Caller& c) {
-  if (!is_admin(c)) return {grpc::StatusCode::PERMISSION_DENIED, "only root or the instance owner may stop corrald"};
+Status Controller::shutdown(const Caller& c) {
+  if (!is_admin(c)) return Error{Errc::permission_denied, "only root or the instance owner may stop corrald"};
   spdlog::info("shutdown requested by uid {}", c.uid);
   if (on_shutdown_) on_shutdown_();
-  return grpc::Status::OK;
+  return {};
 }
 
 }  // namespace corral::ctld

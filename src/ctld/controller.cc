@@ -17,25 +17,6 @@ namespace corral::ctld {
 using job::JobState;
 using nlohmann::json;
 
-grpc::Status to_grpc(const Error& e) {
-  switch (e.code) {
-    case Errc::invalid_argument:
-      return {grpc::StatusCode::INVALID_ARGUMENT, e.message};
-    case Errc::not_found:
-      return {grpc::StatusCode::NOT_FOUND, e.message};
-    case Errc::permission_denied:
-      return {grpc::StatusCode::PERMISSION_DENIED, e.message};
-    case Errc::already_exists:
-      return {grpc::StatusCode::ALREADY_EXISTS, e.message};
-    case Errc::unavailable:
-      return {grpc::StatusCode::UNAVAILABLE, e.message};
-    case Errc::resource_exhausted:
-      return {grpc::StatusCode::RESOURCE_EXHAUSTED, e.message};
-    default:
-      return {grpc::StatusCode::INTERNAL, e.message};
-  }
-}
-
 // Blocks until everything queued in the store so far is durable.
 Status wait_durable(store::Store& store, bool fail_fast) {
   auto p = std::make_shared<std::promise<Status>>();
@@ -202,29 +183,28 @@ void Controller::loop() {
   }
 }
 
-grpc::Status Controller::submit(const Caller& c, const v1::SubmitRequest& req, v1::SubmitReply* rep) {
+Status Controller::submit(const Caller& c, const v1::SubmitRequest& req, v1::SubmitReply* rep) {
   unsigned urgency = req.has_urgency() ? req.urgency() : 16;
-  if (urgency > 31)
-    return {grpc::StatusCode::INVALID_ARGUMENT, fmt::format("urgency {} is out of range (0-31)", urgency)};
+  if (urgency > 31) return Error{Errc::invalid_argument, fmt::format("urgency {} is out of range (0-31)", urgency)};
   if (urgency > 16 && !is_admin(c))
-    return {grpc::StatusCode::PERMISSION_DENIED, "only the instance owner may raise urgency above the default of 16"};
+    return Error{Errc::permission_denied, "only the instance owner may raise urgency above the default of 16"};
   // A non-root instance runs every task as its owner, so only the owner may submit.
   if (owner_uid_ != 0 && c.uid != owner_uid_)
-    return {grpc::StatusCode::PERMISSION_DENIED,
-            fmt::format("this corral instance runs as uid {} and runs jobs only for that user; "
-                        "run corrald as root to serve other users",
-                        owner_uid_)};
+    return Error{Errc::permission_denied,
+                 fmt::format("this corral instance runs as uid {} and runs jobs only for that user; "
+                             "run corrald as root to serve other users",
+                             owner_uid_)};
   // A full state directory: refused before anything exists, so nothing of it can run.
   if (auto health = store_->health(); !health.ok())
-    return {grpc::StatusCode::UNAVAILABLE, "corrald cannot save new jobs now: " + health.message() +
-                                               ". Running jobs go on; submit again once the state "
-                                               "directory has room"};
+    return Error{Errc::unavailable, "corrald cannot save new jobs now: " + health.message() +
+                                        ". Running jobs go on; submit again once the state "
+                                        "directory has room"};
   auto specs = parse_submission(req);
-  if (!specs) return to_grpc(specs.error());
+  if (!specs) return specs.error();
   {
     std::lock_guard lk(mu_);
-    if (stopping_) return {grpc::StatusCode::UNAVAILABLE, "corrald is shutting down"};
-    if (auto st = user_limits_.admit(c.uid, specs->size(), now()); !st.ok()) return to_grpc(st.error());
+    if (stopping_) return Error{Errc::unavailable, "corrald is shutting down"};
+    if (auto st = user_limits_.admit(c.uid, specs->size(), now()); !st.ok()) return st.error();
     const nlohmann::json* last_admitted = nullptr;
     for (size_t i = 0; i < specs->size(); ++i) {
       const auto& spec = *(*specs)[i];
@@ -232,7 +212,7 @@ grpc::Status Controller::submit(const Caller& c, const v1::SubmitRequest& req, v
       if (last_admitted == spec.document.get()) continue;
       if (auto st = admit(c, spec); !st.ok()) {
         auto msg = specs->size() == 1 ? st.message() : fmt::format("job {}: {}", i, st.message());
-        return to_grpc({st.error().code, msg});
+        return Error{st.error().code, msg};
       }
       last_admitted = spec.document.get();
     }
@@ -261,13 +241,12 @@ grpc::Status Controller::submit(const Caller& c, const v1::SubmitRequest& req, v
   }
   if (!saved.ok() && saved.error().code == Errc::unavailable) {
     rep->clear_jobids();
-    return {grpc::StatusCode::UNAVAILABLE,
-            "corrald could not save the job, so it was not submitted: " + saved.message() +
-                ". Running jobs go on; submit again once the "
-                "state directory has room"};
+    return Error{Errc::unavailable, "corrald could not save the job, so it was not submitted: " + saved.message() +
+                                        ". Running jobs go on; submit again once the "
+                                        "state directory has room"};
   }
-  if (!saved.ok()) return {grpc::StatusCode::INTERNAL, "could not store the job: " + saved.message()};
-  return grpc::Status::OK;
+  if (!saved.ok()) return Error{Errc::internal, "could not store the job: " + saved.message()};
+  return {};
 }
 
 std::string Controller::store_warning() const {

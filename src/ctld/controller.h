@@ -18,8 +18,6 @@
 #include <unordered_map>
 #include <vector>
 
-#include <grpcpp/support/status.h>
-
 #include "ctld/agent_link.h"
 #include "ctld/config.h"
 #include "ctld/hook_names.h"
@@ -33,13 +31,8 @@
 #include "store/store.h"
 #include "topology/topology.h"
 
-namespace grpc {
-class ServerContext;
-}
-
 namespace corral::ctld {
 
-grpc::Status to_grpc(const Error& e);
 // With `fail_fast`, a commit failure that may pass (disk full) is returned at once; the
 // writes stay queued and commit later (Store::on_durable).
 Status wait_durable(store::Store& store, bool fail_fast = false);
@@ -117,32 +110,33 @@ class Controller final : public HookContext {
   void set_shutdown_handler(std::function<void()> fn) { on_shutdown_ = std::move(fn); }
 
   // Client API (caller identity from the peer's credentials).
-  grpc::Status submit(const Caller& c, const v1::SubmitRequest& req, v1::SubmitReply* rep);
-  grpc::Status cancel(const Caller& c, const v1::CancelRequest& req, v1::CancelReply* rep);
-  grpc::Status list_jobs(const Caller& c, const v1::ListJobsRequest& req, v1::ListJobsReply* rep);
-  grpc::Status list_job_table(const Caller& c, const v1::ListJobsRequest& req, v1::JobTable* rep);
-  grpc::Status get_topology(const v1::GetTopologyRequest& req, v1::GetTopologyReply* rep);
-  grpc::Status hook_query(const Caller& c, const v1::HookQueryRequest& req, v1::HookQueryReply* rep);
-  grpc::Status get_job(const Caller& c, const v1::GetJobRequest& req, v1::JobInfo* rep);
-  grpc::Status subscribe(const Caller& c, const v1::WatchRequest& req, std::shared_ptr<Subscriber>* sub);
-  grpc::Status list_nodes(const v1::ListNodesRequest& req, v1::ListNodesReply* rep);
-  grpc::Status set_node_state(const Caller& c, const v1::NodeStateRequest& req, v1::NodeStateReply* rep);
-  grpc::Status ping(const Caller& c, v1::PingReply* rep);
-  grpc::Status shutdown(const Caller& c);
+  Status submit(const Caller& c, const v1::SubmitRequest& req, v1::SubmitReply* rep);
+  Status cancel(const Caller& c, const v1::CancelRequest& req, v1::CancelReply* rep);
+  Status list_jobs(const Caller& c, const v1::ListJobsRequest& req, v1::ListJobsReply* rep);
+  Status list_job_table(const Caller& c, const v1::ListJobsRequest& req, v1::JobTable* rep);
+  Status get_topology(const v1::GetTopologyRequest& req, v1::GetTopologyReply* rep);
+  Status hook_query(const Caller& c, const v1::HookQueryRequest& req, v1::HookQueryReply* rep);
+  Status get_job(const Caller& c, const v1::GetJobRequest& req, v1::JobInfo* rep);
+  Status subscribe(const Caller& c, const v1::WatchRequest& req, std::shared_ptr<Subscriber>* sub);
+  Status list_nodes(const v1::ListNodesRequest& req, v1::ListNodesReply* rep);
+  Status set_node_state(const Caller& c, const v1::NodeStateRequest& req, v1::NodeStateReply* rep);
+  Status ping(const Caller& c, v1::PingReply* rep);
+  Status shutdown(const Caller& c);
   // Steps (step_records.cc): finished steps from the store, and `corral history`.
-  grpc::Status list_steps(const Caller& c, const v1::ListStepsRequest& req, v1::ListStepsReply* rep);
-  grpc::Status history(const Caller& c, const v1::HistoryRequest& req, v1::HistoryReply* rep);
+  Status list_steps(const Caller& c, const v1::ListStepsRequest& req, v1::ListStepsReply* rep);
+  Status history(const Caller& c, const v1::HistoryRequest& req, v1::HistoryReply* rep);
 
   // Node agent API.
-  grpc::Status check_node_claim(const Caller& c, const v1::Register& reg) const;
+  Status check_node_claim(const Caller& c, const v1::Register& reg) const;
   // `spooled`: output the agent kept while it could not reach us, taken before the
   // register's exits (a job's output must arrive before it ends).
   // `session_key` wraps the keys this agent is sent (a fresh one when empty); over TCP the
   // caller has already put it in the controller's MUNGE credential.
-  grpc::Status agent_register(const Caller& c, const v1::Register& reg, grpc::ServerContext* ctx,
-                              std::shared_ptr<AgentLink>* link,
-                              const google::protobuf::RepeatedPtrField<v1::TaskOutput>& spooled = {},
-                              std::string session_key = {});
+  // `cancel` ends the agent's stream (AgentLink::close).
+  Status agent_register(const Caller& c, const v1::Register& reg, std::function<void()> cancel,
+                        std::shared_ptr<AgentLink>* link,
+                        const google::protobuf::RepeatedPtrField<v1::TaskOutput>& spooled = {},
+                        std::string session_key = {});
   void agent_message(AgentLink& link, const v1::AgentMessage& msg);
   void agent_disconnected(AgentLink& link);
 
@@ -259,10 +253,10 @@ class Controller final : public HookContext {
   // A node list that may use switch{}/block{}/...with{} functions, as a plain hostlist.
   Result<std::string> expand_nodes(const std::string& expr, const std::string& partition) const;
   // The jobs a listing selects, in id order, each passed to `emit` (job_listing.cc).
-  grpc::Status get_job_unfiltered(const v1::GetJobRequest& req, v1::JobInfo* rep);
+  Status get_job_unfiltered(const v1::GetJobRequest& req, v1::JobInfo* rep);
   uint32_t inactive_owner(uint64_t jobid);  // UINT32_MAX when unknown
-  grpc::Status for_each_listed(const Viewer& v, const v1::ListJobsRequest& req,
-                               const std::function<void(const v1::JobInfo&)>& emit);
+  Status for_each_listed(const Viewer& v, const v1::ListJobsRequest& req,
+                         const std::function<void(const v1::JobInfo&)>& emit);
   std::string username(uint32_t uid) const;
   static std::string lookup_username(uint32_t uid);
 

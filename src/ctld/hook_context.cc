@@ -131,22 +131,21 @@ void Controller::erase_state(std::string_view hook, const std::string& key) {
   store_->erase_hook_state(std::string(hook), key);
 }
 
-grpc::Status Controller::hook_query(const Caller& c, const v1::HookQueryRequest& req, v1::HookQueryReply* rep) {
+Status Controller::hook_query(const Caller& c, const v1::HookQueryRequest& req, v1::HookQueryReply* rep) {
   HookQuery q{req.what(), req.args_json().empty() ? "{}" : req.args_json(), c.uid, is_admin(c)};
-  if (!json::accept(q.args_json))
-    return {grpc::StatusCode::INVALID_ARGUMENT, "hook query: the arguments are not valid JSON"};
+  if (!json::accept(q.args_json)) return Error{Errc::invalid_argument, "hook query: the arguments are not valid JSON"};
   std::lock_guard lk(mu_);
   for (auto& h : hooks_) {
     if (h->name() != req.hook()) continue;
     auto r = h->query(*this, q);
     drain_posts();
     outbox_.seal();
-    if (!r) return to_grpc(r.error());
+    if (!r) return r.error();
     rep->set_json(std::move(*r));
-    return grpc::Status::OK;
+    return {};
   }
-  return {grpc::StatusCode::NOT_FOUND,
-          fmt::format("no hook '{}' is loaded in corrald (is it enabled in the configuration?)", req.hook())};
+  return Error{Errc::not_found,
+               fmt::format("no hook '{}' is loaded in corrald (is it enabled in the configuration?)", req.hook())};
 }
 
 void Controller::at(double when, std::function<void()> fn) {

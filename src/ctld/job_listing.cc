@@ -217,10 +217,10 @@ Result<uint32_t> listing_state_mask(const google::protobuf::RepeatedPtrField<std
   return mask;
 }
 
-grpc::Status Controller::for_each_listed(const Viewer& v, const v1::ListJobsRequest& req,
-                                         const std::function<void(const v1::JobInfo&)>& emit) {
+Status Controller::for_each_listed(const Viewer& v, const v1::ListJobsRequest& req,
+                                   const std::function<void(const v1::JobInfo&)>& emit) {
   auto mask = listing_state_mask(req.states());
-  if (!mask) return to_grpc(mask.error());
+  if (!mask) return mask.error();
   const std::set<uint32_t> users(req.userids().begin(), req.userids().end());
   const std::set<uint64_t> ids(req.jobids().begin(), req.jobids().end());
   auto wanted = [&](uint64_t id, uint32_t userid, const std::string& partition) {
@@ -252,7 +252,7 @@ grpc::Status Controller::for_each_listed(const Viewer& v, const v1::ListJobsRequ
       auto it = jobs_.find(sel[k]);
       if (it == jobs_.end()) continue;
       const JobRecord& job = *it->second;
-      if (!with_inactive && n++ == limit) return grpc::Status::OK;
+      if (!with_inactive && n++ == limit) return {};
       info.Clear();
       fill_info(job, &info);
       if (!v.sees_details(job.userid)) redact(info);
@@ -262,13 +262,13 @@ grpc::Status Controller::for_each_listed(const Viewer& v, const v1::ListJobsRequ
         emit(info);
     }
   }
-  if (!with_inactive) return grpc::Status::OK;
+  if (!with_inactive) return {};
   // Finished jobs come from the store (newest `limit` of them), read after the scan above so
   // a job retired meanwhile is committed by now; merged in id order, and a job seen both
   // active and finished is shown finished.
   (void)store_->flush();
   auto sums = store_->inactive_summaries(req.max_entries());
-  if (!sums) return to_grpc(sums.error());
+  if (!sums) return sums.error();
   std::vector<v1::JobInfo> done;
   for (const auto& s : *sums) {
     info.Clear();
@@ -293,25 +293,25 @@ grpc::Status Controller::for_each_listed(const Viewer& v, const v1::ListJobsRequ
   size_t d = 0;
   for (const auto& job : active) {
     for (; d < done.size() && done[d].id() <= job.id() && n < limit; ++d, ++n) emit(done[d]);
-    if (n >= limit) return grpc::Status::OK;
+    if (n >= limit) return {};
     if (d > 0 && done[d - 1].id() == job.id()) continue;
     emit(job);
     ++n;
   }
   for (; d < done.size() && n < limit; ++d, ++n) emit(done[d]);
-  return grpc::Status::OK;
+  return {};
 }
 
-grpc::Status Controller::list_jobs(const Caller& c, const v1::ListJobsRequest& req, v1::ListJobsReply* rep) {
+Status Controller::list_jobs(const Caller& c, const v1::ListJobsRequest& req, v1::ListJobsReply* rep) {
   rep->set_warning(store_warning());
   return for_each_listed(viewer(c), req, [rep](const v1::JobInfo& j) { *rep->add_jobs() = j; });
 }
 
-grpc::Status Controller::list_job_table(const Caller& c, const v1::ListJobsRequest& req, v1::JobTable* rep) {
+Status Controller::list_job_table(const Caller& c, const v1::ListJobsRequest& req, v1::JobTable* rep) {
   rep->set_warning(store_warning());
   const Viewer v = viewer(c);
   auto mask = listing_state_mask(req.states());
-  if (!mask) return to_grpc(mask.error());
+  if (!mask) return mask.error();
   if (*mask & static_cast<uint32_t>(JobState::INACTIVE)) {
     // Finished jobs come from the store, merged with the active ones as JobInfo.
     TableBuilder table(rep);
@@ -332,7 +332,7 @@ grpc::Status Controller::list_job_table(const Caller& c, const v1::ListJobsReque
     const TextPool& pool = listing_.text();
     uint32_t partition = 0;
     const bool no_partition = !req.partition().empty() && !pool.find(req.partition(), &partition);
-    if (no_partition) return grpc::Status::OK;  // no active job is in that partition
+    if (no_partition) return {};  // no active job is in that partition
     table.new_slice(pool);
     if (next == 0) table.reserve(std::min(limit, jobs_.size()));
     const auto& rows = listing_.rows();
@@ -343,14 +343,14 @@ grpc::Status Controller::list_job_table(const Caller& c, const v1::ListJobsReque
       if (!v.sees_job(row->userid) || (!users.empty() && !users.count(row->userid)) ||
           (!ids.empty() && !ids.count(row->id)) || (!req.partition().empty() && row->partition != partition))
         continue;
-      if (n++ == limit) return grpc::Status::OK;
+      if (n++ == limit) return {};
       // A row's own reason is in the text pool; only the others are worked out here.
       std::string reason =
           row->reason == 0 ? pending_reason(row->id, row->state, {}, row->ask_scheduler) : std::string();
       table.add(
           *row, [this](uint32_t uid) { return username(uid); }, reason, v.sees_details(row->userid));
     }
-    if (row == rows.end()) return grpc::Status::OK;
+    if (row == rows.end()) return {};
     next = row->id;
   }
 }

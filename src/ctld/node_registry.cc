@@ -6,7 +6,6 @@
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
-#include <grpcpp/server_context.h>
 #include <spdlog/spdlog.h>
 
 #include "ctld/controller.h"
@@ -106,76 +105,75 @@ void Controller::drain_node(const std::string& name, const std::string& reason) 
 // it may register only nodes whose names resolve to that host's address (as Slurm's
 // NodeAddr), so a process on one compute host cannot take another host's nodes. Agents
 // on the Unix socket are on this host, as they always were. Resolved before the lock.
-grpc::Status Controller::check_node_claim(const Caller& c, const v1::Register& reg) const {
-  if (c.origin.empty()) return grpc::Status::OK;
+Status Controller::check_node_claim(const Caller& c, const v1::Register& reg) const {
+  if (c.origin.empty()) return {};
   if (reg.nodes_size() > kMaxTcpAgentNodes)
-    return {grpc::StatusCode::INVALID_ARGUMENT,
-            fmt::format("an agent over TCP registers at most {} nodes (it claimed {})", kMaxTcpAgentNodes,
-                        reg.nodes_size())};
+    return Error{Errc::invalid_argument, fmt::format("an agent over TCP registers at most {} nodes (it claimed {})",
+                                                     kMaxTcpAgentNodes, reg.nodes_size())};
   for (const auto& n : reg.nodes()) {
     const std::vector<std::string> addrs = net::resolve_ipv4(n.name());
     if (std::find(addrs.begin(), addrs.end(), c.origin) != addrs.end()) continue;
-    return {grpc::StatusCode::PERMISSION_DENIED,
-            fmt::format("the agent at {} may not register node '{}': {}", c.origin, n.name().substr(0, 256),
-                        addrs.empty() ? "the name does not resolve"
-                                      : fmt::format("it resolves to {}", fmt::join(addrs, ", ")))};
+    return Error{Errc::permission_denied,
+                 fmt::format("the agent at {} may not register node '{}': {}", c.origin, n.name().substr(0, 256),
+                             addrs.empty() ? "the name does not resolve"
+                                           : fmt::format("it resolves to {}", fmt::join(addrs, ", ")))};
   }
-  return grpc::Status::OK;
+  return {};
 }
 
 namespace {
 
 // What an agent's hooks say a node has is shown to every user: kept small.
-grpc::Status check_hardware(const v1::NodeResources& r) {
+Status check_hardware(const v1::NodeResources& r) {
   if (r.hardware_size() > kMaxNodeHardwareEntries)
-    return {grpc::StatusCode::INVALID_ARGUMENT, fmt::format("register: node '{}' reports more than {} hardware entries",
-                                                            r.name(), kMaxNodeHardwareEntries)};
+    return Error{Errc::invalid_argument, fmt::format("register: node '{}' reports more than {} hardware entries",
+                                                     r.name(), kMaxNodeHardwareEntries)};
   for (const auto& [hook, what] : r.hardware())
     if (hook.empty() || hook.size() > 64 || what.size() > kMaxNodeHardwareText)
-      return {grpc::StatusCode::INVALID_ARGUMENT,
-              fmt::format("register: node '{}': a hardware entry needs a hook name of 1-64 bytes and at most {} "
-                          "bytes of text",
-                          r.name(), kMaxNodeHardwareText)};
-  return grpc::Status::OK;
+      return Error{Errc::invalid_argument,
+                   fmt::format("register: node '{}': a hardware entry needs a hook name of 1-64 bytes and at most {} "
+                               "bytes of text",
+                               r.name(), kMaxNodeHardwareText)};
+  return {};
 }
 
 }  // namespace
 
-grpc::Status Controller::agent_register(const Caller& c, const v1::Register& reg, grpc::ServerContext* ctx,
-                                        std::shared_ptr<AgentLink>* out,
-                                        const google::protobuf::RepeatedPtrField<v1::TaskOutput>& spooled,
-                                        std::string session_key) {
+Status Controller::agent_register(const Caller& c, const v1::Register& reg, std::function<void()> cancel,
+                                  std::shared_ptr<AgentLink>* out,
+                                  const google::protobuf::RepeatedPtrField<v1::TaskOutput>& spooled,
+                                  std::string session_key) {
   if (!is_admin(c)) {
     std::string why = fmt::format("uid {} may not register node agents (only root or uid {})", c.uid, owner_uid_);
     spdlog::warn("refused agent {}{}: {}", reg.agent_id().substr(0, 256), c.origin.empty() ? "" : " at " + c.origin,
                  why);
-    return {grpc::StatusCode::PERMISSION_DENIED, why};
+    return Error{Errc::permission_denied, why};
   }
-  if (reg.nodes_size() == 0) return {grpc::StatusCode::INVALID_ARGUMENT, "register: no nodes"};
+  if (reg.nodes_size() == 0) return Error{Errc::invalid_argument, "register: no nodes"};
   if (auto st = check_node_claim(c, reg); !st.ok()) {
-    spdlog::warn("refused agent {}: {}", reg.agent_id().substr(0, 256), st.error_message());
+    spdlog::warn("refused agent {}: {}", reg.agent_id().substr(0, 256), st.message());
     return st;
   }
   std::lock_guard lk(mu_);
   for (const auto& r : reg.nodes()) {
     if (r.name().empty() || r.cores() == 0)
-      return {grpc::StatusCode::INVALID_ARGUMENT,
-              fmt::format("register: node '{}' needs a name and at least one core", r.name())};
+      return Error{Errc::invalid_argument,
+                   fmt::format("register: node '{}' needs a name and at least one core", r.name())};
     if (auto st = check_hardware(r); !st.ok()) return st;
     auto it = node_index_.find(r.name());
     if (it != node_index_.end() && nodes_[it->second].link && nodes_[it->second].link->agent_id() != reg.agent_id())
-      return {grpc::StatusCode::ALREADY_EXISTS,
-              fmt::format("node {} is already served by agent {}", r.name(), nodes_[it->second].link->agent_id())};
+      return Error{Errc::already_exists,
+                   fmt::format("node {} is already served by agent {}", r.name(), nodes_[it->second].link->agent_id())};
   }
   if (auto old = links_.find(reg.agent_id()); old != links_.end()) old->second->close();
   std::vector<std::string> names;
   for (const auto& r : reg.nodes()) names.push_back(r.name());
   if (session_key.empty()) {
     auto fresh = job::generate_key();
-    if (!fresh) return {grpc::StatusCode::INTERNAL, fresh.message()};
+    if (!fresh) return Error{Errc::internal, fresh.message()};
     session_key = std::move(*fresh);
   }
-  auto link = std::make_shared<AgentLink>(reg.agent_id(), names, ctx, reg.incarnation(), session_key);
+  auto link = std::make_shared<AgentLink>(reg.agent_id(), names, std::move(cancel), reg.incarnation(), session_key);
   link->touch(now());
   links_[reg.agent_id()] = link;
   v1::ControllerMessage ack;
@@ -212,7 +210,7 @@ grpc::Status Controller::agent_register(const Caller& c, const v1::Register& reg
   drain_posts();
   outbox_.seal();
   *out = link;
-  return grpc::Status::OK;
+  return {};
 }
 
 // After a reconnect: adopt what still runs, collect exits we missed, kill orphans,
@@ -456,14 +454,14 @@ void Controller::check_heartbeats() {
   }
 }
 
-grpc::Status Controller::list_nodes(const v1::ListNodesRequest& req, v1::ListNodesReply* rep) {
+Status Controller::list_nodes(const v1::ListNodesRequest& req, v1::ListNodesReply* rep) {
   rep->set_warning(store_warning());
   std::optional<Hostlist> filter;
   if (!req.hostlist().empty()) {
     auto plain = expand_nodes(req.hostlist(), default_partition_);  // switch{s1} and the like
-    if (!plain) return {grpc::StatusCode::INVALID_ARGUMENT, "hostlist: " + plain.message()};
+    if (!plain) return Error{Errc::invalid_argument, "hostlist: " + plain.message()};
     auto hl = Hostlist::parse(*plain);
-    if (!hl) return {grpc::StatusCode::INVALID_ARGUMENT, "hostlist: " + hl.message()};
+    if (!hl) return Error{Errc::invalid_argument, "hostlist: " + hl.message()};
     filter = std::move(*hl);
   }
   std::set<std::string> states(req.states().begin(), req.states().end());
@@ -491,23 +489,23 @@ grpc::Status Controller::list_nodes(const v1::ListNodesRequest& req, v1::ListNod
     ni->set_housekeeping(!n.housekeeping.empty());
     ni->mutable_hardware()->insert(n.hardware.begin(), n.hardware.end());
   }
-  return grpc::Status::OK;
+  return {};
 }
 
-grpc::Status Controller::set_node_state(const Caller& c, const v1::NodeStateRequest& req, v1::NodeStateReply* rep) {
+Status Controller::set_node_state(const Caller& c, const v1::NodeStateRequest& req, v1::NodeStateReply* rep) {
   const bool drain = req.action() == v1::NodeStateRequest::DRAIN;
   if (!is_admin(c))
-    return {grpc::StatusCode::PERMISSION_DENIED,
-            fmt::format("only root or the instance owner may {} nodes", drain ? "drain" : "resume")};
+    return Error{Errc::permission_denied,
+                 fmt::format("only root or the instance owner may {} nodes", drain ? "drain" : "resume")};
   auto plain = expand_nodes(req.hostlist(), default_partition_);
-  if (!plain) return {grpc::StatusCode::INVALID_ARGUMENT, "hostlist: " + plain.message()};
+  if (!plain) return Error{Errc::invalid_argument, "hostlist: " + plain.message()};
   auto hl = Hostlist::parse(*plain);
-  if (!hl) return {grpc::StatusCode::INVALID_ARGUMENT, "hostlist: " + hl.message()};
-  if (hl->empty()) return {grpc::StatusCode::INVALID_ARGUMENT, "no nodes given"};
-  if (drain && req.reason().empty()) return {grpc::StatusCode::INVALID_ARGUMENT, "a reason is required to drain nodes"};
+  if (!hl) return Error{Errc::invalid_argument, "hostlist: " + hl.message()};
+  if (hl->empty()) return Error{Errc::invalid_argument, "no nodes given"};
+  if (drain && req.reason().empty()) return Error{Errc::invalid_argument, "a reason is required to drain nodes"};
   std::lock_guard lk(mu_);
   for (const auto& h : hl->hosts())
-    if (!node_index_.count(h)) return {grpc::StatusCode::NOT_FOUND, fmt::format("no such node: {}", h)};
+    if (!node_index_.count(h)) return Error{Errc::not_found, fmt::format("no such node: {}", h)};
   const Hostlist targets = hl->uniq();
   for (const auto& h : targets.hosts()) {
     NodeEntry& n = nodes_[node_index_[h]];
@@ -526,10 +524,9 @@ grpc::Status Controller::set_node_state(const Caller& c, const v1::NodeStateRequ
   outbox_.seal();
   Status st = store_->flush();
   if (!st.ok() && st.error().code == Errc::unavailable)
-    return {grpc::StatusCode::UNAVAILABLE,
-            "recorded, and saved once corrald can write its state again: " + st.message()};
-  if (!st.ok()) return {grpc::StatusCode::INTERNAL, st.message()};
-  return grpc::Status::OK;
+    return Error{Errc::unavailable, "recorded, and saved once corrald can write its state again: " + st.message()};
+  if (!st.ok()) return Error{Errc::internal, st.message()};
+  return {};
 }
 
 }  // namespace corral::ctld

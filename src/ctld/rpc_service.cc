@@ -5,6 +5,8 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include "net/grpc_status.h"
+
 namespace corral::ctld {
 
 namespace {
@@ -14,27 +16,27 @@ const grpc::Status kWatchBehind{grpc::StatusCode::RESOURCE_EXHAUSTED,
 
 grpc::Status RpcService::Submit(grpc::ServerContext* ctx, const v1::SubmitRequest* req, v1::SubmitReply* rep) {
   auto c = callers_.of(ctx);
-  return c ? ctl_.submit(*c, *req, rep) : refused(c);
+  return c ? net::to_grpc(ctl_.submit(*c, *req, rep)) : refused(c);
 }
 
 grpc::Status RpcService::Cancel(grpc::ServerContext* ctx, const v1::CancelRequest* req, v1::CancelReply* rep) {
   auto c = callers_.of(ctx);
-  return c ? ctl_.cancel(*c, *req, rep) : refused(c);
+  return c ? net::to_grpc(ctl_.cancel(*c, *req, rep)) : refused(c);
 }
 
 grpc::Status RpcService::ListJobs(grpc::ServerContext* ctx, const v1::ListJobsRequest* req, v1::ListJobsReply* rep) {
   auto c = callers_.of(ctx);
-  return c ? ctl_.list_jobs(*c, *req, rep) : refused(c);
+  return c ? net::to_grpc(ctl_.list_jobs(*c, *req, rep)) : refused(c);
 }
 
 grpc::Status RpcService::ListJobTable(grpc::ServerContext* ctx, const v1::ListJobsRequest* req, v1::JobTable* rep) {
   auto c = callers_.of(ctx);
-  return c ? ctl_.list_job_table(*c, *req, rep) : refused(c);
+  return c ? net::to_grpc(ctl_.list_job_table(*c, *req, rep)) : refused(c);
 }
 
 grpc::Status RpcService::GetJob(grpc::ServerContext* ctx, const v1::GetJobRequest* req, v1::JobInfo* rep) {
   auto c = callers_.of(ctx);
-  return c ? ctl_.get_job(*c, *req, rep) : refused(c);
+  return c ? net::to_grpc(ctl_.get_job(*c, *req, rep)) : refused(c);
 }
 
 grpc::Status RpcService::Watch(grpc::ServerContext* ctx, const v1::WatchRequest* req,
@@ -42,7 +44,7 @@ grpc::Status RpcService::Watch(grpc::ServerContext* ctx, const v1::WatchRequest*
   auto c = callers_.of(ctx);
   if (!c) return refused(c);
   std::shared_ptr<Subscriber> sub;
-  if (auto st = ctl_.subscribe(*c, *req, &sub); !st.ok()) return st;
+  if (auto st = ctl_.subscribe(*c, *req, &sub); !st.ok()) return net::to_grpc(st);
   for (;;) {
     v1::WatchReply rep;
     if (!sub->next(rep, 500)) return sub->overflowed() ? kWatchBehind : grpc::Status::OK;
@@ -52,43 +54,43 @@ grpc::Status RpcService::Watch(grpc::ServerContext* ctx, const v1::WatchRequest*
 }
 
 grpc::Status RpcService::ListNodes(grpc::ServerContext*, const v1::ListNodesRequest* req, v1::ListNodesReply* rep) {
-  return ctl_.list_nodes(*req, rep);
+  return net::to_grpc(ctl_.list_nodes(*req, rep));
 }
 
 grpc::Status RpcService::SetNodeState(grpc::ServerContext* ctx, const v1::NodeStateRequest* req,
                                       v1::NodeStateReply* rep) {
   auto c = callers_.of(ctx);
-  return c ? ctl_.set_node_state(*c, *req, rep) : refused(c);
+  return c ? net::to_grpc(ctl_.set_node_state(*c, *req, rep)) : refused(c);
 }
 
 grpc::Status RpcService::GetTopology(grpc::ServerContext*, const v1::GetTopologyRequest* req,
                                      v1::GetTopologyReply* rep) {
-  return ctl_.get_topology(*req, rep);
+  return net::to_grpc(ctl_.get_topology(*req, rep));
 }
 
 grpc::Status RpcService::HookQuery(grpc::ServerContext* ctx, const v1::HookQueryRequest* req, v1::HookQueryReply* rep) {
   auto c = callers_.of(ctx);
-  return c ? ctl_.hook_query(*c, *req, rep) : refused(c);
+  return c ? net::to_grpc(ctl_.hook_query(*c, *req, rep)) : refused(c);
 }
 
 grpc::Status RpcService::Ping(grpc::ServerContext* ctx, const v1::PingRequest*, v1::PingReply* rep) {
   auto c = callers_.of(ctx);
-  return c ? ctl_.ping(*c, rep) : refused(c);
+  return c ? net::to_grpc(ctl_.ping(*c, rep)) : refused(c);
 }
 
 grpc::Status RpcService::ListSteps(grpc::ServerContext* ctx, const v1::ListStepsRequest* req, v1::ListStepsReply* rep) {
   auto c = callers_.of(ctx);
-  return c ? ctl_.list_steps(*c, *req, rep) : refused(c);
+  return c ? net::to_grpc(ctl_.list_steps(*c, *req, rep)) : refused(c);
 }
 
 grpc::Status RpcService::History(grpc::ServerContext* ctx, const v1::HistoryRequest* req, v1::HistoryReply* rep) {
   auto c = callers_.of(ctx);
-  return c ? ctl_.history(*c, *req, rep) : refused(c);
+  return c ? net::to_grpc(ctl_.history(*c, *req, rep)) : refused(c);
 }
 
 grpc::Status RpcService::Shutdown(grpc::ServerContext* ctx, const v1::ShutdownRequest*, v1::ShutdownReply*) {
   auto c = callers_.of(ctx);
-  return c ? ctl_.shutdown(*c) : refused(c);
+  return c ? net::to_grpc(ctl_.shutdown(*c)) : refused(c);
 }
 
 }  // namespace corral::ctld

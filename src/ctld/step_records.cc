@@ -128,13 +128,13 @@ void Controller::cancel_steps(const Caller& c, const v1::CancelRequest& req, v1:
   }
 }
 
-grpc::Status Controller::list_steps(const Caller& c, const v1::ListStepsRequest& req, v1::ListStepsReply* rep) {
+Status Controller::list_steps(const Caller& c, const v1::ListStepsRequest& req, v1::ListStepsReply* rep) {
   // One job's steps are anyone's to list (like the queue); all steps only the caller's.
   std::optional<uint32_t> only_user;
   if (req.jobid() == 0 && !is_admin(c)) only_user = c.uid;
   (void)store_->flush();  // readers see only committed writes
   auto steps = store_->read_steps(req.jobid(), only_user);
-  if (!steps) return to_grpc(steps.error());
+  if (!steps) return steps.error();
   if (req.jobid() != 0 && steps->empty()) {
     bool known;
     {
@@ -142,7 +142,7 @@ grpc::Status Controller::list_steps(const Caller& c, const v1::ListStepsRequest&
       known = jobs_.count(req.jobid()) > 0;
     }
     if (!known && !store_->read_jobspec(req.jobid()))
-      return {grpc::StatusCode::NOT_FOUND, fmt::format("job {} not found", req.jobid())};
+      return Error{Errc::not_found, fmt::format("job {} not found", req.jobid())};
   }
   rep->mutable_steps()->Reserve(static_cast<int>(steps->size()));
   const Viewer v = viewer(c);
@@ -152,12 +152,11 @@ grpc::Status Controller::list_steps(const Caller& c, const v1::ListStepsRequest&
     to_proto(s, info);
     if (!v.sees_details(s.userid)) redact(*info);
   }
-  return grpc::Status::OK;
+  return {};
 }
 
-grpc::Status Controller::history(const Caller& c, const v1::HistoryRequest& req, v1::HistoryReply* rep) {
-  if (req.since() < 0 || req.until() < 0)
-    return {grpc::StatusCode::INVALID_ARGUMENT, "history: times must not be negative"};
+Status Controller::history(const Caller& c, const v1::HistoryRequest& req, v1::HistoryReply* rep) {
+  if (req.since() < 0 || req.until() < 0) return Error{Errc::invalid_argument, "history: times must not be negative"};
   store::HistoryQuery q;
   q.userids.assign(req.userids().begin(), req.userids().end());
   q.jobids.assign(req.jobids().begin(), req.jobids().end());
@@ -166,12 +165,12 @@ grpc::Status Controller::history(const Caller& c, const v1::HistoryRequest& req,
   q.max = req.max_entries();
   for (const auto& r : req.results()) {
     auto name = result_name(r);
-    if (!name) return to_grpc(name.error());
+    if (!name) return name.error();
     q.results.push_back(std::move(*name));
   }
   (void)store_->flush();
   auto entries = store_->history(q);
-  if (!entries) return to_grpc(entries.error());
+  if (!entries) return entries.error();
   rep->mutable_jobs()->Reserve(static_cast<int>(entries->size()));
   const Viewer v = viewer(c);
   for (const auto& e : *entries) {
@@ -188,7 +187,7 @@ grpc::Status Controller::history(const Caller& c, const v1::HistoryRequest& req,
     }
     *rep->add_jobs() = std::move(hj);
   }
-  return grpc::Status::OK;
+  return {};
 }
 
 }  // namespace corral::ctld

@@ -88,7 +88,7 @@ json unit_json(const std::string& name, std::string_view type, unsigned level, c
 
 }  // namespace
 
-grpc::Status Controller::get_topology(const v1::GetTopologyRequest& req, v1::GetTopologyReply* rep) {
+Status Controller::get_topology(const v1::GetTopologyRequest& req, v1::GetTopologyReply* rep) {
   std::lock_guard lk(mu_);
   auto count = [&](const std::vector<std::string>& nodes) {
     UseCounts u;
@@ -127,9 +127,9 @@ grpc::Status Controller::get_topology(const v1::GetTopologyRequest& req, v1::Get
         {{"name", t.name}, {"kind", topology::kind_name(t.kind)}, {"default", &t == def}, {"units", std::move(units)}});
   }
   if (!req.name().empty() && out["topologies"].empty())
-    return {grpc::StatusCode::NOT_FOUND, fmt::format("no topology named '{}'", req.name())};
+    return Error{Errc::not_found, fmt::format("no topology named '{}'", req.name())};
   rep->set_json(out.dump());
-  return grpc::Status::OK;
+  return {};
 }
 
 }  // namespace corral::ctld

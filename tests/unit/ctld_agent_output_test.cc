@@ -42,7 +42,7 @@ class CtldAgentOutput : public ::testing::Test {
     google::protobuf::RepeatedPtrField<v1::TaskOutput> out(spooled.begin(), spooled.end());
     std::shared_ptr<AgentLink> link;
     auto st = ctl_->agent_register(Caller{0, 0}, reg, nullptr, &link, out);
-    EXPECT_TRUE(st.ok()) << st.error_message();
+    EXPECT_TRUE(st.ok()) << st.message();
     return link;
   }
   v1::TaskOutput chunk(const std::string& data, uint64_t seq) const {

@@ -35,10 +35,10 @@ class CtldHostile : public ::testing::Test {
     n->set_cores(4);
     n->set_memory_mb(1024);
     auto st = ctl_->agent_register(Caller{0, 0}, reg, nullptr, &link_);
-    ASSERT_TRUE(st.ok()) << st.error_message();
+    ASSERT_TRUE(st.ok()) << st.message();
   }
 
-  grpc::Status submit_text(uint32_t uid, const std::string& jobspec, v1::SubmitReply* rep) {
+  Status submit_text(uint32_t uid, const std::string& jobspec, v1::SubmitReply* rep) {
     v1::SubmitRequest req;
     req.add_jobspecs(jobspec);
     return ctl_->submit(Caller{uid, uid}, req, rep);
@@ -70,8 +70,8 @@ TEST_F(CtldHostile, HostileJobspecsAreRefusedAndChangeNothing) {
   const std::string deep =
       R"({"version":1,"attributes":{"user":)" + std::string(200000, '[') + std::string(200000, ']') + "}}";
   auto st = submit_text(kAlice, deep, &rep);
-  EXPECT_EQ(st.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
-  EXPECT_THAT(st.error_message(), HasSubstr("nested more than 64 levels deep"));
+  EXPECT_EQ(st.error().code, Errc::invalid_argument);
+  EXPECT_THAT(st.message(), HasSubstr("nested more than 64 levels deep"));
   std::string bomb = "version: 1\na: &a [x,x,x,x,x,x,x,x,x]\n";
   for (char c = 'b', p = 'a'; c <= 'j'; ++c, ++p) {
     bomb += std::string(1, c) + ": &" + c + " [";
@@ -79,23 +79,23 @@ TEST_F(CtldHostile, HostileJobspecsAreRefusedAndChangeNothing) {
     bomb += "]\n";
   }
   st = submit_text(kAlice, bomb, &rep);
-  EXPECT_THAT(st.error_message(), HasSubstr("more than 1000000 values"));
+  EXPECT_THAT(st.message(), HasSubstr("more than 1000000 values"));
   st = submit_text(kAlice, valid_jobspec(std::string(2000, '#')), &rep);
-  EXPECT_THAT(st.error_message(), HasSubstr("more than the 1024 allowed (limits.max-batch-script)"));
+  EXPECT_THAT(st.message(), HasSubstr("more than the 1024 allowed (limits.max-batch-script)"));
   st = submit_text(kAlice, std::string(9u << 20, ' '), &rep);
-  EXPECT_THAT(st.error_message(), HasSubstr("limits.max-jobspec"));
+  EXPECT_THAT(st.message(), HasSubstr("limits.max-jobspec"));
   v1::SubmitRequest cc;
   cc.add_jobspecs(valid_jobspec());
   cc.set_cc(std::string(5000, '1'));
   st = ctl_->submit(Caller{kAlice, kAlice}, cc, &rep);
-  EXPECT_THAT(st.error_message(), HasSubstr("--cc"));
+  EXPECT_THAT(st.message(), HasSubstr("--cc"));
   EXPECT_EQ(job_count(), 0u);
 }
 
 TEST_F(CtldHostile, OtherUsersSeeNoSecrets) {
   v1::SubmitReply rep;
   auto submitted = submit_text(kAlice, valid_jobspec(), &rep);
-  ASSERT_TRUE(submitted.ok()) << submitted.error_message();
+  ASSERT_TRUE(submitted.ok()) << submitted.message();
   const uint64_t id = rep.jobids(0);
   v1::GetJobRequest req;
   req.set_jobid(id);

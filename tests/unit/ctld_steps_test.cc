@@ -67,7 +67,7 @@ class CtldSteps : public ::testing::Test {
       r->add_nodes(node_of_[id]);
     }
     auto st = ctl_->agent_register(owner(), reg, nullptr, &link_);
-    ASSERT_TRUE(st.ok()) << st.error_message();
+    ASSERT_TRUE(st.ok()) << st.message();
   }
 
   static Caller owner() { return Caller{::getuid(), ::getgid()}; }
@@ -83,7 +83,7 @@ class CtldSteps : public ::testing::Test {
     sr.add_jobspecs(job::jobspec_to_string(*spec));
     v1::SubmitReply rep;
     auto st = ctl_->submit(owner(), sr, &rep);
-    EXPECT_TRUE(st.ok()) << st.error_message();
+    EXPECT_TRUE(st.ok()) << st.message();
     return rep.jobids_size() ? rep.jobids(0) : 0;
   }
 
@@ -118,7 +118,7 @@ class CtldSteps : public ::testing::Test {
     req.set_with_eventlog(with_eventlog);
     v1::JobInfo info;
     auto st = ctl_->get_job(ctld::Caller{}, req, &info);
-    EXPECT_TRUE(st.ok()) << st.error_message();
+    EXPECT_TRUE(st.ok()) << st.message();
     return info;
   }
 
@@ -246,7 +246,7 @@ TEST_F(CtldSteps, StepRecordsAreStoredThenAcknowledged) {
   EXPECT_EQ(rep.steps(0).step(), "0");
   EXPECT_EQ(rep.steps(1).step(), "1");
   req.set_jobid(999);
-  EXPECT_EQ(ctl_->list_steps(owner(), req, &rep).error_code(), grpc::StatusCode::NOT_FOUND);
+  EXPECT_EQ(ctl_->list_steps(owner(), req, &rep).error().code, Errc::not_found);
 
   exit_job(id, 1);
   ASSERT_TRUE(await_state(id, "INACTIVE"));
@@ -258,7 +258,7 @@ TEST_F(CtldSteps, StepRecordsAreStoredThenAcknowledged) {
   EXPECT_EQ(hrep.jobs(0).job().result(), "COMPLETED");
   EXPECT_EQ(hrep.jobs(0).steps_size(), 2);
   hr.add_results("bogus");
-  EXPECT_EQ(ctl_->history(ctld::Caller{}, hr, &hrep).error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_EQ(ctl_->history(ctld::Caller{}, hr, &hrep).error().code, Errc::invalid_argument);
 }
 
 TEST_F(CtldSteps, CancelStepGoesToTheStepManagersAgent) {

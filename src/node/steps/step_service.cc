@@ -14,6 +14,7 @@
 #include <spdlog/spdlog.h>
 
 #include "common.pb.h"
+#include "net/grpc_status.h"
 #include "net/grpc_credential.h"
 #include "net/peer_listener.h"
 #include "node/pmi/job_fence.h"
@@ -28,35 +29,6 @@ namespace {
 
 // How long a unary call waits for the event loop before giving up (agent stopping).
 constexpr auto kLoopWait = std::chrono::seconds(10);
-
-grpc::Status to_grpc(const Error& e) {
-  grpc::StatusCode code = grpc::StatusCode::INTERNAL;
-  switch (e.code) {
-    case Errc::invalid_argument:
-      code = grpc::StatusCode::INVALID_ARGUMENT;
-      break;
-    case Errc::not_found:
-      code = grpc::StatusCode::NOT_FOUND;
-      break;
-    case Errc::permission_denied:
-      code = grpc::StatusCode::PERMISSION_DENIED;
-      break;
-    case Errc::already_exists:
-      code = grpc::StatusCode::ALREADY_EXISTS;
-      break;
-    case Errc::unavailable:
-      code = grpc::StatusCode::UNAVAILABLE;
-      break;
-    case Errc::resource_exhausted:
-      code = grpc::StatusCode::RESOURCE_EXHAUSTED;
-      break;
-    case Errc::io_error:
-    case Errc::internal:
-      code = grpc::StatusCode::INTERNAL;
-      break;
-  }
-  return {code, e.message};
-}
 
 const grpc::Status kUnknownPeer{grpc::StatusCode::UNAUTHENTICATED,
                                 "cannot identify the caller: connect over the agent's Unix socket, or over "
@@ -160,7 +132,7 @@ class RunStepCall final : public RunStepReactor {
       }
       StepClientSink sink;
       sink.send = [out = out_](v1::StepServerMessage&& m) { out->send(std::move(m)); };
-      sink.fail = [out = out_](const Error& e) { out->fail_with(to_grpc(e)); };
+      sink.fail = [out = out_](const Error& e) { out->fail_with(net::to_grpc(e)); };
       loop_.post([&steps = steps_, id = id_, uid = *uid_, spec = std::move(*in_.mutable_create()),
                   sink = std::move(sink)]() mutable { steps.open(id, uid, std::move(spec), std::move(sink)); });
     } else {
@@ -240,7 +212,7 @@ class StepService::Impl final : public v1::StepService::WithCallbackMethod_RunSt
     if (result.wait_for(kLoopWait) != std::future_status::ready)
       return {grpc::StatusCode::UNAVAILABLE, "the node agent did not answer (it may be stopping)"};
     auto r = result.get();
-    if (!r) return to_grpc(r.error());
+    if (!r) return net::to_grpc(r.error());
     reply->Swap(&*r);
     return grpc::Status::OK;
   }
@@ -256,7 +228,7 @@ class StepService::Impl final : public v1::StepService::WithCallbackMethod_RunSt
     if (!uid) return kUnknownPeer;
     if (*uid != 0 && *uid != ::getuid()) return {grpc::StatusCode::PERMISSION_DENIED, "JobFence is for node agents"};
     auto kvs = fences_.contribute(*req, [ctx] { return ctx->IsCancelled(); });
-    if (!kvs) return to_grpc(kvs.error());
+    if (!kvs) return net::to_grpc(kvs.error());
     reply->mutable_kvs()->insert(kvs->begin(), kvs->end());
     return grpc::Status::OK;
   }

@@ -1,0 +1,14 @@
+// corral's errors as gRPC statuses, for the RPC layers of corrald and corral-node (the
+// code behind them returns Status values and never names gRPC).
+#pragma once
+
+#include <grpcpp/support/status.h>
+
+#include "util/result.h"
+
+namespace corral::net {
+
+grpc::Status to_grpc(const Error& e);
+grpc::Status to_grpc(const Status& st);
+
+}  // namespace corral::net
