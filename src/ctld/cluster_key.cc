@@ -2,7 +2,6 @@
 
 #include <spdlog/spdlog.h>
 
-#include "ctld/controller.h"
 #include "job/hmac_key.h"
 
 namespace corral::ctld {
@@ -18,13 +17,6 @@ Result<std::string> load_or_create_key_file(const std::string& path) {
   if (!st.ok()) return st.error();
   spdlog::info("created the cluster key {}", path);
   return fresh;
-}
-
-Status Controller::load_cluster_key() {
-  auto key = load_or_create_key_file(cfg_.key_file);
-  if (!key) return Error{key.error().code, "controller.key-file: " + key.message()};
-  cluster_key_ = std::move(*key);
-  return {};
 }
 
 }  // namespace corral::ctld

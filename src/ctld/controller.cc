@@ -30,22 +30,17 @@ Controller::Controller(Config cfg, std::unique_ptr<store::Store> store)
       store_(std::move(store)),
       outbox_(*store_),
       sched_(topology::make_flat_placer()),
-      owner_uid_(::getuid()) {
-  default_partition_ = "default";
-  for (const auto& p : cfg_.partitions) {
-    partitions_[p.name];
-    if (p.is_default) default_partition_ = p.name;
-  }
-  if (cfg_.partitions.empty()) partitions_[default_partition_];
-}
+      owner_uid_(::getuid()) {}
 
 Controller::~Controller() { stop(); }
 
 void Controller::add_hook(std::unique_ptr<JobHook> hook) { hooks_.push_back(std::move(hook)); }
 
 Status Controller::start() {
-  if (auto st = load_cluster_key(); !st) return st;
-  if (auto st = configure_topology(); !st) return st;
+  if (auto st = steps_.load_key(cfg_.key_file); !st) return st;
+  auto routing = TopologyRouting::configure(cfg_.topology_file, cfg_.partitions, sched_);
+  if (!routing) return routing.error();
+  routing_ = std::move(*routing);
   auto snap = store_->load();
   if (!snap) return snap.error();
   start_time_ = now();
@@ -125,7 +120,7 @@ void Controller::restore(store::Snapshot snap) {
     }
     if (job->R && (st.state == JobState::RUN || st.state == JobState::CLEANUP) && !st.freed) {
       sched_.allocate(job->id, job->alloc, job->R->expiration);
-      for (const auto& sh : job->alloc.shares) nodes_[sh.node].jobs.insert(job->id);
+      for (const auto& sh : job->alloc.shares) nodes_.at(sh.node).jobs.insert(job->id);
       restart_grace_pending_ = true;
     }
     if (st.started) job->exec_tasks = plan_exec(*job);
@@ -135,7 +130,7 @@ void Controller::restore(store::Snapshot snap) {
     user_limits_.job_added(job->userid);
     jobs_.emplace(id, std::move(job));
   }
-  rebuild_mpi_pool();  // before any job can start below
+  steps_.rebuild_pool();  // before any job can start below
   for (auto& h : hooks_) {
     auto saved = snap.hook_state.find(std::string(h->name()));
     h->on_load(*this, saved == snap.hook_state.end() ? SavedState{} : saved->second);

@@ -22,11 +22,13 @@
 #include "ctld/config.h"
 #include "ctld/hook_names.h"
 #include "ctld/listing_rows.h"
+#include "ctld/node_table.h"
 #include "ctld/outbox.h"
 #include "ctld/privacy.h"
+#include "ctld/step_support.h"
+#include "ctld/topology_routing.h"
 #include "ctld/user_limits.h"
 #include "ctld/watch_hub.h"
-#include "job/port_range.h"
 #include "sched/scheduler.h"
 #include "store/store.h"
 #include "topology/topology.h"
@@ -61,37 +63,8 @@ struct Caller {
   std::string origin;
 };
 
-struct NodeEntry {
-  std::string name;
-  uint32_t index = 0;  // in the scheduler
-  uint32_t cores = 0, gpus = 0;
-  uint64_t memory_mb = 0;
-  std::shared_ptr<AgentLink> link;  // null while down
-  std::string incarnation;          // of the agent process serving the node
-  bool drained = false;
-  std::string reason;
-  double reason_time = 0;
-  uint32_t reason_userid = 0;
-  std::string down_reason = "never registered";
-  std::set<uint64_t> jobs;          // jobs holding resources here
-  std::set<uint64_t> housekeeping;  // jobs whose housekeeping runs here: no new work until empty
-  std::vector<std::string> partitions;
-  std::vector<v1::ControllerMessage> held;      // commands waiting for the agent to connect
-  std::string step_uri;                         // where the node's agent serves StepService (last registration)
-  std::map<std::string, std::string> hardware;  // what the agent's hooks report (last registration)
-  unsigned launch_faults = 0;                   // jobs in a row whose tasks the node could not start
-};
-
 // A node that could not start the tasks of this many jobs in a row is drained.
 inline constexpr unsigned kMaxLaunchFaults = 3;
-
-// What the controller keeps of a job for its step manager. The start and finish events
-// carry it, so a restarted controller rebuilds it by replaying them.
-struct JobSteps {
-  std::string stepmgr;     // StepService address of the step manager (start event)
-  std::string mpi_ports;   // the job's share of [steps] mpi-ports; "" = none (start event)
-  double cpu_seconds = 0;  // sum of the node exits' cpu_seconds (finish event "cpu")
-};
 
 // The state mask of a listing's or cancel's state names; none means every active state.
 Result<uint32_t> listing_state_mask(const google::protobuf::RepeatedPtrField<std::string>& names);
@@ -220,12 +193,6 @@ class Controller final : public HookContext {
   // The step fields of the StartJob going to the step manager's agent.
   void add_step_manager_fields(const JobRecord& job, v1::StartJob& sj) const;
 
-  // mpi_ports.cc: shares of [steps] mpi-ports. A share is taken when the job starts and
-  // given back when its resources are freed; replayed start/free events rebuild the pool.
-  std::string take_mpi_share(const JobRecord& job);
-  void release_mpi_share(uint64_t jobid);
-  void rebuild_mpi_pool();
-
   // step_records.cc
   // Stores finished-step records from an agent; the agent hears `steps_stored` once durable.
   void store_steps(const std::string& agent_id, const google::protobuf::RepeatedPtrField<v1::StepInfo>& steps);
@@ -245,13 +212,6 @@ class Controller final : public HookContext {
   // Why a pending job waits: its own reason (Dependency, BeginTime, JobHeldUser), else the
   // scheduler's, else "Priority" while in SCHED. Shared by fill_info and the listing rows.
   std::string pending_reason(uint64_t id, job::JobState state, std::string_view own, bool in_scheduler) const;
-  // Topology (topology_setup.cc). configure_topology loads [topology].file, adds a placer
-  // per topology and expands hostlist functions in partition node lists.
-  Status configure_topology();
-  uint32_t placer_of(const std::string& partition) const;
-  const topology::Topology* topology_of(const std::string& partition) const;
-  // A node list that may use switch{}/block{}/...with{} functions, as a plain hostlist.
-  Result<std::string> expand_nodes(const std::string& expr, const std::string& partition) const;
   // The jobs a listing selects, in id order, each passed to `emit` (job_listing.cc).
   Status get_job_unfiltered(const v1::GetJobRequest& req, v1::JobInfo* rep);
   uint32_t inactive_owner(uint64_t jobid);  // UINT32_MAX when unknown
@@ -282,7 +242,6 @@ class Controller final : public HookContext {
   bool is_admin(const Caller& c) const { return c.uid == 0 || c.uid == owner_uid_; }
   Viewer viewer(const Caller& c) const { return Viewer{c.uid, is_admin(c), cfg_.private_jobs}; }
   void poke_scheduler();
-  Status load_cluster_key();  // cluster_key.cc
 
   Config cfg_;
   std::unique_ptr<store::Store> store_;
@@ -308,19 +267,12 @@ class Controller final : public HookContext {
 
   uint64_t next_id_ = 1;
   std::unordered_map<uint64_t, std::unique_ptr<JobRecord>> jobs_;
-  ListingRows listing_;           // what `corral queue` shows of jobs_, kept as they change
-  std::vector<NodeEntry> nodes_;  // by scheduler index
-  std::unordered_map<std::string, uint32_t> node_index_;
+  ListingRows listing_;  // what `corral queue` shows of jobs_, kept as they change
+  NodeTable nodes_{cfg_.partitions};
   std::map<std::string, std::shared_ptr<AgentLink>> links_;
   // Per agent id, the last output number taken from each of its latest two processes.
   std::map<std::string, std::vector<std::pair<std::string, uint64_t>>> output_seen_;
-  std::map<std::string, std::vector<uint32_t>> partitions_;
-  std::string default_partition_;
-  // Topologies (topology_setup.cc): placer index per topology name and per partition.
-  topology::TopologySet topo_;
-  std::map<std::string, uint32_t> topo_placer_;
-  std::map<std::string, uint32_t> partition_placer_;
-  uint32_t default_placer_ = 0;
+  TopologyRouting routing_;  // set in start(), read-only after
 
   std::deque<std::pair<uint64_t, job::Event>> posts_;
   std::vector<uint64_t> dirty_;
@@ -334,11 +286,7 @@ class Controller final : public HookContext {
   double isolation_ended_ = 0;
   size_t retired_since_trim_ = 0;  // finished jobs whose memory glibc may still hold
 
-  // Steps: the cluster key signing step credentials (through per-job derived keys), the
-  // step manager data of active jobs, and the MPI port pool (none without [steps] mpi-ports).
-  std::string cluster_key_;
-  std::unordered_map<uint64_t, JobSteps> job_steps_;
-  std::optional<job::PortPool> mpi_pool_;
+  StepSupport steps_{cfg_.steps};
 
   // Outstanding run_on_nodes: (jobid, kind) -> nodes that have not answered.
   std::map<std::pair<uint64_t, std::string>, std::set<std::string>> perilogs_;

@@ -116,11 +116,11 @@ void Controller::deliver_perilog(uint64_t jobid, const PerilogOutcome& o) {
   }
 }
 
-bool Controller::node_exists(const std::string& node) const { return node_index_.count(node) > 0; }
+bool Controller::node_exists(const std::string& node) const { return nodes_.find(node) != nullptr; }
 
 bool Controller::node_drained(const std::string& node) const {
-  auto it = node_index_.find(node);
-  return it != node_index_.end() && nodes_[it->second].drained;
+  const NodeEntry* n = nodes_.find(node);
+  return n != nullptr && n->drained;
 }
 
 void Controller::save_state(std::string_view hook, const std::string& key, const std::string& value) {

@@ -68,9 +68,9 @@ void Controller::fill_info(const JobRecord& job, v1::JobInfo* info) const {
   info->set_requeues(st.requeues);
   info->set_cwd(job.spec->cwd);
   for (const auto& d : job.spec->dependencies) info->add_dependencies(d);
-  if (auto it = job_steps_.find(job.id); it != job_steps_.end()) {
-    if (st.state == job::JobState::RUN && st.started) info->set_stepmgr(it->second.stepmgr);
-    info->set_cpu_seconds(it->second.cpu_seconds);
+  if (const JobSteps* js = steps_.find(job.id)) {
+    if (st.state == job::JobState::RUN && st.started) info->set_stepmgr(js->stepmgr);
+    info->set_cpu_seconds(js->cpu_seconds);
   }
 }
 

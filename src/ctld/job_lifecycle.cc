@@ -87,7 +87,7 @@ void Controller::absorb(JobRecord& job, const job::Event& ev) {
     if (ctx.contains("incarnations") && ctx["incarnations"].is_object())
       for (const auto& [node, inc] : ctx["incarnations"].items())
         if (inc.is_string()) job.start_incarnations[node] = inc.get<std::string>();
-    JobSteps& js = job_steps_[job.id];
+    JobSteps& js = steps_.of(job.id);
     js.stepmgr = ctx.value("stepmgr", "");
     js.mpi_ports = ctx.value("mpi_ports", "");
     return;
@@ -95,11 +95,11 @@ void Controller::absorb(JobRecord& job, const job::Event& ev) {
   if (ev.name == "finish") {
     auto ctx = json::parse(ev.context, nullptr, false);
     if (ctx.is_object() && ctx.contains("cpu") && ctx["cpu"].is_number())
-      job_steps_[job.id].cpu_seconds = ctx["cpu"].get<double>();
+      steps_.of(job.id).cpu_seconds = ctx["cpu"].get<double>();
     return;
   }
   if (ev.name == "free") {
-    release_mpi_share(job.id);
+    steps_.release_share(job.id);
     return;
   }
   if (ev.name == "requeue") {
@@ -151,7 +151,7 @@ void Controller::forget_run(JobRecord& job) {
   job.extra_env.clear();
   job.notes.clear();
   job.kill_sent = false;
-  job_steps_.erase(job.id);
+  steps_.erase(job.id);
 }
 
 void Controller::advance(JobRecord& job) {
@@ -261,8 +261,7 @@ void Controller::requeue(JobRecord& job) {
 
 std::string Controller::finish_context(const JobRecord& job) const {
   json ctx{{"status", job.max_waitstatus}};
-  if (auto it = job_steps_.find(job.id); it != job_steps_.end() && it->second.cpu_seconds > 0)
-    ctx["cpu"] = it->second.cpu_seconds;
+  if (const JobSteps* js = steps_.find(job.id); js != nullptr && js->cpu_seconds > 0) ctx["cpu"] = js->cpu_seconds;
   return ctx.dump();
 }
 
@@ -286,12 +285,17 @@ void Controller::start_exec(JobRecord& job) {
   if (!job.R || job.status.fatal_exception || job.status.prolog_failed) return;
   job.exec_tasks = plan_exec(job);
   json incarnations = json::object();
-  for (const auto& [node, n] : job.exec_tasks) incarnations[node] = nodes_[node_index_.at(node)].incarnation;
+  for (const auto& [node, n] : job.exec_tasks) incarnations[node] = nodes_.named(node).incarnation;
   // The step manager's address and the port share go into the start event, so that a
   // restarted controller still knows them (absorb reads them back).
-  JobSteps& js = job_steps_[job.id];
-  js.stepmgr = nodes_[node_index_.at(job.R->nodes.front().name)].step_uri;
-  js.mpi_ports = take_mpi_share(job);
+  JobSteps& js = steps_.of(job.id);
+  js.stepmgr = nodes_.named(job.R->nodes.front().name).step_uri;
+  auto share = steps_.take_share();
+  js.mpi_ports = std::move(share.ports);
+  if (!share.warning.empty()) {
+    spdlog::warn("job {}: {}", job.id, share.warning);
+    post(job.id, job::make_event("mpi-ports", json{{"warning", share.warning}}.dump()));
+  }
   json ctx{{"incarnations", incarnations}};
   if (!js.stepmgr.empty()) ctx["stepmgr"] = js.stepmgr;
   if (!js.mpi_ports.empty()) ctx["mpi_ports"] = js.mpi_ports;
@@ -314,11 +318,7 @@ void Controller::start_exec(JobRecord& job) {
 }
 
 std::string Controller::wrapped_job_key(uint64_t jobid, const AgentLink* link) const {
-  if (cluster_key_.empty() || link == nullptr || link->session_key().empty()) return {};
-  auto wrapped = job::wrap_key(link->session_key(), job::derive_job_key(cluster_key_, jobid));
-  if (!wrapped)
-    spdlog::error("job {}: cannot wrap its key for agent {}: {}", jobid, link->agent_id(), wrapped.message());
-  return wrapped ? *wrapped : std::string();
+  return link == nullptr ? std::string() : steps_.wrapped_job_key(jobid, link->session_key(), link->agent_id());
 }
 
 void Controller::add_job_key(v1::ControllerMessage& msg, uint64_t jobid, const AgentLink* link) const {
@@ -333,7 +333,7 @@ void Controller::add_job_key(v1::ControllerMessage& msg, uint64_t jobid, const A
 // key: the agents that run tasks get it with their StartJob, the others on its own.
 void Controller::send_job_keys(const JobRecord& job,
                                std::vector<std::pair<std::string, v1::ControllerMessage>>& starts) {
-  auto link_of = [this](const std::string& node) { return nodes_[node_index_.at(node)].link.get(); };
+  auto link_of = [this](const std::string& node) { return nodes_.named(node).link.get(); };
   std::set<const AgentLink*> covered;
   for (auto& [node, msg] : starts)
     if (const AgentLink* link = link_of(node); link != nullptr && covered.insert(link).second)
@@ -352,15 +352,15 @@ void Controller::send_start(const JobRecord& job, const std::set<std::string>& o
 std::vector<std::pair<std::string, v1::ControllerMessage>> Controller::build_starts(
     const JobRecord& job, const std::set<std::string>& only) const {
   const std::string nodelist = job.R->nodelist();
-  const topology::Topology* topo = topology_of(job.partition);
-  auto js = job_steps_.find(job.id);
-  const std::string stepmgr = js == job_steps_.end() ? "" : js->second.stepmgr;
+  const topology::Topology* topo = routing_.topology_of(job.partition);
+  const JobSteps* js = steps_.find(job.id);
+  const std::string stepmgr = js == nullptr ? "" : js->stepmgr;
   // One StartJob per node agent, naming only that agent's nodes (an agent ignores a
   // second StartJob for a job it already runs).
   auto agent_key = [](const NodeEntry& e) {
     return e.link ? static_cast<const void*>(e.link.get()) : static_cast<const void*>(&e);
   };
-  const void* manager = agent_key(nodes_[node_index_.at(job.R->nodes.front().name)]);
+  const void* manager = agent_key(nodes_.named(job.R->nodes.front().name));
   std::map<const void*, std::pair<std::string, v1::StartJob>> per_agent;
   uint32_t rank = 0;
   for (size_t i = 0; i < job.R->nodes.size(); ++i) {
@@ -370,7 +370,7 @@ std::vector<std::pair<std::string, v1::ControllerMessage>> Controller::build_sta
     uint32_t first_rank = rank;
     rank += it->second;
     if (!only.empty() && !only.count(n.name)) continue;
-    const NodeEntry& entry = nodes_[node_index_.at(n.name)];
+    const NodeEntry& entry = nodes_.named(n.name);
     const void* key = agent_key(entry);
     auto [slot, fresh] = per_agent.try_emplace(key);
     v1::StartJob& sj = slot->second.second;
@@ -416,17 +416,17 @@ std::vector<std::pair<std::string, v1::ControllerMessage>> Controller::build_sta
 // restart build the same fields from the replayed start event and the agents' addresses.
 void Controller::add_step_manager_fields(const JobRecord& job, v1::StartJob& sj) const {
   // Wrapped for the manager's agent: without a link now (held) it goes again on register.
-  sj.set_step_key(wrapped_job_key(job.id, nodes_[node_index_.at(job.R->nodes.front().name)].link.get()));
-  const topology::Topology* topo = topology_of(job.partition);
+  sj.set_step_key(wrapped_job_key(job.id, nodes_.named(job.R->nodes.front().name).link.get()));
+  const topology::Topology* topo = routing_.topology_of(job.partition);
   for (const auto& n : job.R->nodes) {
     auto* jn = sj.add_job_nodes();
     jn->set_name(n.name);
     jn->set_cores(n.cores.encode());
     jn->set_gpus(n.gpus.encode());
-    if (auto it = node_index_.find(n.name); it != node_index_.end()) jn->set_agent(nodes_[it->second].step_uri);
+    if (const NodeEntry* e = nodes_.find(n.name)) jn->set_agent(e->step_uri);
     add_topology_env(topo, n.name, *jn->mutable_env());
   }
-  if (auto js = job_steps_.find(job.id); js != job_steps_.end()) sj.set_mpi_port_share(js->second.mpi_ports);
+  if (const JobSteps* js = steps_.find(job.id)) sj.set_mpi_port_share(js->mpi_ports);
   sj.set_mpi_ports_per_step(cfg_.steps.mpi_ports_per_step);
   sj.set_fanout_width(cfg_.steps.fanout_width);
 }
@@ -452,7 +452,7 @@ void Controller::free_resources(JobRecord& job) {
   for (const auto& n : job.R->nodes) {
     auto idx = sched_.node_index(n.name);
     if (!idx) continue;
-    NodeEntry& node = nodes_[*idx];
+    NodeEntry& node = nodes_.at(*idx);
     node.jobs.erase(job.id);
     if (!cfg_.housekeeping.empty() && node.link) {
       node.housekeeping.insert(job.id);
@@ -503,8 +503,8 @@ void Controller::retire(JobRecord& job) {
     msg.add_forget(job.id);
     send_to_node(node, msg);
   }
-  release_mpi_share(job.id);  // normally back at `free` already
-  job_steps_.erase(job.id);
+  steps_.release_share(job.id);  // normally back at `free` already
+  steps_.erase(job.id);
   user_limits_.job_removed(job.userid);
   if (job.counts_as_running) {
     user_limits_.run_removed(job.userid);
@@ -540,9 +540,9 @@ void Controller::handle_exit(const v1::JobNodeExit& ex) {
   }
   if (!job.exec_tasks.count(ex.node()) || !job.exited.insert(ex.node()).second) return;
   job.max_waitstatus = std::max(job.max_waitstatus, ex.waitstatus());
-  if (ex.cpu_seconds() > 0) job_steps_[job.id].cpu_seconds += ex.cpu_seconds();
-  if (auto n = node_index_.find(ex.node()); n != node_index_.end() && !ex.node_fault() && ex.error().empty())
-    nodes_[n->second].launch_faults = 0;
+  if (ex.cpu_seconds() > 0) steps_.of(job.id).cpu_seconds += ex.cpu_seconds();
+  if (NodeEntry* n = nodes_.find(ex.node()); n != nullptr && !ex.node_fault() && ex.error().empty())
+    n->launch_faults = 0;
   touch(job);
   if (ex.oom_kills() > 0) out_of_memory(job, ex);
   // Last: the exception is applied at once and may end and retire the job.
@@ -576,9 +576,9 @@ void Controller::launch_failed(uint64_t jobid, const v1::JobNodeExit& ex) {
     if (!job.status.fatal_exception && job.state() != JobState::CLEANUP)
       raise_exception(jobid, "exec", others_run ? 0 : 1, ex.error());
   }
-  auto n = node_index_.find(ex.node());
-  if (!ex.node_fault() || n == node_index_.end()) return;
-  NodeEntry& node = nodes_[n->second];
+  NodeEntry* n = nodes_.find(ex.node());
+  if (!ex.node_fault() || n == nullptr) return;
+  NodeEntry& node = *n;
   if (++node.launch_faults >= kMaxLaunchFaults && !node.drained)
     drain_node(node.name, fmt::format("tasks of {} jobs in a row could not start: {}", node.launch_faults, ex.error()));
 }
@@ -661,10 +661,10 @@ void Controller::run_schedule() {
     R.expiration = job.spec->duration > 0 ? R.starttime + job.spec->duration : 0;
     std::vector<unsigned> tasks;
     for (const auto& sh : d.alloc.shares) {
-      const NodeEntry& node = nodes_[sh.node];
+      const NodeEntry& node = nodes_.at(sh.node);
       R.nodes.push_back({sh.node, node.name, sh.cores, sh.gpus, sh.memory_mb});
       tasks.push_back(sh.ntasks);
-      nodes_[sh.node].jobs.insert(job.id);
+      nodes_.at(sh.node).jobs.insert(job.id);
     }
     // R lists the job's nodes in name order; its ranks are positions in that list,
     // so the nodelist reads naturally and task ranks follow node names.

@@ -85,7 +85,7 @@ Status Controller::check_sizes(const v1::SubmitRequest& req) const {
 }
 
 std::string Controller::partition_of(const job::Jobspec& spec) const {
-  return spec.partition.empty() ? default_partition_ : spec.partition;
+  return spec.partition.empty() ? nodes_.default_partition() : spec.partition;
 }
 
 Result<topology::Request> Controller::make_request(const job::Jobspec& spec, uint64_t jobid) const {
@@ -98,17 +98,16 @@ Result<topology::Request> Controller::make_request(const job::Jobspec& spec, uin
   r.mem_per_node_mb = spec.mem_per_node_mb;
   r.exclusive = spec.exclusive;
   std::string part = partition_of(spec);
-  auto pit = partitions_.find(part);
-  if (pit == partitions_.end()) {
-    std::string names;
-    for (const auto& [n, v] : partitions_) names += (names.empty() ? "" : ", ") + n;
+  const std::vector<uint32_t>* members = nodes_.partition(part);
+  if (members == nullptr) {
+    const std::string names = nodes_.partition_names();
     return invalid(fmt::format("partition '{}' does not exist (partitions: {})", part, names.empty() ? "none" : names));
   }
-  r.placer = placer_of(part);
+  r.placer = routing_.placer_of(part);
   r.max_leaves = spec.switches;
-  auto exclude = expand_nodes(spec.excluded_nodes, part);
+  auto exclude = routing_.expand_nodes(spec.excluded_nodes, part);
   if (!exclude) return invalid("exclude: " + exclude.message());
-  auto nodelist = expand_nodes(spec.requested_nodes, part);
+  auto nodelist = routing_.expand_nodes(spec.requested_nodes, part);
   if (!nodelist) return invalid("nodelist: " + nodelist.message());
   std::set<uint32_t> excluded;
   if (!exclude->empty()) {
@@ -117,7 +116,7 @@ Result<topology::Request> Controller::make_request(const job::Jobspec& spec, uin
     for (const auto& h : hl->hosts())
       if (auto i = sched_.node_index(h)) excluded.insert(*i);
   }
-  for (uint32_t i : pit->second)
+  for (uint32_t i : *members)
     if (!excluded.count(i)) r.allowed_nodes.push_back(i);
   if (!nodelist->empty()) {
     auto hl = Hostlist::parse(*nodelist);
@@ -127,11 +126,11 @@ Result<topology::Request> Controller::make_request(const job::Jobspec& spec, uin
       auto i = sched_.node_index(h);
       if (!i) return invalid(fmt::format("requested node {} does not exist", h));
       if (excluded.count(*i)) return invalid(fmt::format("node {} is both requested and excluded", h));
-      if (!std::count(pit->second.begin(), pit->second.end(), *i))
+      if (!std::count(members->begin(), members->end(), *i))
         return invalid(fmt::format("requested node {} is not in partition {}", h, part));
       r.required_nodes.push_back(*i);
     }
-    const topology::Topology* topo = topology_of(part);
+    const topology::Topology* topo = routing_.topology_of(part);
     if (auto why = topology::block_request_error(r); why && topo && topo->kind == topology::Kind::block)
       return invalid(*why);
     // A node list from switch{}/block{} functions is only known here; like a plain -w

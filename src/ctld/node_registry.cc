@@ -16,42 +16,17 @@
 namespace corral::ctld {
 
 NodeEntry& Controller::ensure_node(const v1::NodeResources& res) {
-  auto it = node_index_.find(res.name());
-  if (it != node_index_.end()) {
-    NodeEntry& n = nodes_[it->second];
-    if (n.cores != res.cores() || n.gpus != res.gpus() || n.memory_mb != res.memory_mb())
+  if (NodeEntry* n = nodes_.find(res.name())) {
+    if (n->cores != res.cores() || n->gpus != res.gpus() || n->memory_mb != res.memory_mb())
       spdlog::warn(
           "node {} registered with different resources ({} cores, {} gpus, {} MiB);"
           " keeping the recorded ones until corrald restarts",
           res.name(), res.cores(), res.gpus(), res.memory_mb());
-    return n;
+    return *n;
   }
-  sched::NodeConfig nc{res.name(), res.cores(), res.gpus(), res.memory_mb()};
-  uint32_t idx = sched_.add_node(nc);
-  NodeEntry n;
-  n.name = res.name();
-  n.index = idx;
-  n.cores = res.cores();
-  n.gpus = res.gpus();
-  n.memory_mb = res.memory_mb();
+  const uint32_t idx = sched_.add_node(sched::NodeConfig{res.name(), res.cores(), res.gpus(), res.memory_mb()});
   sched_.set_usable(idx, false);
-  nodes_.push_back(std::move(n));
-  node_index_[res.name()] = idx;
-  // Partition membership.
-  NodeEntry& e = nodes_.back();
-  if (cfg_.partitions.empty()) {
-    partitions_[default_partition_].push_back(idx);
-    e.partitions.push_back(default_partition_);
-  }
-  for (const auto& p : cfg_.partitions) {
-    bool member = p.nodes.empty();
-    if (!member)
-      if (auto hl = Hostlist::parse(p.nodes)) member = hl->contains(e.name);
-    if (member) {
-      partitions_[p.name].push_back(idx);
-      e.partitions.push_back(p.name);
-    }
-  }
+  NodeEntry& e = nodes_.add(res, idx);
   persist_node(e);
   return e;
 }
@@ -78,9 +53,9 @@ std::string Controller::node_state(const NodeEntry& n) const {
 
 // Commands for a node go to its agent once durable; while it is down they wait.
 void Controller::send_to_node(const std::string& name, const v1::ControllerMessage& msg) {
-  auto it = node_index_.find(name);
-  if (it == node_index_.end()) return;
-  NodeEntry& n = nodes_[it->second];
+  NodeEntry* found = nodes_.find(name);
+  if (found == nullptr) return;
+  NodeEntry& n = *found;
   if (!n.link) {
     n.held.push_back(msg);
     return;
@@ -89,9 +64,9 @@ void Controller::send_to_node(const std::string& name, const v1::ControllerMessa
 }
 
 void Controller::drain_node(const std::string& name, const std::string& reason) {
-  auto it = node_index_.find(name);
-  if (it == node_index_.end()) return;
-  NodeEntry& n = nodes_[it->second];
+  NodeEntry* found = nodes_.find(name);
+  if (found == nullptr) return;
+  NodeEntry& n = *found;
   n.drained = true;
   n.reason = reason;
   n.reason_time = now();
@@ -160,10 +135,10 @@ Status Controller::agent_register(const Caller& c, const v1::Register& reg, std:
       return Error{Errc::invalid_argument,
                    fmt::format("register: node '{}' needs a name and at least one core", r.name())};
     if (auto st = check_hardware(r); !st.ok()) return st;
-    auto it = node_index_.find(r.name());
-    if (it != node_index_.end() && nodes_[it->second].link && nodes_[it->second].link->agent_id() != reg.agent_id())
+    const NodeEntry* known = nodes_.find(r.name());
+    if (known != nullptr && known->link && known->link->agent_id() != reg.agent_id())
       return Error{Errc::already_exists,
-                   fmt::format("node {} is already served by agent {}", r.name(), nodes_[it->second].link->agent_id())};
+                   fmt::format("node {} is already served by agent {}", r.name(), known->link->agent_id())};
   }
   if (auto old = links_.find(reg.agent_id()); old != links_.end()) old->second->close();
   std::vector<std::string> names;
@@ -242,7 +217,7 @@ void Controller::reconcile_agent(const v1::Register& reg) {
   }
   std::map<uint64_t, std::set<std::string>> resend;
   for (const auto& r : reg.nodes()) {
-    NodeEntry& n = nodes_[node_index_[r.name()]];
+    NodeEntry& n = nodes_.named(r.name());
     for (uint64_t id : std::vector<uint64_t>(n.jobs.begin(), n.jobs.end())) {
       auto it = jobs_.find(id);
       if (it == jobs_.end()) continue;
@@ -280,7 +255,7 @@ void Controller::resend_job_keys(const v1::Register& reg) {
   std::set<uint64_t> ids;
   std::shared_ptr<AgentLink> link;
   for (const auto& r : reg.nodes()) {
-    const NodeEntry& n = nodes_[node_index_[r.name()]];
+    const NodeEntry& n = nodes_.named(r.name());
     link = n.link;
     for (uint64_t id : n.jobs)
       if (auto it = jobs_.find(id); it != jobs_.end() && it->second->status.started) ids.insert(id);
@@ -295,10 +270,10 @@ void Controller::resend_job_keys(const v1::Register& reg) {
 // yet: it is the address of the agent that now reports that node.
 void Controller::adopt_step_manager(uint64_t jobid, const std::string& node, const std::string& uri) {
   auto it = jobs_.find(jobid);
-  auto js = job_steps_.find(jobid);
-  if (it == jobs_.end() || js == job_steps_.end() || !js->second.stepmgr.empty() || uri.empty()) return;
+  const JobSteps* js = steps_.find(jobid);
+  if (it == jobs_.end() || js == nullptr || !js->stepmgr.empty() || uri.empty()) return;
   const JobRecord& job = *it->second;
-  if (job.R && !job.R->nodes.empty() && job.R->nodes.front().name == node) js->second.stepmgr = uri;
+  if (job.R && !job.R->nodes.empty() && job.R->nodes.front().name == node) steps_.of(jobid).stepmgr = uri;
 }
 
 // The agent knows which housekeeping still runs: a restarted corrald adopts it (the
@@ -309,7 +284,7 @@ void Controller::reconcile_housekeeping(const v1::Register& reg) {
   for (const auto& p : reg.perilogs())
     if (p.kind() == "housekeeping") running[p.node()].insert(p.jobid());
   for (const auto& r : reg.nodes()) {
-    NodeEntry& n = nodes_[node_index_[r.name()]];
+    NodeEntry& n = nodes_.named(r.name());
     std::set<uint64_t>& now_running = running[n.name];
     for (uint64_t id : n.housekeeping) {
       if (now_running.count(id)) continue;
@@ -326,9 +301,9 @@ void Controller::reconcile_housekeeping(const v1::Register& reg) {
 // Counted even when nothing waited for it (corrald restarted, or the node was down
 // meanwhile): a failure still drains the node.
 void Controller::housekeeping_done(const v1::PerilogResult& p) {
-  auto idx = node_index_.find(p.node());
-  if (idx == node_index_.end()) return;
-  NodeEntry& n = nodes_[idx->second];
+  NodeEntry* found = nodes_.find(p.node());
+  if (found == nullptr) return;
+  NodeEntry& n = *found;
   if (p.waitstatus() != 0 || p.timed_out())
     drain_node(n.name,
                fmt::format("housekeeping failed after job {}{}", p.jobid(), p.timed_out() ? " (timed out)" : ""));
@@ -366,9 +341,9 @@ void Controller::agent_disconnected(AgentLink& link) {
   auto it = links_.find(link.agent_id());
   if (it != links_.end() && it->second.get() == &link) links_.erase(it);
   for (const auto& name : link.nodes()) {
-    auto ni = node_index_.find(name);
-    if (ni == node_index_.end()) continue;
-    NodeEntry& n = nodes_[ni->second];
+    NodeEntry* found = nodes_.find(name);
+    if (found == nullptr) continue;
+    NodeEntry& n = *found;
     if (n.link.get() != &link) continue;
     n.link.reset();
     spdlog::warn("node {} is down: agent {} disconnected", name, link.agent_id());
@@ -458,7 +433,7 @@ Status Controller::list_nodes(const v1::ListNodesRequest& req, v1::ListNodesRepl
   rep->set_warning(store_warning());
   std::optional<Hostlist> filter;
   if (!req.hostlist().empty()) {
-    auto plain = expand_nodes(req.hostlist(), default_partition_);  // switch{s1} and the like
+    auto plain = routing_.expand_nodes(req.hostlist(), nodes_.default_partition());  // switch{s1} and the like
     if (!plain) return Error{Errc::invalid_argument, "hostlist: " + plain.message()};
     auto hl = Hostlist::parse(*plain);
     if (!hl) return Error{Errc::invalid_argument, "hostlist: " + hl.message()};
@@ -497,7 +472,7 @@ Status Controller::set_node_state(const Caller& c, const v1::NodeStateRequest& r
   if (!is_admin(c))
     return Error{Errc::permission_denied,
                  fmt::format("only root or the instance owner may {} nodes", drain ? "drain" : "resume")};
-  auto plain = expand_nodes(req.hostlist(), default_partition_);
+  auto plain = routing_.expand_nodes(req.hostlist(), nodes_.default_partition());
   if (!plain) return Error{Errc::invalid_argument, "hostlist: " + plain.message()};
   auto hl = Hostlist::parse(*plain);
   if (!hl) return Error{Errc::invalid_argument, "hostlist: " + hl.message()};
@@ -505,10 +480,10 @@ Status Controller::set_node_state(const Caller& c, const v1::NodeStateRequest& r
   if (drain && req.reason().empty()) return Error{Errc::invalid_argument, "a reason is required to drain nodes"};
   std::lock_guard lk(mu_);
   for (const auto& h : hl->hosts())
-    if (!node_index_.count(h)) return Error{Errc::not_found, fmt::format("no such node: {}", h)};
+    if (nodes_.find(h) == nullptr) return Error{Errc::not_found, fmt::format("no such node: {}", h)};
   const Hostlist targets = hl->uniq();
   for (const auto& h : targets.hosts()) {
-    NodeEntry& n = nodes_[node_index_[h]];
+    NodeEntry& n = nodes_.named(h);
     n.drained = drain;
     n.reason = drain ? req.reason() : "";
     n.reason_time = drain ? now() : 0;

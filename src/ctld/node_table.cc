@@ -1,0 +1,60 @@
+#include "ctld/node_table.h"
+
+#include "util/hostlist.h"
+
+namespace corral::ctld {
+
+NodeTable::NodeTable(const std::vector<PartitionConfig>& partitions) : config_(partitions) {
+  for (const auto& p : config_) {
+    partitions_[p.name];
+    if (p.is_default) default_partition_ = p.name;
+  }
+  if (config_.empty()) partitions_[default_partition_];
+}
+
+NodeEntry* NodeTable::find(std::string_view name) {
+  auto it = index_.find(name);
+  return it == index_.end() ? nullptr : &nodes_[it->second];
+}
+
+const NodeEntry* NodeTable::find(std::string_view name) const {
+  auto it = index_.find(name);
+  return it == index_.end() ? nullptr : &nodes_[it->second];
+}
+
+NodeEntry& NodeTable::add(const v1::NodeResources& res, uint32_t index) {
+  NodeEntry& e = nodes_.emplace_back();
+  e.name = res.name();
+  e.index = index;
+  e.cores = res.cores();
+  e.gpus = res.gpus();
+  e.memory_mb = res.memory_mb();
+  index_[e.name] = index;
+  if (config_.empty()) {
+    partitions_[default_partition_].push_back(index);
+    e.partitions.push_back(default_partition_);
+  }
+  for (const auto& p : config_) {
+    bool member = p.nodes.empty();
+    if (!member)
+      if (auto hl = Hostlist::parse(p.nodes)) member = hl->contains(e.name);
+    if (member) {
+      partitions_[p.name].push_back(index);
+      e.partitions.push_back(p.name);
+    }
+  }
+  return e;
+}
+
+const std::vector<uint32_t>* NodeTable::partition(const std::string& name) const {
+  auto it = partitions_.find(name);
+  return it == partitions_.end() ? nullptr : &it->second;
+}
+
+std::string NodeTable::partition_names() const {
+  std::string names;
+  for (const auto& [name, members] : partitions_) names += (names.empty() ? "" : ", ") + name;
+  return names;
+}
+
+}  // namespace corral::ctld
