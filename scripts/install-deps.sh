@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs every Debian package corral needs to build, test and run its demo.
 # Safe to run again; needs root (or sudo) on Debian 12.
-#   --fuzz   also clang and its libFuzzer runtime, for bench/fuzz (not needed to build or test)
+#   --fuzz   also clang's libFuzzer runtime, for bench/fuzz (not needed to build or test)
 set -euo pipefail
 SUDO=""
 if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
@@ -16,8 +16,9 @@ PKGS=(
   mpich libmpich-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   procps util-linux iproute2 python3 python3-pytest
+  clang
 )
-if [ "${1:-}" = "--fuzz" ]; then PKGS+=(clang libclang-rt-14-dev); fi
+if [ "${1:-}" = "--fuzz" ]; then PKGS+=(libclang-rt-14-dev); fi
 missing=()
 for p in "${PKGS[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

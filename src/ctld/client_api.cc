@@ -41,7 +41,7 @@ Status Controller::cancel(const Caller& c, const v1::CancelRequest& req, v1::Can
   auto mask = listing_state_mask(req.states());
   if (!mask) return mask.error();
   {
-    std::lock_guard lk(mu_);
+    MutexLock lk(mu_);
     cancel_steps(c, req, rep);
     std::vector<uint64_t> ids(req.jobids().begin(), req.jobids().end());
     if (ids.empty() && req.steps_size() == 0) {
@@ -125,7 +125,7 @@ bool Controller::retired_summary(uint64_t id, v1::JobInfo* out) {
 
 Status Controller::get_job_unfiltered(const v1::GetJobRequest& req, v1::JobInfo* rep) {
   {
-    std::lock_guard lk(mu_);
+    MutexLock lk(mu_);
     auto it = jobs_.find(req.jobid());
     if (it != jobs_.end()) {
       const JobRecord& job = *it->second;
@@ -172,7 +172,7 @@ Status Controller::subscribe(const Caller& c, const v1::WatchRequest& req, std::
   auto sub = std::make_shared<Subscriber>(f);
   std::vector<v1::WatchItem> history;
   std::vector<uint64_t> inactive;
-  std::lock_guard lk(mu_);
+  MutexLock lk(mu_);
   // The store's readers see only committed writes; a watched job may have just finished.
   bool any_finished = false;
   for (uint64_t id : f.jobids) any_finished |= !jobs_.count(id);
@@ -234,7 +234,7 @@ uint32_t Controller::inactive_owner(uint64_t jobid) {
 }
 
 Status Controller::ping(const Caller& c, v1::PingReply* rep) {
-  std::lock_guard lk(mu_);
+  MutexLock lk(mu_);
   rep->set_version(CORRAL_VERSION);
   rep->set_uptime(now() - start_time_);
   rep->set_nodes_total(static_cast<uint32_t>(nodes_.size()));

@@ -37,21 +37,24 @@ Controller::~Controller() { stop(); }
 void Controller::add_hook(std::unique_ptr<JobHook> hook) { hooks_.push_back(std::move(hook)); }
 
 Status Controller::start() {
-  if (auto st = steps_.load_key(cfg_.key_file); !st) return st;
-  auto routing = TopologyRouting::configure(cfg_.topology_file, cfg_.partitions, sched_);
-  if (!routing) return routing.error();
-  routing_ = std::move(*routing);
-  auto snap = store_->load();
-  if (!snap) return snap.error();
-  start_time_ = now();
-  restore(std::move(*snap));
+  {
+    MutexLock lk(mu_);  // no other thread yet: held for the analysis, and costs nothing
+    if (auto st = steps_.load_key(cfg_.key_file); !st) return st;
+    auto routing = TopologyRouting::configure(cfg_.topology_file, cfg_.partitions, sched_);
+    if (!routing) return routing.error();
+    routing_ = std::move(*routing);
+    auto snap = store_->load();
+    if (!snap) return snap.error();
+    start_time_ = now();
+    restore(std::move(*snap));
+  }
   loop_thread_ = std::thread([this] { loop(); });
   return {};
 }
 
 void Controller::stop() {
   {
-    std::lock_guard lk(mu_);
+    MutexLock lk(mu_);
     if (stopping_) return;
     stopping_ = true;
     for (auto& [id, link] : links_) link->close();
@@ -63,7 +66,6 @@ void Controller::stop() {
 }
 
 void Controller::restore(store::Snapshot snap) {
-  std::lock_guard lk(mu_);
   next_id_ = snap.next_jobid;
   for (const auto& r : snap.nodes) {
     v1::NodeResources res;
@@ -150,7 +152,7 @@ void Controller::poke_scheduler() {
 }
 
 void Controller::loop() {
-  std::unique_lock lk(mu_);
+  MutexLock lk(mu_);
   while (!stopping_) {
     double t = now();
     while (!timers_.empty() && timers_.top().when <= t) {
@@ -173,8 +175,10 @@ void Controller::loop() {
     double wake = next_heartbeat_check_;
     if (!timers_.empty()) wake = std::min(wake, timers_.top().when);
     auto delay = std::chrono::duration<double>(std::max(0.0, wake - now()));
-    cv_.wait_for(lk, delay,
-                 [&] { return stopping_ || sched_dirty_ || (!timers_.empty() && timers_.top().when <= now()); });
+    cv_.wait_for(lk, delay, [&] {
+      mu_.assert_held();  // condition_variable_any calls it with the lock taken back
+      return stopping_ || sched_dirty_ || (!timers_.empty() && timers_.top().when <= now());
+    });
   }
 }
 
@@ -197,7 +201,7 @@ Status Controller::submit(const Caller& c, const v1::SubmitRequest& req, v1::Sub
   auto specs = parse_submission(req);
   if (!specs) return specs.error();
   {
-    std::lock_guard lk(mu_);
+    MutexLock lk(mu_);
     if (stopping_) return Error{Errc::unavailable, "corrald is shutting down"};
     if (auto st = user_limits_.admit(c.uid, specs->size(), now()); !st.ok()) return st.error();
     const nlohmann::json* last_admitted = nullptr;
@@ -217,7 +221,7 @@ Status Controller::submit(const Caller& c, const v1::SubmitRequest& req, v1::Sub
   // stall heartbeats and other users' requests for seconds.
   rep->mutable_jobids()->Reserve(static_cast<int>(specs->size()));
   for (size_t first = 0; first < specs->size(); first += kSubmitSlice) {
-    std::lock_guard lk(mu_);
+    MutexLock lk(mu_);
     const size_t last = std::min(specs->size(), first + kSubmitSlice);
     for (size_t i = first; i < last; ++i) rep->add_jobids(create_job(c, (*specs)[i], urgency));
     drain_posts();
@@ -228,7 +232,7 @@ Status Controller::submit(const Caller& c, const v1::SubmitRequest& req, v1::Sub
   // Scheduled only now that they are durable; or, if they could not be saved, gone
   // without a trace: the store drops their rows once it can write again.
   for (int first = 0; first < ids.size(); first += static_cast<int>(kSubmitSlice)) {
-    std::lock_guard lk(mu_);
+    MutexLock lk(mu_);
     const int last = std::min(ids.size(), first + static_cast<int>(kSubmitSlice));
     for (int i = first; i < last; ++i) saved.ok() ? saved_job(ids[i]) : unsaved_job(ids[i]);
     drain_posts();

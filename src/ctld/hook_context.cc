@@ -134,7 +134,7 @@ void Controller::erase_state(std::string_view hook, const std::string& key) {
 Status Controller::hook_query(const Caller& c, const v1::HookQueryRequest& req, v1::HookQueryReply* rep) {
   HookQuery q{req.what(), req.args_json().empty() ? "{}" : req.args_json(), c.uid, is_admin(c)};
   if (!json::accept(q.args_json)) return Error{Errc::invalid_argument, "hook query: the arguments are not valid JSON"};
-  std::lock_guard lk(mu_);
+  MutexLock lk(mu_);
   for (auto& h : hooks_) {
     if (h->name() != req.hook()) continue;
     auto r = h->query(*this, q);

@@ -333,7 +333,10 @@ void Controller::add_job_key(v1::ControllerMessage& msg, uint64_t jobid, const A
 // key: the agents that run tasks get it with their StartJob, the others on its own.
 void Controller::send_job_keys(const JobRecord& job,
                                std::vector<std::pair<std::string, v1::ControllerMessage>>& starts) {
-  auto link_of = [this](const std::string& node) { return nodes_.named(node).link.get(); };
+  auto link_of = [this](const std::string& node) {
+    mu_.assert_held();  // called right here
+    return nodes_.named(node).link.get();
+  };
   std::set<const AgentLink*> covered;
   for (auto& [node, msg] : starts)
     if (const AgentLink* link = link_of(node); link != nullptr && covered.insert(link).second)
@@ -638,7 +641,11 @@ void Controller::enqueue(JobRecord& job) {
     double wait =
         job.spec->switch_wait < 0 ? cfg_.max_switch_wait : std::min(job.spec->switch_wait, cfg_.max_switch_wait);
     pj.switches_until = job.status.t_submit + wait;
-    if (pj.switches_until > now()) at(pj.switches_until, [this] { poke_scheduler(); });
+    if (pj.switches_until > now())
+      at(pj.switches_until, [this] {
+        mu_.assert_held();  // timers run in the loop, under the lock
+        poke_scheduler();
+      });
   }
   sched_.enqueue(pj);
   job.in_scheduler = true;

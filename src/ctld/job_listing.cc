@@ -239,14 +239,14 @@ Status Controller::for_each_listed(const Viewer& v, const v1::ListJobsRequest& r
   // (with --all it is read from the store below).
   std::vector<uint64_t> sel;
   {
-    std::lock_guard lk(mu_);
+    MutexLock lk(mu_);
     sel.reserve(jobs_.size());
     for (const auto& [id, job] : jobs_)
       if ((static_cast<uint32_t>(job->state()) & *mask) && wanted(id, job->userid, job->partition)) sel.push_back(id);
   }
   std::sort(sel.begin(), sel.end());
   for (size_t first = 0; first < sel.size(); first += kListingSlice) {
-    std::lock_guard lk(mu_);
+    MutexLock lk(mu_);
     const size_t last = std::min(sel.size(), first + kListingSlice);
     for (size_t k = first; k < last; ++k) {
       auto it = jobs_.find(sel[k]);
@@ -326,7 +326,7 @@ Status Controller::list_job_table(const Caller& c, const v1::ListJobsRequest& re
   // next job id (jobs that ended meanwhile are left out, as a later listing would).
   size_t n = 0;
   for (uint64_t next = 0;;) {
-    std::lock_guard lk(mu_);
+    MutexLock lk(mu_);
     for (uint64_t id : dirty_) listing_.changed(id, jobs_);  // touched, not yet advanced
     listing_.sync(jobs_);
     const TextPool& pool = listing_.text();
@@ -348,7 +348,12 @@ Status Controller::list_job_table(const Caller& c, const v1::ListJobsRequest& re
       std::string reason =
           row->reason == 0 ? pending_reason(row->id, row->state, {}, row->ask_scheduler) : std::string();
       table.add(
-          *row, [this](uint32_t uid) { return username(uid); }, reason, v.sees_details(row->userid));
+          *row,
+          [this](uint32_t uid) {
+            mu_.assert_held();  // called right here
+            return username(uid);
+          },
+          reason, v.sees_details(row->userid));
     }
     if (row == rows.end()) return {};
     next = row->id;

@@ -129,7 +129,7 @@ Status Controller::agent_register(const Caller& c, const v1::Register& reg, std:
     spdlog::warn("refused agent {}: {}", reg.agent_id().substr(0, 256), st.message());
     return st;
   }
-  std::lock_guard lk(mu_);
+  MutexLock lk(mu_);
   for (const auto& r : reg.nodes()) {
     if (r.name().empty() || r.cores() == 0)
       return Error{Errc::invalid_argument,
@@ -313,7 +313,7 @@ void Controller::housekeeping_done(const v1::PerilogResult& p) {
 }
 
 void Controller::agent_message(AgentLink& link, const v1::AgentMessage& msg) {
-  std::lock_guard lk(mu_);
+  MutexLock lk(mu_);
   link.touch(now());
   for (const auto& out : msg.output()) take_output(link, out);
   if (msg.heartbeat()) ack_output(link);
@@ -337,7 +337,7 @@ void Controller::agent_message(AgentLink& link, const v1::AgentMessage& msg) {
 }
 
 void Controller::agent_disconnected(AgentLink& link) {
-  std::lock_guard lk(mu_);
+  MutexLock lk(mu_);
   auto it = links_.find(link.agent_id());
   if (it != links_.end() && it->second.get() == &link) links_.erase(it);
   for (const auto& name : link.nodes()) {
@@ -400,7 +400,11 @@ void Controller::check_heartbeats() {
   double t = now();
   // Silence that began while this controller looked cut off counts from when it stopped
   // looking so: agents come back over a few seconds, and the last ones are not lost.
-  auto silence = [&](const AgentLink& l) { return t - std::max(l.last_seen(), isolation_ended_); };
+  // (Read at each call: ending the isolation below moves it.)
+  auto silence = [&](const AgentLink& l) {
+    mu_.assert_held();  // called right here
+    return t - std::max(l.last_seen(), isolation_ended_);
+  };
   size_t silent = 0;
   for (auto& [id, link] : links_) silent += silence(*link) > cfg_.node_timeout;
   const bool isolated = silent >= 2 && silent * 2 > links_.size();
@@ -433,14 +437,14 @@ Status Controller::list_nodes(const v1::ListNodesRequest& req, v1::ListNodesRepl
   rep->set_warning(store_warning());
   std::optional<Hostlist> filter;
   if (!req.hostlist().empty()) {
-    auto plain = routing_.expand_nodes(req.hostlist(), nodes_.default_partition());  // switch{s1} and the like
+    auto plain = routing_.expand_nodes(req.hostlist(), default_partition(cfg_.partitions));  // switch{s1} and the like
     if (!plain) return Error{Errc::invalid_argument, "hostlist: " + plain.message()};
     auto hl = Hostlist::parse(*plain);
     if (!hl) return Error{Errc::invalid_argument, "hostlist: " + hl.message()};
     filter = std::move(*hl);
   }
   std::set<std::string> states(req.states().begin(), req.states().end());
-  std::lock_guard lk(mu_);
+  MutexLock lk(mu_);
   for (const auto& n : nodes_) {
     if (filter && !filter->contains(n.name)) continue;
     std::string st = node_state(n);
@@ -472,13 +476,13 @@ Status Controller::set_node_state(const Caller& c, const v1::NodeStateRequest& r
   if (!is_admin(c))
     return Error{Errc::permission_denied,
                  fmt::format("only root or the instance owner may {} nodes", drain ? "drain" : "resume")};
-  auto plain = routing_.expand_nodes(req.hostlist(), nodes_.default_partition());
+  auto plain = routing_.expand_nodes(req.hostlist(), default_partition(cfg_.partitions));
   if (!plain) return Error{Errc::invalid_argument, "hostlist: " + plain.message()};
   auto hl = Hostlist::parse(*plain);
   if (!hl) return Error{Errc::invalid_argument, "hostlist: " + hl.message()};
   if (hl->empty()) return Error{Errc::invalid_argument, "no nodes given"};
   if (drain && req.reason().empty()) return Error{Errc::invalid_argument, "a reason is required to drain nodes"};
-  std::lock_guard lk(mu_);
+  MutexLock lk(mu_);
   for (const auto& h : hl->hosts())
     if (nodes_.find(h) == nullptr) return Error{Errc::not_found, fmt::format("no such node: {}", h)};
   const Hostlist targets = hl->uniq();

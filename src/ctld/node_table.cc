@@ -4,11 +4,15 @@
 
 namespace corral::ctld {
 
-NodeTable::NodeTable(const std::vector<PartitionConfig>& partitions) : config_(partitions) {
-  for (const auto& p : config_) {
-    partitions_[p.name];
-    if (p.is_default) default_partition_ = p.name;
-  }
+std::string default_partition(const std::vector<PartitionConfig>& partitions) {
+  for (const auto& p : partitions)
+    if (p.is_default) return p.name;
+  return "default";
+}
+
+NodeTable::NodeTable(const std::vector<PartitionConfig>& partitions)
+    : config_(partitions), default_partition_(ctld::default_partition(partitions)) {
+  for (const auto& p : config_) partitions_[p.name];
   if (config_.empty()) partitions_[default_partition_];
 }
 

@@ -39,6 +39,9 @@ struct NodeEntry {
   unsigned launch_faults = 0;                   // jobs in a row whose tasks the node could not start
 };
 
+// The partition of jobs that name none: the one marked default, else "default".
+std::string default_partition(const std::vector<PartitionConfig>& partitions);
+
 class NodeTable {
  public:
   // `partitions` (the configuration's, which must outlive this) say which partitions a
@@ -71,13 +74,13 @@ class NodeTable {
  private:
   const std::vector<PartitionConfig>& config_;
   std::vector<NodeEntry> nodes_;  // by scheduler index
-  struct NameHash {  // lookups by string_view without a copy
+  struct NameHash {               // lookups by string_view without a copy
     using is_transparent = void;
     size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
   };
   std::unordered_map<std::string, uint32_t, NameHash, std::equal_to<>> index_;
   std::map<std::string, std::vector<uint32_t>> partitions_;  // member node indices
-  std::string default_partition_ = "default";
+  std::string default_partition_;
 };
 
 }  // namespace corral::ctld

@@ -138,7 +138,7 @@ Status Controller::list_steps(const Caller& c, const v1::ListStepsRequest& req, 
   if (req.jobid() != 0 && steps->empty()) {
     bool known;
     {
-      std::lock_guard lk(mu_);
+      MutexLock lk(mu_);
       known = jobs_.count(req.jobid()) > 0;
     }
     if (!known && !store_->read_jobspec(req.jobid()))

@@ -34,8 +34,9 @@ json unit_json(const std::string& name, std::string_view type, unsigned level, c
 }  // namespace
 
 Status Controller::get_topology(const v1::GetTopologyRequest& req, v1::GetTopologyReply* rep) {
-  std::lock_guard lk(mu_);
+  MutexLock lk(mu_);
   auto count = [&](const std::vector<std::string>& nodes) {
+    mu_.assert_held();  // called right here
     UseCounts u;
     for (const auto& name : nodes) {
       ++u.total;
