@@ -25,6 +25,7 @@
 #include "node/exec/task_env.h"
 #include "node/exec/wait_status.h"
 #include "node/pmi/job_fence.h"
+#include "node/pmi/node_pmi.h"
 #include "util/write_all.h"
 
 namespace corral::node {
@@ -505,24 +506,16 @@ Status JobExecutor::start_pmi(Job& job, Node& node, const v1::StartJob& msg) {
                                                        config_.credentials, config_.tls_ca);
   else
     node.exchange = std::make_unique<LocalPmiExchange>();
-  PmiStep step;
-  step.kvsname = "corral_" + std::to_string(job.id);
-  step.size = static_cast<int>(std::max(msg.total_tasks(), node.first_rank + node.ntasks));
-  std::vector<int> ranks;
-  for (uint32_t i = 0; i < node.ntasks; ++i) ranks.push_back(static_cast<int>(node.first_rank + i));
-  PmiCallbacks cb;
-  const uint64_t jobid = job.id;
-  const std::string name = node.name;
-  cb.on_abort = [this, jobid, name](const PmiAbort& a) {
-    pmi_failed(jobid, name,
-               "rank " + std::to_string(a.rank) + ": " + (a.message.empty() ? "MPI_Abort" : a.message) +
-                   " (exit code " + std::to_string(a.exit_code) + ")");
-  };
-  cb.on_error = [this, jobid, name](int rank, const std::string& message) {
-    pmi_failed(jobid, name, (rank >= 0 ? "rank " + std::to_string(rank) : "node " + name) + ": " + message);
-  };
-  auto server = PmiServer::create(loop_, *node.exchange, std::move(step), ranks, std::move(cb));
-  if (!server) return Error{server.error().code, "cannot start the PMI server: " + server.message()};
+  NodePmi pmi;
+  pmi.step.kvsname = "corral_" + std::to_string(job.id);
+  pmi.step.size = static_cast<int>(std::max(msg.total_tasks(), node.first_rank + node.ntasks));
+  pmi.first_rank = node.first_rank;
+  pmi.ntasks = node.ntasks;
+  pmi.node = node.name;
+  auto server = start_node_pmi(
+      loop_, *node.exchange, std::move(pmi),
+      [this, jobid = job.id, name = node.name](const std::string& text) { pmi_failed(jobid, name, text); });
+  if (!server) return server.error();
   node.pmi = std::move(*server);
   return {};
 }
@@ -696,14 +689,7 @@ void JobExecutor::kill_all(int sig) {
 // ------------------------------------------------------------------ bookkeeping
 
 const std::vector<std::string>& JobExecutor::cgroup_of(Job& job) {
-  if (job.cgroup) return *job.cgroup;
-  job.cgroup.emplace();
-  if (cgroups_ == nullptr) return *job.cgroup;
-  if (auto dir = cgroups_->create(job.id, TaskCgroups::kJobUnit); dir)
-    job.cgroup = std::move(*dir);
-  else
-    spdlog::warn("job {}: tasks run uncontained: {}", job.id, dir.message());
-  return *job.cgroup;
+  return unit_cgroup(cgroups_, job.cgroup, job.id, TaskCgroups::kJobUnit, "job " + std::to_string(job.id));
 }
 
 void JobExecutor::limit_job(const Job& job, const v1::StartJob& msg) {

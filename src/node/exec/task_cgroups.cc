@@ -327,4 +327,16 @@ size_t TaskCgroups::clear_leftovers() {
   return found;
 }
 
+const std::vector<std::string>& unit_cgroup(TaskCgroups* cgroups, std::optional<std::vector<std::string>>& slot,
+                                            uint64_t jobid, const std::string& unit, const std::string& who) {
+  if (slot) return *slot;
+  slot.emplace();
+  if (cgroups == nullptr) return *slot;
+  if (auto dir = cgroups->create(jobid, unit); dir)
+    slot = std::move(*dir);
+  else
+    spdlog::warn("{}: tasks run uncontained: {}", who, dir.message());
+  return *slot;
+}
+
 }  // namespace corral::node

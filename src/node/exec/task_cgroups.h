@@ -96,4 +96,11 @@ class TaskCgroups {
   std::optional<EventLoop::TimerId> timer_;
 };
 
+// The cgroup directories of a unit whose tasks are starting, created with the first task
+// and kept in `slot` for the others. Without containment (null `cgroups`), or when the
+// unit cannot be created (logged: "`who`: tasks run uncontained: ..."), none: the tasks
+// still run, in their process groups.
+const std::vector<std::string>& unit_cgroup(TaskCgroups* cgroups, std::optional<std::vector<std::string>>& slot,
+                                            uint64_t jobid, const std::string& unit, const std::string& who);
+
 }  // namespace corral::node

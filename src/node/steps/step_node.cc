@@ -22,6 +22,7 @@
 #include "node/exec/task_cgroups.h"
 #include "node/exec/task_supervisor.h"
 #include "node/exec/wait_status.h"
+#include "node/pmi/node_pmi.h"
 #include "node/pmi/pmi_server.h"
 #include "node/steps/fanout.h"
 #include "node/steps/job_keys.h"
@@ -374,7 +375,7 @@ void StepNode::Impl::start_local(Launch& l, const v1::LaunchNode& info) {
   }
   if (auto st = start_pmi(l, n, ni); !st) {
     l.locals.pop_back();
-    return refuse_node(l, info, "cannot start the PMI server: " + st.message());
+    return refuse_node(l, info, st.message());
   }
   if (holds_rank(info, 0)) l.rank0_local = static_cast<int>(ni);
   const bool use_imp = config.as_root && cred->uid != ::getuid();
@@ -393,36 +394,26 @@ void StepNode::Impl::start_local(Launch& l, const v1::LaunchNode& info) {
 }
 
 Status StepNode::Impl::start_pmi(Launch& l, LocalNode& node, size_t ni) {
-  PmiStep step;
-  step.kvsname = l.req.kvsname().empty()
-                     ? "corral_" + std::to_string(l.req.jobid()) + "_" + std::to_string(l.req.stepid())
-                     : l.req.kvsname();
-  step.size = static_cast<int>(std::max(l.req.total_tasks(), node.info.first_rank() + node.info.ntasks()));
-  step.process_mapping = l.req.pmi_mapping();
-  std::vector<int> ranks;
-  for (uint32_t r = 0; r < node.info.ntasks(); ++r) ranks.push_back(static_cast<int>(node.info.first_rank() + r));
+  NodePmi pmi;
+  pmi.step.kvsname = l.req.kvsname().empty()
+                         ? "corral_" + std::to_string(l.req.jobid()) + "_" + std::to_string(l.req.stepid())
+                         : l.req.kvsname();
+  pmi.step.size = static_cast<int>(std::max(l.req.total_tasks(), node.info.first_rank() + node.info.ntasks()));
+  pmi.step.process_mapping = l.req.pmi_mapping();
+  pmi.first_rank = node.info.first_rank();
+  pmi.ntasks = node.info.ntasks();
+  pmi.node = node.info.name();
   const LaunchId id = l.id;
   node.exchange = std::make_unique<ForwardingExchange>(
       [this, id, ni](PmiKvs puts, PmiExchange::Done done) { local_fence(id, ni, std::move(puts), std::move(done)); });
-  PmiCallbacks cb;
-  const std::string name = node.info.name();
-  cb.on_abort = [this, id](const PmiAbort& a) {
+  // An abort, or a broken PMI connection that leaves the other ranks waiting forever: the
+  // step manager kills the step.
+  auto server = start_node_pmi(loop, *node.exchange, std::move(pmi), [this, id](const std::string& text) {
     Launch* x = find(id);
     if (x == nullptr) return;
-    std::string text = "rank " + std::to_string(a.rank) + ": " + (a.message.empty() ? "MPI_Abort" : a.message) +
-                       " (exit code " + std::to_string(a.exit_code) + ")";
     x->pending.add_pmi_aborts(text);
     schedule_flush(*x);
-  };
-  // A broken PMI connection leaves the other ranks waiting forever: the step manager
-  // treats it like an abort and kills the step.
-  cb.on_error = [this, id, name](int rank, const std::string& message) {
-    Launch* x = find(id);
-    if (x == nullptr) return;
-    x->pending.add_pmi_aborts((rank >= 0 ? "rank " + std::to_string(rank) : "node " + name) + ": " + message);
-    schedule_flush(*x);
-  };
-  auto server = PmiServer::create(loop, *node.exchange, std::move(step), ranks, std::move(cb));
+  });
   if (!server) return server.error();
   node.pmi = std::move(*server);
   return {};
@@ -550,14 +541,8 @@ std::string StepNode::Impl::cgroup_unit(const Launch& l) {
 }
 
 const std::vector<std::string>& StepNode::Impl::cgroup_of(Launch& l) {
-  if (l.cgroup) return *l.cgroup;
-  l.cgroup.emplace();
-  if (cgroups == nullptr) return *l.cgroup;
-  if (auto dir = cgroups->create(l.req.jobid(), cgroup_unit(l)); dir)
-    l.cgroup = std::move(*dir);
-  else
-    spdlog::warn("step {}.{}: tasks run uncontained: {}", l.req.jobid(), l.req.stepid(), dir.message());
-  return *l.cgroup;
+  return unit_cgroup(cgroups, l.cgroup, l.req.jobid(), cgroup_unit(l),
+                     "step " + std::to_string(l.req.jobid()) + "." + std::to_string(l.req.stepid()));
 }
 
 TaskSupervisor::Handlers StepNode::Impl::task_handlers(LaunchId id, size_t ni, size_t ti) {
