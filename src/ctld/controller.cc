@@ -175,8 +175,8 @@ void Controller::loop() {
     double wake = next_heartbeat_check_;
     if (!timers_.empty()) wake = std::min(wake, timers_.top().when);
     auto delay = std::chrono::duration<double>(std::max(0.0, wake - now()));
-    cv_.wait_for(lk, delay, [&] {
-      mu_.assert_held();  // condition_variable_any calls it with the lock taken back
+    cv_.wait_for(lk.native(), delay, [&] {
+      mu_.assert_held();  // the wait calls it with the lock taken back
       return stopping_ || sched_dirty_ || (!timers_.empty() && timers_.top().when <= now());
     });
   }

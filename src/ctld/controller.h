@@ -271,7 +271,7 @@ class Controller final : private HookContext {
   uint32_t owner_uid_;
   double start_time_ CORRAL_GUARDED_BY(mu_) = 0;
 
-  std::condition_variable_any cv_;
+  std::condition_variable cv_;
   bool stopping_ CORRAL_GUARDED_BY(mu_) = false;
   bool sched_dirty_ CORRAL_GUARDED_BY(mu_) = false;
   std::thread loop_thread_;

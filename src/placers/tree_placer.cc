@@ -9,9 +9,9 @@
 
 #include "placers/placers.h"
 #include "placers/share_builder.h"
-#include "topology/topology.h"
 #include "placers/tree_index.h"
 #include "placers/tree_search.h"
+#include "topology/topology.h"
 
 namespace corral::topology {
 namespace {

@@ -8,8 +8,8 @@
 #include <unordered_map>
 #include <vector>
 
-#include "sched/scheduler.h"
 #include "placers/free_core_index.h"
+#include "sched/scheduler.h"
 
 namespace corral::sched {
 

@@ -35,30 +35,23 @@ class CORRAL_CAPABILITY("mutex") Mutex {
   void assert_held() const CORRAL_ASSERT_HELD() {}
 
  private:
+  friend class MutexLock;
   std::mutex mu_;
 };
 
-// Holds a Mutex for its scope; unlock()/lock() let a condition_variable_any wait on it.
+// Holds a Mutex for its scope.
 class CORRAL_SCOPED_CAPABILITY MutexLock {
  public:
-  explicit MutexLock(Mutex& mu) CORRAL_ACQUIRE(mu) : mu_(mu) { mu_.lock(); }
-  ~MutexLock() CORRAL_RELEASE() {
-    if (held_) mu_.unlock();
-  }
+  explicit MutexLock(Mutex& mu) CORRAL_ACQUIRE(mu) : lock_(mu.mu_) {}
+  ~MutexLock() CORRAL_RELEASE() = default;
   MutexLock(const MutexLock&) = delete;
   MutexLock& operator=(const MutexLock&) = delete;
-  void lock() CORRAL_ACQUIRE() {
-    mu_.lock();
-    held_ = true;
-  }
-  void unlock() CORRAL_RELEASE() {
-    held_ = false;
-    mu_.unlock();
-  }
+  // For std::condition_variable's waits, which release and retake the lock inside (the
+  // analysis takes it as held throughout, which is what the caller sees).
+  std::unique_lock<std::mutex>& native() { return lock_; }
 
  private:
-  Mutex& mu_;
-  bool held_ = true;
+  std::unique_lock<std::mutex> lock_;
 };
 
 }  // namespace corral

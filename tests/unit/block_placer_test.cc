@@ -7,9 +7,9 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
-#include "sched/scheduler.h"
 #include "placers/block_placer.h"
 #include "placers/placers.h"
+#include "sched/scheduler.h"
 #include "topology/topology.h"
 
 namespace corral::topology {

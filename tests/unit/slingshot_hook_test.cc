@@ -83,7 +83,7 @@ std::shared_ptr<const job::Jobspec> spec_with(std::vector<std::pair<std::string,
 
 // A job on nodes n1.. with the given cores each.
 std::unique_ptr<JobView> make_job(uint64_t id, std::vector<unsigned> cores,
-                                    std::vector<std::pair<std::string, std::string>> opts = {}) {
+                                  std::vector<std::pair<std::string, std::string>> opts = {}) {
   auto job = std::make_unique<JobView>();
   job->id = id;
   job->userid = 1000 + static_cast<uint32_t>(id);

@@ -162,7 +162,8 @@ TEST_F(TaskSupervisorTest, LeftoversDieWithTheProcess) {
     std::string s;
     std::getline(stat, s);
     return s.empty() || s.find(") Z") != std::string::npos;  // gone, or a zombie of ours
-  })) << "background process " << bg << " outlived its task";
+  })) << "background process "
+      << bg << " outlived its task";
   ::kill(bg, SIGKILL);
 }
 

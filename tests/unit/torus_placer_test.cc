@@ -8,8 +8,8 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
-#include "sched/scheduler.h"
 #include "placers/placers.h"
+#include "sched/scheduler.h"
 #include "topology/topology.h"
 
 namespace corral::topology {

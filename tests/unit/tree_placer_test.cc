@@ -6,10 +6,10 @@
 
 #include <gtest/gtest.h>
 
-#include "sched/scheduler.h"
 #include "placers/placers.h"
-#include "topology/topology.h"
 #include "placers/tree_index.h"
+#include "sched/scheduler.h"
+#include "topology/topology.h"
 
 namespace corral::topology {
 namespace {

@@ -14,8 +14,8 @@
 #include <spdlog/spdlog.h>
 
 #include "common.pb.h"
-#include "net/grpc_status.h"
 #include "net/grpc_credential.h"
+#include "net/grpc_status.h"
 #include "net/peer_listener.h"
 #include "node/pmi/job_fence.h"
 #include "node/steps/step_launch_rpc.h"
