@@ -16,7 +16,7 @@ AgentLink::AgentLink(std::string agent_id, std::vector<std::string> nodes, std::
 
 void AgentLink::send(const v1::ControllerMessage& msg) {
   const size_t bytes = msg.ByteSizeLong();
-  std::lock_guard lk(mu_);
+  MutexLock lk(mu_);
   if (closed_) return;
   if (batches_.empty() || last_bytes_ + bytes > net::kAgentBatchBytes) {
     batches_.emplace_back();
@@ -28,8 +28,11 @@ void AgentLink::send(const v1::ControllerMessage& msg) {
 }
 
 bool AgentLink::next(v1::ControllerMessage& out, int timeout_ms) {
-  std::unique_lock lk(mu_);
-  cv_.wait_for(lk, std::chrono::milliseconds(timeout_ms), [&] { return !batches_.empty() || closed_; });
+  MutexLock lk(mu_);
+  cv_.wait_for(lk.native(), std::chrono::milliseconds(timeout_ms), [&] {
+    mu_.assert_held();  // the wait calls it with the lock taken back
+    return !batches_.empty() || closed_;
+  });
   if (closed_) return false;
   if (!batches_.empty()) {
     out.Swap(&batches_.front());
@@ -40,14 +43,14 @@ bool AgentLink::next(v1::ControllerMessage& out, int timeout_ms) {
 }
 
 void AgentLink::close() {
-  std::lock_guard lk(mu_);
+  MutexLock lk(mu_);
   closed_ = true;
   cv_.notify_all();
   if (cancel_) cancel_();
 }
 
 void AgentLink::detach() {
-  std::lock_guard lk(mu_);
+  MutexLock lk(mu_);
   closed_ = true;
   cancel_ = nullptr;
   cv_.notify_all();

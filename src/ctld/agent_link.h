@@ -6,11 +6,11 @@
 #include <condition_variable>
 #include <deque>
 #include <functional>
-#include <mutex>
 #include <string>
 #include <vector>
 
 #include "agent.pb.h"
+#include "util/thread_annotations.h"
 
 namespace corral::ctld {
 
@@ -45,11 +45,11 @@ class AgentLink {
   std::vector<std::string> nodes_;
   std::string incarnation_;
   std::string session_key_;
-  std::function<void()> cancel_;  // under mu_
-  std::mutex mu_;
+  Mutex mu_;
+  std::function<void()> cancel_ CORRAL_GUARDED_BY(mu_);
   std::condition_variable cv_;
-  std::deque<v1::ControllerMessage> batches_;
-  size_t last_bytes_ = 0;  // of batches_.back()
+  std::deque<v1::ControllerMessage> batches_ CORRAL_GUARDED_BY(mu_);
+  size_t last_bytes_ CORRAL_GUARDED_BY(mu_) = 0;  // of batches_.back()
   std::atomic<bool> closed_{false};
   std::atomic<double> last_seen_{0};
 };

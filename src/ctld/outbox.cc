@@ -5,7 +5,7 @@
 namespace corral::ctld {
 
 void Outbox::push(std::function<void()> action) {
-  std::lock_guard lk(mu_);
+  MutexLock lk(mu_);
   pending_.emplace_back(gen_, std::move(action));
   unsealed_ = true;
 }
@@ -13,7 +13,7 @@ void Outbox::push(std::function<void()> action) {
 void Outbox::seal() {
   uint64_t g;
   {
-    std::lock_guard lk(mu_);
+    MutexLock lk(mu_);
     if (!unsealed_) return;
     unsealed_ = false;
     g = gen_++;
@@ -27,7 +27,7 @@ void Outbox::seal() {
 void Outbox::release(uint64_t upto) {
   std::vector<std::function<void()>> ready;
   {
-    std::lock_guard lk(mu_);
+    MutexLock lk(mu_);
     while (!pending_.empty() && pending_.front().first <= upto) {
       ready.push_back(std::move(pending_.front().second));
       pending_.pop_front();

@@ -7,11 +7,11 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
-#include <mutex>
 #include <utility>
 #include <vector>
 
 #include "store/store.h"
+#include "util/thread_annotations.h"
 
 namespace corral::ctld {
 
@@ -26,10 +26,10 @@ class Outbox {
   void release(uint64_t upto);
 
   store::Store& store_;
-  std::mutex mu_;
-  std::deque<std::pair<uint64_t, std::function<void()>>> pending_;
-  uint64_t gen_ = 1;  // generation of actions being pushed now
-  bool unsealed_ = false;
+  Mutex mu_;
+  std::deque<std::pair<uint64_t, std::function<void()>>> pending_ CORRAL_GUARDED_BY(mu_);
+  uint64_t gen_ CORRAL_GUARDED_BY(mu_) = 1;  // generation of actions being pushed now
+  bool unsealed_ CORRAL_GUARDED_BY(mu_) = false;
 };
 
 }  // namespace corral::ctld

@@ -29,7 +29,7 @@ void Subscriber::queue_locked(v1::WatchItem item) {
 
 void Subscriber::offer_event(const v1::JobEvent& ev, uint32_t owner) {
   if (!filter_.viewer.sees_job(owner)) return;
-  std::lock_guard lk(mu_);
+  MutexLock lk(mu_);
   if (done_) return;
   if (!filter_.jobids.empty() && !filter_.jobids.count(ev.jobid())) return;
   if (filter_.names.empty() || filter_.names.count(ev.name())) {
@@ -43,7 +43,7 @@ void Subscriber::offer_event(const v1::JobEvent& ev, uint32_t owner) {
 
 void Subscriber::offer_output(const v1::TaskOutput& out, uint32_t owner) {
   if (!filter_.output || !filter_.viewer.sees_details(owner)) return;
-  std::lock_guard lk(mu_);
+  MutexLock lk(mu_);
   if (done_) return;
   if (!filter_.jobids.empty() && !filter_.jobids.count(out.jobid())) return;
   v1::WatchItem item;
@@ -52,12 +52,12 @@ void Subscriber::offer_output(const v1::TaskOutput& out, uint32_t owner) {
 }
 
 bool Subscriber::overflowed() {
-  std::lock_guard lk(mu_);
+  MutexLock lk(mu_);
   return overflowed_;
 }
 
 void Subscriber::mark_inactive(uint64_t jobid) {
-  std::lock_guard lk(mu_);
+  MutexLock lk(mu_);
   finish_job_locked(jobid);
 }
 
@@ -71,14 +71,17 @@ void Subscriber::finish_job_locked(uint64_t jobid) {
 }
 
 void Subscriber::close() {
-  std::lock_guard lk(mu_);
+  MutexLock lk(mu_);
   done_ = true;
   cv_.notify_one();
 }
 
 bool Subscriber::next(v1::WatchReply& reply, int timeout_ms) {
-  std::unique_lock lk(mu_);
-  cv_.wait_for(lk, std::chrono::milliseconds(timeout_ms), [&] { return !queue_.empty() || done_; });
+  MutexLock lk(mu_);
+  cv_.wait_for(lk.native(), std::chrono::milliseconds(timeout_ms), [&] {
+    mu_.assert_held();  // the wait calls it with the lock taken back
+    return !queue_.empty() || done_;
+  });
   constexpr size_t kMaxBatch = 4096;
   while (!queue_.empty() && static_cast<size_t>(reply.items_size()) < kMaxBatch) {
     *reply.add_items() = std::move(queue_.front());
@@ -88,12 +91,12 @@ bool Subscriber::next(v1::WatchReply& reply, int timeout_ms) {
 }
 
 void WatchHub::add(std::shared_ptr<Subscriber> s) {
-  std::lock_guard lk(mu_);
+  MutexLock lk(mu_);
   subs_.push_back(std::move(s));
 }
 
 void WatchHub::publish_event(const v1::JobEvent& ev, uint32_t owner) {
-  std::lock_guard lk(mu_);
+  MutexLock lk(mu_);
   for (size_t i = 0; i < subs_.size();) {
     if (auto s = subs_[i].lock()) {
       s->offer_event(ev, owner);
@@ -106,13 +109,13 @@ void WatchHub::publish_event(const v1::JobEvent& ev, uint32_t owner) {
 }
 
 void WatchHub::publish_output(const v1::TaskOutput& out, uint32_t owner) {
-  std::lock_guard lk(mu_);
+  MutexLock lk(mu_);
   for (auto& w : subs_)
     if (auto s = w.lock()) s->offer_output(out, owner);
 }
 
 void WatchHub::close_all() {
-  std::lock_guard lk(mu_);
+  MutexLock lk(mu_);
   for (auto& w : subs_)
     if (auto s = w.lock()) s->close();
   subs_.clear();

@@ -6,7 +6,6 @@
 #include <cstdint>
 #include <deque>
 #include <memory>
-#include <mutex>
 #include <set>
 #include <string>
 #include <vector>
@@ -15,6 +14,7 @@
 #include "common.pb.h"
 #include "ctld/privacy.h"
 #include "job/eventlog.h"
+#include "util/thread_annotations.h"
 
 namespace corral::ctld {
 
@@ -46,16 +46,16 @@ class Subscriber {
   bool overflowed();
 
  private:
-  void finish_job_locked(uint64_t jobid);
-  void queue_locked(v1::WatchItem item);
+  void finish_job_locked(uint64_t jobid) CORRAL_REQUIRES(mu_);
+  void queue_locked(v1::WatchItem item) CORRAL_REQUIRES(mu_);
 
-  WatchFilter filter_;
-  std::set<uint64_t> remaining_;
-  std::mutex mu_;
+  Mutex mu_;
+  WatchFilter filter_;  // fixed at construction
+  std::set<uint64_t> remaining_ CORRAL_GUARDED_BY(mu_);
   std::condition_variable cv_;
-  std::deque<v1::WatchItem> queue_;
-  bool done_ = false;
-  bool overflowed_ = false;
+  std::deque<v1::WatchItem> queue_ CORRAL_GUARDED_BY(mu_);
+  bool done_ CORRAL_GUARDED_BY(mu_) = false;
+  bool overflowed_ CORRAL_GUARDED_BY(mu_) = false;
 };
 
 class WatchHub {
@@ -66,8 +66,8 @@ class WatchHub {
   void close_all();
 
  private:
-  std::mutex mu_;
-  std::vector<std::weak_ptr<Subscriber>> subs_;
+  Mutex mu_;
+  std::vector<std::weak_ptr<Subscriber>> subs_ CORRAL_GUARDED_BY(mu_);
 };
 
 }  // namespace corral::ctld
