@@ -14,29 +14,30 @@ const grpc::Status kWatchBehind{grpc::StatusCode::RESOURCE_EXHAUSTED,
                                 "watch ended: the client read too slowly and too much was queued for it"};
 }  // namespace
 
-grpc::Status RpcService::Submit(grpc::ServerContext* ctx, const v1::SubmitRequest* req, v1::SubmitReply* rep) {
+template <class Call>
+grpc::Status RpcService::as_caller(grpc::ServerContext* ctx, Call&& call) {
   auto c = callers_.of(ctx);
-  return c ? net::to_grpc(ctl_.submit(*c, *req, rep)) : refused(c);
+  return c ? net::to_grpc(call(*c)) : refused(c);
+}
+
+grpc::Status RpcService::Submit(grpc::ServerContext* ctx, const v1::SubmitRequest* req, v1::SubmitReply* rep) {
+  return as_caller(ctx, [&](const Caller& c) { return ctl_.submit(c, *req, rep); });
 }
 
 grpc::Status RpcService::Cancel(grpc::ServerContext* ctx, const v1::CancelRequest* req, v1::CancelReply* rep) {
-  auto c = callers_.of(ctx);
-  return c ? net::to_grpc(ctl_.cancel(*c, *req, rep)) : refused(c);
+  return as_caller(ctx, [&](const Caller& c) { return ctl_.cancel(c, *req, rep); });
 }
 
 grpc::Status RpcService::ListJobs(grpc::ServerContext* ctx, const v1::ListJobsRequest* req, v1::ListJobsReply* rep) {
-  auto c = callers_.of(ctx);
-  return c ? net::to_grpc(ctl_.list_jobs(*c, *req, rep)) : refused(c);
+  return as_caller(ctx, [&](const Caller& c) { return ctl_.list_jobs(c, *req, rep); });
 }
 
 grpc::Status RpcService::ListJobTable(grpc::ServerContext* ctx, const v1::ListJobsRequest* req, v1::JobTable* rep) {
-  auto c = callers_.of(ctx);
-  return c ? net::to_grpc(ctl_.list_job_table(*c, *req, rep)) : refused(c);
+  return as_caller(ctx, [&](const Caller& c) { return ctl_.list_job_table(c, *req, rep); });
 }
 
 grpc::Status RpcService::GetJob(grpc::ServerContext* ctx, const v1::GetJobRequest* req, v1::JobInfo* rep) {
-  auto c = callers_.of(ctx);
-  return c ? net::to_grpc(ctl_.get_job(*c, *req, rep)) : refused(c);
+  return as_caller(ctx, [&](const Caller& c) { return ctl_.get_job(c, *req, rep); });
 }
 
 grpc::Status RpcService::Watch(grpc::ServerContext* ctx, const v1::WatchRequest* req,
@@ -59,8 +60,7 @@ grpc::Status RpcService::ListNodes(grpc::ServerContext*, const v1::ListNodesRequ
 
 grpc::Status RpcService::SetNodeState(grpc::ServerContext* ctx, const v1::NodeStateRequest* req,
                                       v1::NodeStateReply* rep) {
-  auto c = callers_.of(ctx);
-  return c ? net::to_grpc(ctl_.set_node_state(*c, *req, rep)) : refused(c);
+  return as_caller(ctx, [&](const Caller& c) { return ctl_.set_node_state(c, *req, rep); });
 }
 
 grpc::Status RpcService::GetTopology(grpc::ServerContext*, const v1::GetTopologyRequest* req,
@@ -69,28 +69,23 @@ grpc::Status RpcService::GetTopology(grpc::ServerContext*, const v1::GetTopology
 }
 
 grpc::Status RpcService::HookQuery(grpc::ServerContext* ctx, const v1::HookQueryRequest* req, v1::HookQueryReply* rep) {
-  auto c = callers_.of(ctx);
-  return c ? net::to_grpc(ctl_.hook_query(*c, *req, rep)) : refused(c);
+  return as_caller(ctx, [&](const Caller& c) { return ctl_.hook_query(c, *req, rep); });
 }
 
 grpc::Status RpcService::Ping(grpc::ServerContext* ctx, const v1::PingRequest*, v1::PingReply* rep) {
-  auto c = callers_.of(ctx);
-  return c ? net::to_grpc(ctl_.ping(*c, rep)) : refused(c);
+  return as_caller(ctx, [&](const Caller& c) { return ctl_.ping(c, rep); });
 }
 
 grpc::Status RpcService::ListSteps(grpc::ServerContext* ctx, const v1::ListStepsRequest* req, v1::ListStepsReply* rep) {
-  auto c = callers_.of(ctx);
-  return c ? net::to_grpc(ctl_.list_steps(*c, *req, rep)) : refused(c);
+  return as_caller(ctx, [&](const Caller& c) { return ctl_.list_steps(c, *req, rep); });
 }
 
 grpc::Status RpcService::History(grpc::ServerContext* ctx, const v1::HistoryRequest* req, v1::HistoryReply* rep) {
-  auto c = callers_.of(ctx);
-  return c ? net::to_grpc(ctl_.history(*c, *req, rep)) : refused(c);
+  return as_caller(ctx, [&](const Caller& c) { return ctl_.history(c, *req, rep); });
 }
 
 grpc::Status RpcService::Shutdown(grpc::ServerContext* ctx, const v1::ShutdownRequest*, v1::ShutdownReply*) {
-  auto c = callers_.of(ctx);
-  return c ? net::to_grpc(ctl_.shutdown(*c)) : refused(c);
+  return as_caller(ctx, [&](const Caller& c) { return ctl_.shutdown(c); });
 }
 
 }  // namespace corral::ctld

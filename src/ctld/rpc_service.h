@@ -31,6 +31,10 @@ class RpcService final : public v1::Controller::Service {
   grpc::Status Shutdown(grpc::ServerContext* ctx, const v1::ShutdownRequest* req, v1::ShutdownReply* rep) override;
 
  private:
+  // Runs `call(caller)` for an identified caller; an unidentified one is refused.
+  template <class Call>
+  grpc::Status as_caller(grpc::ServerContext* ctx, Call&& call);
+
   Controller& ctl_;
   const CallerIdentity& callers_;
 };

@@ -1,7 +1,7 @@
-// MPI port shares: the controller owns [steps] mpi-ports and gives each starting job a
-// contiguous share for its step manager to split among steps. The share is recorded in
-// the job's start event and returned at `free`, so replaying the active jobs' eventlogs
-// tells which shares are out.
+// The cluster key and per-job step data. MPI port shares: the controller owns [steps]
+// mpi-ports and gives each starting job a contiguous share for its step manager to split
+// among steps. The share is recorded in the job's start event and returned at `free`, so
+// replaying the active jobs' eventlogs tells which shares are out.
 #include "ctld/step_support.h"
 
 #include <algorithm>

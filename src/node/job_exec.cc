@@ -313,7 +313,7 @@ void JobExecutor::start_node(Job& job, uint32_t ni, const v1::NodeTasks& nt, con
   const bool with_pmi = spec.batch_script.empty() && node.ntasks > 0;
   if (with_pmi) {
     for (auto it = node_env.begin(); it != node_env.end();)
-      it = (it->first.rfind("PMI_", 0) == 0 || it->first.rfind("PMIX_", 0) == 0) ? node_env.erase(it) : std::next(it);
+      it = is_pmi_variable(it->first) ? node_env.erase(it) : std::next(it);
     if (auto st = start_pmi(job, node, msg); !st) {
       node.exchange.reset();
       if (st.error().code == Errc::unavailable && patient(node))

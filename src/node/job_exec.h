@@ -21,7 +21,6 @@
 #include "node/uplink.h"
 #include "util/event_loop.h"
 #include "util/result.h"
-#include "util/unique_fd.h"
 
 namespace corral::job {
 struct Jobspec;

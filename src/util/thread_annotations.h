@@ -15,13 +15,11 @@
 #define CORRAL_CAPABILITY(name) CORRAL_TSA(capability(name))
 #define CORRAL_SCOPED_CAPABILITY CORRAL_TSA(scoped_lockable)
 #define CORRAL_GUARDED_BY(m) CORRAL_TSA(guarded_by(m))
-#define CORRAL_PT_GUARDED_BY(m) CORRAL_TSA(pt_guarded_by(m))
 #define CORRAL_REQUIRES(...) CORRAL_TSA(requires_capability(__VA_ARGS__))
 #define CORRAL_EXCLUDES(...) CORRAL_TSA(locks_excluded(__VA_ARGS__))
 #define CORRAL_ACQUIRE(...) CORRAL_TSA(acquire_capability(__VA_ARGS__))
 #define CORRAL_RELEASE(...) CORRAL_TSA(release_capability(__VA_ARGS__))
 #define CORRAL_ASSERT_HELD(...) CORRAL_TSA(assert_capability(__VA_ARGS__))
-#define CORRAL_NO_THREAD_SAFETY_ANALYSIS CORRAL_TSA(no_thread_safety_analysis)
 
 namespace corral {
 

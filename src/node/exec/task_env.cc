@@ -82,4 +82,6 @@ std::vector<std::string> build_task_env(const EnvMap& node_env, uint32_t rank, u
   return out;
 }
 
+bool is_pmi_variable(const std::string& name) { return name.rfind("PMI_", 0) == 0 || name.rfind("PMIX_", 0) == 0; }
+
 }  // namespace corral::node

@@ -41,6 +41,9 @@ JobNodeEnv agent_node_env(const AgentConfig& config);
 // submit env, then the CORRAL_* variables (which win over submitted ones), then
 // `extra` (controller hooks win over everything but the per-task ranks).
 EnvMap build_node_env(const EnvMap& submit_env, const JobNodeEnv& job, const EnvMap& extra);
+// PMI_* and PMIX_* variables: those a task inherits from where it was submitted would only
+// mislead the MPI library, which must see the ones of its own PMI server.
+bool is_pmi_variable(const std::string& name);
 
 // The final "KEY=VALUE" list for one task.
 std::vector<std::string> build_task_env(const EnvMap& node_env, uint32_t rank, uint32_t local_rank);

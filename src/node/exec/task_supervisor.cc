@@ -212,10 +212,6 @@ void TaskSupervisor::signal(pid_t pid, int sig) {
   if (procs_.count(pid) != 0) ::killpg(pid, sig);
 }
 
-void TaskSupervisor::signal_all(int sig) {
-  for (const auto& [pid, p] : procs_) ::killpg(pid, sig);
-}
-
 bool TaskSupervisor::on_child_exit(pid_t pid, int waitstatus, double cpu_seconds) {
   auto it = procs_.find(pid);
   if (it == procs_.end()) return false;

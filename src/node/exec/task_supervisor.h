@@ -61,7 +61,6 @@ class TaskSupervisor {
   void set_window_size(pid_t pid, unsigned rows, unsigned cols);
   // Signals the process group while the process is supervised (not once reaped).
   void signal(pid_t pid, int sig);
-  void signal_all(int sig);
   // From the agent's SIGCHLD handling: true when `pid` is supervised here.
   bool on_child_exit(pid_t pid, int waitstatus, double cpu_seconds);
   // No more handler calls for `pid` (its owner is going away); its descriptors close.

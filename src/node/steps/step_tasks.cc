@@ -161,7 +161,7 @@ Result<EnvMap> step_node_env(const v1::LaunchTasksRequest& req, const v1::Launch
   je.home = user.home;
   EnvMap submit;
   for (const auto& [k, v] : req.env()) {
-    if (k.rfind("PMI_", 0) == 0 || k.rfind("PMIX_", 0) == 0) continue;
+    if (is_pmi_variable(k)) continue;
     submit[k] = v;
   }
   EnvMap extra(req.extra_env().begin(), req.extra_env().end());
