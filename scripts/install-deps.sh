@@ -17,7 +17,10 @@ PKGS=(
   libgtest-dev libgmock-dev libbenchmark-dev
   procps util-linux iproute2 python3 python3-pytest
   clang
+  libcpp-httplib-dev openssl python3-kubernetes
 )
+# kubectl for the DWS emulator's tests: Debian's own when none is installed.
+if ! command -v kubectl >/dev/null 2>&1; then PKGS+=(kubernetes-client); fi
 if [ "${1:-}" = "--fuzz" ]; then PKGS+=(libclang-rt-14-dev); fi
 missing=()
 for p in "${PKGS[@]}"; do
