@@ -2,11 +2,13 @@
 
 #include <httplib.h>
 
+#include <algorithm>
+#include <random>
 #include <regex>
 
 #include <fmt/format.h>
 
-#include "k8s/yaml_json.h"
+#include "storage/dws/yaml_json.h"
 
 namespace corral::emu::dws {
 
@@ -15,6 +17,7 @@ using nlohmann::json;
 namespace {
 
 constexpr size_t kMaxBody = 3 << 20;  // the API server's request size limit
+constexpr size_t kMaxDepth = 100;     // what a decoder must get through without a deep stack
 
 int64_t now_ms() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now().time_since_epoch())
@@ -114,14 +117,40 @@ bool valid_name(const std::string& n) {
   return !n.empty() && n.size() <= 253 && std::regex_match(n, re);
 }
 
+// Deepest bracket nesting outside strings: bounded before a recursive parser sees it.
+size_t nesting(const std::string& s) {
+  size_t depth = 0, deepest = 0;
+  bool in_string = false;
+  for (size_t i = 0; i < s.size(); ++i) {
+    char c = s[i];
+    if (in_string) {
+      if (c == '\\')
+        ++i;
+      else if (c == '"')
+        in_string = false;
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '{' || c == '[') {
+      deepest = std::max(deepest, ++depth);
+    } else if ((c == '}' || c == ']') && depth > 0) {
+      --depth;
+    }
+  }
+  return deepest;
+}
+
 std::optional<json> parse_body(const httplib::Request& req, httplib::Response& res) {
   if (req.body.size() > kMaxBody) {
     fail(res, ApiError{413, "RequestEntityTooLarge", "Request entity too large: limit is 3145728", {}});
     return std::nullopt;
   }
+  if (nesting(req.body) > kMaxDepth) {
+    fail(res, bad_request(fmt::format("the body of the request is nested deeper than {} levels", kMaxDepth)));
+    return std::nullopt;
+  }
   json j = json::parse(req.body, nullptr, false);
   if (j.is_discarded()) {
-    auto docs = k8s::yaml_documents(req.body);  // kubectl sends JSON, people send YAML
+    auto docs = storage::dws::yaml_documents(req.body);  // kubectl sends JSON, people send YAML
     if (docs && docs->size() == 1) return (*docs)[0];
     fail(res, bad_request("the body of the request is not valid JSON"));
     return std::nullopt;
@@ -145,7 +174,9 @@ ApiServer::ApiServer(ObjectStore& store, const CrdCatalog& catalog, const Workfl
   int threads = cfg_.threads;
   // httplib owns the queue it is handed (its API takes a raw pointer).
   server_->new_task_queue = [threads] { return std::make_unique<httplib::ThreadPool>(threads).release(); };
-  server_->set_payload_max_length(kMaxBody + 1);
+  // Up to twice the limit reaches parse_body, which answers with a Status as the API server
+  // does; httplib refuses anything larger with a bare 413 before reading it.
+  server_->set_payload_max_length(2 * kMaxBody);
   server_->set_keep_alive_max_count(1000000);
   server_->set_keep_alive_timeout(60);
   routes();
@@ -497,8 +528,9 @@ void ApiServer::create(const KindInfo& k, const std::string& ns, const httplib::
   auto& m = obj["metadata"];
   if (!m.contains("name") && m.contains("generateName") && m["generateName"].is_string()) {
     static constexpr char kChars[] = "bcdfghjklmnpqrstvwxz2456789";
+    thread_local std::mt19937 rng{std::random_device{}()};
     std::string n = m["generateName"].get<std::string>();
-    for (int i = 0; i < 5; ++i) n += kChars[static_cast<size_t>(std::rand()) % (sizeof kChars - 1)];
+    for (int i = 0; i < 5; ++i) n += kChars[rng() % (sizeof kChars - 1)];
     m["name"] = n;
   }
   std::string name = m.contains("name") && m["name"].is_string() ? m["name"].get<std::string>() : "";

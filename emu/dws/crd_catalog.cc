@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <filesystem>
 
-#include "k8s/yaml_json.h"
+#include "storage/dws/yaml_json.h"
 
 namespace corral::emu::dws {
 namespace {
@@ -47,7 +47,7 @@ Result<CrdCatalog> CrdCatalog::load(const std::string& dir, const std::string& v
   if (ec) return io_error("cannot list CRD directory " + dir + ": " + ec.message());
   std::sort(files.begin(), files.end());
   for (const auto& f : files) {
-    auto docs = k8s::yaml_file_documents(f);
+    auto docs = storage::dws::yaml_file_documents(f);
     if (!docs) return docs.error();
     for (const auto& d : *docs) {
       if (d.value("kind", "") != "CustomResourceDefinition") continue;

@@ -1,6 +1,7 @@
 // corral-dws-emu: a Kubernetes API server with HPE's Data Workflow Services (and the NNF
 // Rabbit driver) behind it, for machines without Kubernetes (docs/admin.md, "The DWS
 // emulator").
+#include <fcntl.h>
 #include <signal.h>
 #include <sys/stat.h>
 
@@ -15,9 +16,9 @@
 #include <CLI/CLI.hpp>
 
 #include "api_server.h"
-#include "k8s/yaml_json.h"
 #include "rabbit_inventory.h"
 #include "storage/dws/directive_rules.h"
+#include "storage/dws/yaml_json.h"
 
 namespace {
 
@@ -33,12 +34,12 @@ std::string read_file(const std::string& path) {
 
 bool write_private(const std::string& path, const std::string& text) {
   std::string tmp = path + ".tmp";
-  std::FILE* f = std::fopen(tmp.c_str(), "w");
-  if (!f) return false;
-  chmod(tmp.c_str(), 0600);
-  std::fwrite(text.data(), 1, text.size(), f);
-  std::fclose(f);
-  return std::rename(tmp.c_str(), path.c_str()) == 0;
+  unlink(tmp.c_str());
+  int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  if (fd < 0) return false;
+  bool ok = write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
+  ok = close(fd) == 0 && ok;
+  return ok && std::rename(tmp.c_str(), path.c_str()) == 0;
 }
 
 std::string base64(const std::string& in) {

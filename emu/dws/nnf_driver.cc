@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "storage/dws/directive.h"
+#include "util/fd_hygiene.h"
 #include "workflow_admission.h"
 
 namespace corral::emu::dws {
@@ -118,6 +119,7 @@ int spawn_copies(const std::vector<std::pair<std::string, std::string>>& pairs, 
   argv.push_back(nullptr);
   pid_t pid = fork();
   if (pid != 0) return pid;
+  cloexec_from(3);  // the API server's sockets and the journal stay with the emulator
   if (geteuid() == 0) {
     if (setgroups(0, nullptr) != 0 || setgid(gid) != 0 || setuid(uid) != 0) _exit(126);
   }
@@ -259,21 +261,20 @@ void NnfDriver::reconcile(const std::string& ns, const std::string& name) {
   mark(wf, state, o);
 }
 
-bool NnfDriver::begin_state(const json& wf) {
+void NnfDriver::begin_state(const json& wf) {
   std::string key = ns_of(wf) + "/" + name_of(wf);
   state_began_[key] = Clock::now();
-  auto r =
-      store_.modify(*wf_kind_, ns_of(wf), name_of(wf), Part::all, [](const json&, json& o) -> std::optional<ApiError> {
-        auto& s = o["status"];
-        s["state"] = o["spec"]["desiredState"];
-        s["ready"] = false;
-        s["status"] = "DriverWait";
-        s["message"] = "";
-        s["desiredStateChange"] = micro_time_now();
-        o["spec"]["forceReady"] = false;
-        return std::nullopt;
-      });
-  return r.ok();
+  (void)store_.modify(*wf_kind_, ns_of(wf), name_of(wf), Part::all,
+                      [](const json&, json& o) -> std::optional<ApiError> {
+                        auto& s = o["status"];
+                        s["state"] = o["spec"]["desiredState"];
+                        s["ready"] = false;
+                        s["status"] = "DriverWait";
+                        s["message"] = "";
+                        s["desiredStateChange"] = micro_time_now();
+                        o["spec"]["forceReady"] = false;
+                        return std::nullopt;
+                      });
 }
 
 void NnfDriver::mark(const json& wf, const std::string& state, const Outcome& o) {

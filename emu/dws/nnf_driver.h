@@ -60,7 +60,7 @@ class NnfDriver {
   void enqueue(const std::string& key, Clock::time_point when);
   void reconcile(const std::string& ns, const std::string& name);
   void finish_deletion(const nlohmann::json& wf);
-  bool begin_state(const nlohmann::json& wf);
+  void begin_state(const nlohmann::json& wf);
   Outcome run_state(const nlohmann::json& wf, const std::string& state);
   Outcome proposal(const nlohmann::json& wf);
   Outcome setup(const nlohmann::json& wf);

@@ -83,9 +83,7 @@ Status ObjectStore::load() {
   std::ifstream in(journal_path_);
   std::string line;
   replaying_ = true;
-  size_t n = 0;
   while (std::getline(in, line)) {
-    ++n;
     json j = json::parse(line, nullptr, false);
     if (j.is_discarded()) continue;  // a torn last line after a crash
     const KindInfo* k = catalog_.by_plural(j.value("plural", ""));
@@ -118,7 +116,6 @@ Status ObjectStore::load() {
   if (std::rename(tmp.c_str(), journal_path_.c_str()) != 0) return io_error("cannot replace " + journal_path_);
   journal_ = std::fopen(journal_path_.c_str(), "a");
   if (!journal_) return io_error("cannot append to " + journal_path_);
-  (void)n;
   return {};
 }
 

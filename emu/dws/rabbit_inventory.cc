@@ -2,7 +2,7 @@
 
 #include <fstream>
 
-#include "k8s/yaml_json.h"
+#include "storage/dws/yaml_json.h"
 #include "util/hostlist.h"
 
 namespace corral::emu::dws {
@@ -49,7 +49,7 @@ Status seed_objects(ObjectStore& store, const CrdCatalog& catalog, const RabbitI
   const KindInfo* config_kind = catalog.by_kind("SystemConfiguration");
   if (!rule_kind || !storage_kind || !config_kind)
     return invalid("the CRDs lack DWDirectiveRule, Storage or SystemConfiguration");
-  auto docs = k8s::yaml_file_documents(ruleset_path);
+  auto docs = storage::dws::yaml_file_documents(ruleset_path);
   if (!docs) return docs.error();
   for (auto d : *docs) {
     if (d.value("kind", "") != "DWDirectiveRule") continue;

@@ -65,7 +65,8 @@ class Emulator:
         return p
 
     def request(self, method, path, body=None, token=True):
-        """(HTTP code, decoded JSON body) of a request written by hand."""
+        """(HTTP code, decoded JSON body) of a request written by hand (`body`: an object, or
+        the text to send as it is)."""
         import json
         import ssl
         import urllib.error
@@ -74,8 +75,8 @@ class Emulator:
         headers = {"Content-Type": "application/json"}
         if token:
             headers["Authorization"] = f"Bearer {self.token}"
-        req = urllib.request.Request(f"{self.url}{path}", method=method, headers=headers,
-                                     data=json.dumps(body).encode() if body is not None else None)
+        data = None if body is None else (body if isinstance(body, str) else json.dumps(body)).encode()
+        req = urllib.request.Request(f"{self.url}{path}", method=method, headers=headers, data=data)
         try:
             with urllib.request.urlopen(req, context=ctx, timeout=10) as r:
                 return r.status, json.loads(r.read())

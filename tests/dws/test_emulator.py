@@ -157,6 +157,27 @@ def test_python_client_list_watch_patch(emu):
     assert srv["status"]["ready"] is False  # the main resource does not write status
 
 
+def test_hostile_requests_are_refused_and_change_nothing(emu):
+    base = f"/apis/{GROUP}/{VERSION}/namespaces/default/workflows"
+    deep = json.dumps(workflow("deep", [])).replace('"spec": {', '"spec": {"x": ' + '{"a": ' * 5000 + '1' + '}' * 5000 + ', ', 1)
+    code, body = emu.request("POST", base, deep)
+    assert code == 400 and "nested deeper than 100 levels" in body["message"]
+    big = workflow("big", ["#DW jobdw type=xfs capacity=1GiB name=" + "a" * (4 << 20)])
+    code, body = emu.request("POST", base, big)
+    assert code == 413
+    code, body = emu.request("POST", base, {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}})
+    assert code == 400 and "do not match" in body["message"]
+    code, body = emu.request("POST", base, workflow("UPPER", []))
+    assert code == 422 and "RFC 1123" in body["message"]
+    code, body = emu.request("GET", f"{base}?labelSelector=a%20in%20(b")
+    assert code == 400
+    code, body = emu.request("GET", f"{base}?fieldSelector=spec.jobID%3D1")
+    assert code == 400 and "field label not supported: spec.jobID" in body["message"]
+    code, body = emu.request("GET", base)
+    assert code == 200 and body["items"] == []
+    assert emu.proc.poll() is None  # still serving
+
+
 def test_token_is_required(emu):
     import ssl
     import urllib.error

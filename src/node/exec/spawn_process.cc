@@ -166,30 +166,28 @@ struct Outputs {
   SpawnedProcess proc;
 };
 
+// One output stream: the named file, or a pipe whose read end the agent keeps.
+Status open_stream(const std::string& path, const char* what, UniqueFd& child_end, UniqueFd& read_end) {
+  if (!path.empty()) {
+    auto f = open_file(path, O_WRONLY | O_CREAT | O_APPEND, what);
+    if (!f) return f.error();
+    child_end = std::move(*f);
+    return {};
+  }
+  auto p = make_pipe();
+  if (!p) return p.error();
+  child_end = std::move(p->write);
+  read_end = std::move(p->read);
+  return {};
+}
+
 Result<Outputs> open_outputs(const SpawnRequest& req) {
   Outputs o;
-  const int flags = O_WRONLY | O_CREAT | O_APPEND;
-  if (!req.output_path.empty()) {
-    auto f = open_file(req.output_path, flags, "output file");
-    if (!f) return f.error();
-    o.out = std::move(*f);
-  } else {
-    auto p = make_pipe();
-    if (!p) return p.error();
-    o.out = std::move(p->write);
-    o.proc.stdout_pipe = std::move(p->read);
-  }
+  if (auto st = open_stream(req.output_path, "output file", o.out, o.proc.stdout_pipe); !st) return st.error();
   if (req.merge_stderr || (!req.error_path.empty() && req.error_path == req.output_path)) {
     o.err = UniqueFd(::fcntl(o.out.get(), F_DUPFD_CLOEXEC, 0));
-  } else if (!req.error_path.empty()) {
-    auto f = open_file(req.error_path, flags, "error file");
-    if (!f) return f.error();
-    o.err = std::move(*f);
-  } else {
-    auto p = make_pipe();
-    if (!p) return p.error();
-    o.err = std::move(p->write);
-    o.proc.stderr_pipe = std::move(p->read);
+  } else if (auto st = open_stream(req.error_path, "error file", o.err, o.proc.stderr_pipe); !st) {
+    return st.error();
   }
   return o;
 }

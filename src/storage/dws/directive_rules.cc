@@ -5,7 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "k8s/yaml_json.h"
+#include "storage/dws/yaml_json.h"
 
 namespace corral::storage::dws {
 namespace {
@@ -123,7 +123,7 @@ Result<DirectiveRules> DirectiveRules::from_spec(const json& spec) {
 }
 
 Result<DirectiveRules> DirectiveRules::load_file(const std::string& path) {
-  auto docs = k8s::yaml_file_documents(path);
+  auto docs = yaml_file_documents(path);
   if (!docs) return docs.error();
   json spec = json::array();
   for (const auto& d : *docs) {

@@ -1,4 +1,4 @@
-#include "k8s/yaml_json.h"
+#include "storage/dws/yaml_json.h"
 
 #include <fstream>
 #include <sstream>
@@ -6,7 +6,7 @@
 #include <yaml-cpp/yaml.h>
 #include <nlohmann/json.hpp>
 
-namespace corral::k8s {
+namespace corral::storage::dws {
 namespace {
 
 using nlohmann::json;
@@ -73,4 +73,4 @@ Result<std::vector<json>> yaml_file_documents(const std::string& path) {
   return docs;
 }
 
-}  // namespace corral::k8s
+}  // namespace corral::storage::dws

@@ -9,11 +9,11 @@
 
 #include "util/result.h"
 
-namespace corral::k8s {
+namespace corral::storage::dws {
 
 // Every document of a YAML stream ("---" separated); empty documents are skipped.
 Result<std::vector<nlohmann::json>> yaml_documents(const std::string& text);
 // The same, read from a file; errors name the file.
 Result<std::vector<nlohmann::json>> yaml_file_documents(const std::string& path);
 
-}  // namespace corral::k8s
+}  // namespace corral::storage::dws
