@@ -80,6 +80,10 @@ Result<std::vector<Directive>> find_directives(std::string_view script) {
     std::string_view line = trim(raw);
     if (line.empty()) continue;
     if (line.front() != '#') break;  // the first command ends the directives
+    if (line.rfind("#DW ", 0) == 0) {  // Rabbit storage, kept as written
+      out.push_back({lineno, std::string(line), {}});
+      continue;
+    }
     if (!is_directive(line)) continue;
     auto words = split_words(line.substr(kPrefix.size()));
     if (!words) return invalid(fmt::format("{}: {}: {}", lineno, line, words.message()));
@@ -96,6 +100,10 @@ Result<JobOptions> directive_options(std::string_view script, std::string_view s
     auto where = [&](const std::string& msg) {
       return invalid(fmt::format("{}:{}: {}: {}", script_name, d.line, d.text, msg));
     };
+    if (d.text.rfind("#DW ", 0) == 0) {
+      merged.dw.push_back(d.text);
+      continue;
+    }
     auto opts = parse_job_option_words(d.words);
     if (!opts) return where(opts.message());
     if (auto checked = to_job_request(*opts, ctx); !checked) return where(checked.message());

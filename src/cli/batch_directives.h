@@ -1,5 +1,6 @@
 // `#CORRAL` directive lines at the top of a batch script: after the `#!` line, before the
-// first line that is neither blank nor a comment. Each line is split like a shell would
+// first line that is neither blank nor a comment. `#DW` lines there are Rabbit storage
+// directives, taken whole (JobOptions::dw). Each line is split like a shell would
 // (quotes, backslashes) and parsed with the job options parser.
 #pragma once
 

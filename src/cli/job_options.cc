@@ -80,6 +80,13 @@ void add_job_options(CLI::App& app, JobOptions& o) {
       ->expected(0, 1)
       ->default_str("ALL")
       ->group(g);
+  app.add_option("--dw", o.dw,
+                 "Rabbit storage for the job: a '#DW ...' directive, e.g. '#DW jobdw type=xfs capacity=10GiB "
+                 "name=scratch'; repeatable (docs/user.md, \"Rabbit storage\")")
+      ->type_name("'#DW ...'")
+      ->take_all()
+      ->allow_extra_args(false)
+      ->group(g);
   app.add_option("--setopt", o.setopt, "Set a job shell/hook option, KEY=VALUE or KEY (= true); repeatable")
       ->type_name("KEY[=VALUE]")
       ->take_all()
@@ -129,6 +136,7 @@ JobOptions merge_job_options(const JobOptions& base, const JobOptions& over) {
     out.no_requeue = over.no_requeue;
   }
   out.setopt.insert(out.setopt.end(), over.setopt.begin(), over.setopt.end());
+  out.dw.insert(out.dw.end(), over.dw.begin(), over.dw.end());
   return out;
 }
 
@@ -328,6 +336,10 @@ Result<ParsedJob> to_job_request(const JobOptions& o, const JobContext& ctx) {
   for (auto step : {parse_counts(o, req), parse_limits(o, req), parse_placement(o, req), parse_scheduling(o, ctx, req),
                     parse_environment(o, ctx, req), parse_setopts(o, req), parse_propagate(o, ctx, req)})
     if (!step) return step.error();
+  for (const auto& d : o.dw) {
+    if (d.rfind("#DW ", 0) != 0) return invalid(fmt::format("--dw: '{}' is not a #DW directive ('#DW jobdw ...')", d));
+    req.dw.push_back(d);
+  }
   req.name = o.job_name;
   req.output = o.output;
   req.error = o.error;

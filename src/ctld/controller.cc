@@ -60,6 +60,7 @@ void Controller::stop() {
     for (auto& [id, link] : links_) link->close();
   }
   cv_.notify_all();
+  for (auto& h : hooks_) h->stop();  // without the lock: their threads may be waiting for it
   if (loop_thread_.joinable()) loop_thread_.join();
   hub_.close_all();
   (void)store_->flush();
@@ -133,6 +134,7 @@ void Controller::restore(store::Snapshot snap) {
     jobs_.emplace(id, std::move(job));
   }
   steps_.rebuild_pool();  // before any job can start below
+  for (auto& h : hooks_) h->attach(runner_);
   for (auto& h : hooks_) {
     auto saved = snap.hook_state.find(std::string(h->name()));
     h->on_load(*this, saved == snap.hook_state.end() ? SavedState{} : saved->second);

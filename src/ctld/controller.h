@@ -142,6 +142,16 @@ class Controller final : private HookContext {
       CORRAL_REQUIRES(mu_);
   void erase_state(std::string_view hook, const std::string& key) override CORRAL_REQUIRES(mu_);
 
+  // HookRunner: a hook's own thread comes in under the lock (hook_context.cc).
+  class Runner final : public HookRunner {
+   public:
+    explicit Runner(Controller& c) : c_(c) {}
+    void run(std::function<void(HookContext&)> fn) override;
+
+   private:
+    Controller& c_;
+  };
+
   struct Timer {
     double when;
     uint64_t seq;
@@ -267,6 +277,7 @@ class Controller final : private HookContext {
   std::map<uint32_t, std::set<uint64_t>> held_by_limit_ CORRAL_GUARDED_BY(mu_);
   sched::Scheduler sched_ CORRAL_GUARDED_BY(mu_);
   std::vector<std::unique_ptr<JobHook>> hooks_;  // added before start(), called under mu_
+  Runner runner_{*this};
   std::function<void()> on_shutdown_;
   uint32_t owner_uid_;
   double start_time_ CORRAL_GUARDED_BY(mu_) = 0;

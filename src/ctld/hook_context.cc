@@ -148,6 +148,14 @@ Status Controller::hook_query(const Caller& c, const v1::HookQueryRequest& req, 
                fmt::format("no hook '{}' is loaded in corrald (is it enabled in the configuration?)", req.hook())};
 }
 
+void Controller::Runner::run(std::function<void(HookContext&)> fn) {
+  MutexLock lk(c_.mu_);
+  if (c_.stopping_) return;
+  fn(c_);
+  c_.drain_posts();
+  c_.outbox_.seal();
+}
+
 void Controller::at(double when, std::function<void()> fn) {
   timers_.push(Timer{when, timer_seq_++, std::move(fn)});
   cv_.notify_one();

@@ -9,6 +9,7 @@
 namespace corral::ctld {
 using hook::HookContext;
 using hook::HookQuery;
+using hook::HookRunner;
 using hook::JobHook;
 using hook::JobView;
 using hook::PerilogOutcome;

@@ -1,7 +1,9 @@
 // The job hook interface (DESIGN.md): fabric, storage and the built-in policies
 // (dependencies, prolog/epilog, time limits) are hooks, not special cases in the core.
 // A hook sees every event of every job and acts through HookContext. All calls happen
-// with the controller's state lock held: hooks must not block.
+// with the controller's state lock held: hooks must not block. A hook that waits on the
+// outside world (a Kubernetes watch) does it on threads of its own and comes back in
+// through HookRunner.
 #pragma once
 
 #include <cstdint>
@@ -72,6 +74,16 @@ class HookContext {
 
 using SavedState = std::vector<std::pair<std::string, std::string>>;  // key, value
 
+// How a hook's own threads act on jobs: `fn` runs with the controller's lock held, like
+// every JobHook call, and what it posts is applied and published before run() returns.
+// run() does nothing once corrald is stopping. Safe from any thread but the controller's
+// own (a hook must not call it from a JobHook method).
+class HookRunner {
+ public:
+  virtual ~HookRunner() = default;
+  virtual void run(std::function<void(HookContext&)> fn) = 0;
+};
+
 // What a hook's factory gets besides its configuration section (settings.h).
 struct HookSetup {
   std::string program_dir;  // corrald's own directory: a hook's node command is installed beside it
@@ -89,6 +101,10 @@ class JobHook {
  public:
   virtual ~JobHook() = default;
   virtual std::string_view name() const = 0;
+  // Once, before on_load: the runner for the hook's own threads, valid until stop().
+  virtual void attach(HookRunner&) {}
+  // corrald is stopping: end the hook's threads (no HookRunner::run after this returns).
+  virtual void stop() {}
   // At submit, before anything is stored: an error rejects the job with its message.
   virtual Status validate(HookContext&, const job::Jobspec&, uint32_t /*userid*/) { return {}; }
   // After each event is applied to a job.

@@ -4,6 +4,7 @@
 #include "ctld/hooks/perilog_hook.h"
 #include "ctld/hooks/time_limit_hook.h"
 #include "fabric/slingshot/slingshot_hook.h"
+#include "storage/dws/dws_hook.h"
 
 namespace corral::ctld {
 namespace {
@@ -18,6 +19,7 @@ struct Configured {
 // Hooks with a section of their own, made only when it turns them on.
 constexpr Configured kConfigured[] = {
     {"slingshot", fabric::slingshot::make_slingshot_hook},
+    {"rabbit", storage::dws::make_dws_hook},
 };
 
 }  // namespace

@@ -1,0 +1,232 @@
+// The dws hook's writes to the API server (dws_hook.h). Each runs on a writer thread, off
+// the controller's lock; what the hook must learn from an answer comes back through the
+// HookRunner. The watch, not these answers, moves the state machine.
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include "storage/dws/dws_hook.h"
+#include "storage/dws/job_directives.h"
+
+namespace corral::storage::dws {
+
+using hook::HookContext;
+using nlohmann::json;
+
+namespace {
+
+constexpr const char* kGroup = "dataworkflowservices.github.io";
+constexpr const char* kFinalizer = "corral.dev/workflow";
+
+}  // namespace
+
+std::string DwsHook::collection(const std::string& plural, const std::string& ns) const {
+  if (ns.empty()) return fmt::format("/apis/{}/{}/{}", kGroup, cfg_.api_version, plural);
+  return fmt::format("/apis/{}/{}/namespaces/{}/{}", kGroup, cfg_.api_version, ns, plural);
+}
+
+std::string DwsHook::workflow_path(const std::string& name) const {
+  return collection("workflows", cfg_.ns) + "/" + name;
+}
+
+void DwsHook::back(std::function<void(HookContext&)> fn) {
+  if (runner_ && !writers_->stopping()) runner_->run(std::move(fn));
+}
+
+void DwsHook::post_create(const Flow& f) {
+  json wf = {{"apiVersion", fmt::format("{}/{}", kGroup, cfg_.api_version)},
+             {"kind", "Workflow"},
+             {"metadata",
+              {{"name", f.name},
+               {"namespace", cfg_.ns},
+               {"finalizers", json::array({kFinalizer})},
+               {"labels", {{"corral.dev/job", std::to_string(f.jobid)}}}}},
+             {"spec",
+              {{"desiredState", "Proposal"},
+               {"dwDirectives", f.directives},
+               {"jobID", std::to_string(f.jobid)},
+               {"userID", f.uid},
+               {"groupID", f.gid},
+               {"wlmID", "corral"},
+               {"forceReady", false}}}};
+  const std::string coll = collection("workflows", cfg_.ns), path = workflow_path(f.name);
+  const uint64_t id = f.jobid;
+  const uint32_t uid = f.uid;
+  writers_->post(f.name, [this, wf, coll, path, id, uid](KubeWriters::Writer& w) {
+    auto r = w.call([&](KubeClient& c) { return c.create(coll, wf); });
+    if (r && r->ok()) return;
+    std::string why;
+    if (r && r->http == 409) {
+      // Ours from before a restart (the same job and user) is adopted; anything else is not.
+      auto old = w.call([&](KubeClient& c) { return c.get(path); });
+      if (old && old->ok() && old->body["spec"].value("jobID", json()).dump() == json(std::to_string(id)).dump() &&
+          old->body["spec"].value("userID", 0u) == uid)
+        return;
+      why = fmt::format("a workflow named {} already exists and is not this job's; an administrator must "
+                        "remove it (corral dws teardown or kubectl delete)",
+                        wf["metadata"]["name"].get<std::string>());
+    } else {
+      why = r ? reply_error(*r, "create workflow").message : r.message();
+    }
+    back([this, id, why](HookContext& hc) {
+      Flow* g = flow_of(id);
+      if (!g) return;
+      g->create_failed = true;
+      fail(hc, *g, "dws", "DWS refused the job's storage: " + why);
+    });
+  });
+}
+
+void DwsHook::ask(HookContext& ctx, Flow& f, const std::string& state) {
+  f.desired = state;
+  f.asked = ctx.now();
+  ++f.generation;
+  if (state == "Setup") arm_timer(ctx, f, cfg_.setup_timeout, "setup");
+  if (state == "PreRun") arm_timer(ctx, f, cfg_.prerun_timeout, "prerun");
+  if (state == "PostRun") {
+    arm_timer(ctx, f, cfg_.postrun_timeout, "postrun");
+    arm_timer(ctx, f, cfg_.teardown_after, "teardown-after");
+  }
+  const std::string path = workflow_path(f.name);
+  const uint64_t id = f.jobid;
+  writers_->post(f.name, [this, path, id, state](KubeWriters::Writer& w) {
+    json patch = {{"spec", {{"desiredState", state}}}};
+    auto r = w.call([&](KubeClient& c) { return c.merge_patch(path, patch); });
+    if (r && r->ok()) return;
+    if (r && r->http == 404) return;  // gone: the watch tells the hook
+    std::string why = r ? reply_error(*r, "move workflow to " + state).message : r.message();
+    back([this, id, state, why](HookContext& hc) {
+      Flow* g = flow_of(id);
+      if (!g) return;
+      spdlog::warn("job {}: {}", id, why);
+      if (state != "Teardown") fail(hc, *g, "dws", why);
+    });
+  });
+}
+
+// Setup: Servers from the breakdowns and the rabbits of the job's nodes, Computes from its
+// nodes, then desiredState.
+void DwsHook::post_setup(HookContext& ctx, Flow& f) {
+  f.setup_sent = true;
+  std::map<std::string, unsigned> per;
+  std::vector<std::string> unserved;
+  for (const auto& n : f.nodes) {
+    auto it = rabbit_of_.find(n);
+    if (it == rabbit_of_.end())
+      unserved.push_back(n);
+    else
+      ++per[it->second];
+  }
+  if (!unserved.empty()) {
+    fail(ctx, f, "dws",
+         fmt::format("no rabbit serves node {} of the job, so it cannot mount the job's storage", unserved[0]));
+    return;
+  }
+  std::vector<std::pair<std::string, unsigned>> per_rabbit(per.begin(), per.end());
+  json refs = f.status_doc.value("directiveBreakdowns", json::array());
+  json computes = f.status_doc.value("computes", json::object());
+  const unsigned nodes = static_cast<unsigned>(f.nodes.size());
+  const uint64_t min_bytes = uint64_t{cfg_.min_allocation_gib} << 30;
+  json data = json::array();
+  for (const auto& n : f.nodes) data.push_back({{"name", n}});
+  const uint64_t id = f.jobid;
+  const std::string path = workflow_path(f.name);
+  f.desired = "Setup";
+  f.asked = ctx.now();
+  ++f.generation;
+  arm_timer(ctx, f, cfg_.setup_timeout, "setup");
+  writers_->post(f.name, [this, refs, computes, data, per_rabbit, nodes, min_bytes, id, path](KubeWriters::Writer& w) {
+    auto failed = [&](const std::string& why) {
+      back([this, id, why](HookContext& hc) {
+        if (Flow* g = flow_of(id)) fail(hc, *g, "dws", "DWS Setup: " + why);
+      });
+    };
+    for (const auto& ref : refs) {
+      const std::string ns = ref.value("namespace", cfg_.ns), name = ref.value("name", "");
+      auto dbd = w.call([&](KubeClient& c) { return c.get(collection("directivebreakdowns", ns) + "/" + name); });
+      if (!dbd || !dbd->ok()) return failed(dbd ? reply_error(*dbd, "get breakdown " + name).message : dbd.message());
+      const json& st = dbd->body.value("status", json::object());
+      if (!st.contains("storage")) continue;  // persistentdw and friends have none
+      auto sets = allocation_sets(st["storage"].value("allocationSets", json::array()), per_rabbit, nodes, min_bytes);
+      if (!sets) return failed(sets.message());
+      const json& sref = st["storage"].value("reference", json::object());
+      const std::string spath =
+          collection("servers", sref.value("namespace", ns)) + "/" + sref.value("name", std::string());
+      json patch = {{"spec", {{"allocationSets", *sets}}}};
+      auto r = w.call([&](KubeClient& c) { return c.merge_patch(spath, patch); });
+      if (!r || !r->ok()) return failed(r ? reply_error(*r, "fill servers").message : r.message());
+    }
+    if (computes.contains("name")) {
+      const std::string cpath =
+          collection("computes", computes.value("namespace", cfg_.ns)) + "/" + computes.value("name", std::string());
+      auto r = w.call([&](KubeClient& c) { return c.merge_patch(cpath, json{{"data", data}}); });
+      if (!r || !r->ok()) return failed(r ? reply_error(*r, "fill computes").message : r.message());
+    }
+    auto r = w.call([&](KubeClient& c) { return c.merge_patch(path, json{{"spec", {{"desiredState", "Setup"}}}}); });
+    if (!r || (!r->ok() && r->http != 404))
+      return failed(r ? reply_error(*r, "move workflow to Setup").message : r.message());
+  });
+}
+
+// Teardown is done: the finalizer goes, then the object. 404 counts as done.
+void DwsHook::post_delete(const std::string& name, uint64_t jobid) {
+  const std::string path = workflow_path(name);
+  writers_->post(name, [this, path, name, jobid](KubeWriters::Writer& w) {
+    auto cur = w.call([&](KubeClient& c) { return c.get(path); });
+    if (cur && cur->ok()) {
+      json fins = json::array();
+      for (const auto& x : cur->body["metadata"].value("finalizers", json::array()))
+        if (x != kFinalizer) fins.push_back(x);
+      json patch = {{"metadata", {{"finalizers", fins}, {"resourceVersion", cur->body["metadata"]["resourceVersion"]}}}};
+      (void)w.call([&](KubeClient& c) { return c.merge_patch(path, patch); });
+      (void)w.call([&](KubeClient& c) { return c.remove(path); });
+    }
+    back([this, name, jobid](HookContext& ctx) {
+      orphans_.erase(name);
+      Flow* f = flow_of(jobid);
+      if (f && f->name == name && !ctx.find_job(jobid)) flows_.erase(jobid);
+    });
+  });
+}
+
+// The epilog timed out: drain nodes whose mounts are still there, disable rabbits that
+// still hold an allocation of the workflow, and go to Teardown without waiting.
+void DwsHook::post_abort(Flow& f) {
+  const std::string sel = "dataworkflowservices.github.io/workflow.name=" + f.name;
+  const std::string mounts = collection("clientmounts", "") + "?labelSelector=" + sel;
+  const std::string servers = collection("servers", cfg_.ns) + "?labelSelector=" + sel;
+  const std::string path = workflow_path(f.name), name = f.name;
+  const uint64_t id = f.jobid;
+  f.desired = "Teardown";
+  writers_->post(f.name, [this, mounts, servers, path, name, id](KubeWriters::Writer& w) {
+    (void)w.call([&](KubeClient& c) { return c.merge_patch(path, json{{"spec", {{"desiredState", "Teardown"}}}}); });
+    std::set<std::string> nodes, rabbits;
+    if (auto r = w.call([&](KubeClient& c) { return c.get(mounts); }); r && r->ok())
+      for (const auto& m : r->body["items"]) {
+        bool unmounted = true;
+        for (const auto& x : m.value("status", json::object()).value("mounts", json::array()))
+          unmounted = unmounted && x.value("state", "") == "unmounted";
+        if (!unmounted || !m.contains("status")) nodes.insert(m["metadata"].value("namespace", ""));
+      }
+    if (auto r = w.call([&](KubeClient& c) { return c.get(servers); }); r && r->ok())
+      for (const auto& s : r->body["items"])
+        for (const auto& set : s.value("status", json::object()).value("allocationSets", json::array()))
+          for (const auto& [rabbit, a] : set.value("storage", json::object()).items())
+            if (a.value("allocationSize", uint64_t{0}) > 0) rabbits.insert(rabbit);
+    for (const auto& r : rabbits) {
+      json patch = {
+          {"metadata",
+           {{"annotations",
+             {{"disable_reason", fmt::format("workflow {} timed out with an active allocation on this rabbit", name)}}}}},
+          {"spec", {{"state", "Disabled"}}}};
+      (void)w.call([&](KubeClient& c) { return c.merge_patch(collection("storages", "default") + "/" + r, patch); });
+    }
+    back([id, nodes, rabbits](HookContext& ctx) {
+      for (const auto& n : nodes)
+        ctx.drain_node(n, fmt::format("rabbit storage of job {} still mounted after the DWS epilog timed out", id));
+      if (!rabbits.empty())
+        spdlog::warn("job {}: rabbits disabled with an allocation left: {}", id, fmt::join(rabbits, ","));
+    });
+  });
+}
+
+}  // namespace corral::storage::dws

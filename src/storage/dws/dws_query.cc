@@ -1,0 +1,57 @@
+// `corral dws ...` (the HookQuery RPC): the workflows the hook drives, and an admin's
+// teardown of a job's storage.
+#include <fmt/format.h>
+
+#include "storage/dws/dws_hook.h"
+
+namespace corral::storage::dws {
+
+using hook::HookContext;
+using hook::HookQuery;
+using nlohmann::json;
+
+Result<std::string> DwsHook::query(HookContext& ctx, const HookQuery& q) {
+  if (q.what == "workflows") return query_workflows(ctx, q);
+  if (q.what == "teardown") return query_teardown(ctx, q);
+  return not_found("corral dws: no query '" + q.what.substr(0, 64) + "' (workflows, teardown)");
+}
+
+Result<std::string> DwsHook::query_workflows(HookContext& ctx, const HookQuery& q) const {
+  json rows = json::array();
+  for (const auto& [id, f] : flows_) {
+    if (!q.admin && f.uid != q.uid) continue;
+    rows.push_back({{"jobid", id},
+                    {"name", f.name},
+                    {"userid", f.uid},
+                    {"desired", f.desired},
+                    {"state", f.state},
+                    {"ready", f.ready},
+                    {"status", f.status},
+                    {"message", f.message},
+                    {"seconds_in_state", std::max(0.0, ctx.now() - f.asked)},
+                    {"holds", f.prolog ? "dws-setup" : f.epilog ? "dws-epilog" : ""},
+                    {"deleting", f.deleting}});
+  }
+  json orphans = json::array();
+  if (q.admin)
+    for (const auto& [name, deleting] : orphans_) orphans.push_back({{"name", name}, {"deleting", deleting}});
+  return json{{"workflows", rows}, {"orphans", orphans}, {"synced", synced_}}.dump();
+}
+
+Result<std::string> DwsHook::query_teardown(HookContext& ctx, const HookQuery& q) {
+  if (!q.admin) return denied("corral dws teardown: only root or the controller's owner may tear down storage");
+  auto args = json::parse(q.args_json, nullptr, false);
+  if (!args.is_object() || !args.contains("jobid") || !args["jobid"].is_number_unsigned())
+    return invalid("corral dws teardown: give a job id");
+  const uint64_t id = args["jobid"].get<uint64_t>();
+  Flow* f = flow_of(id);
+  if (!f) return not_found(fmt::format("job {} has no workflow corral drives", id));
+  const std::string was = f->desired;
+  if (!f->failed && ctx.find_job(id))
+    ctx.raise_exception(id, "dws", 0, fmt::format("an administrator tore down the job's storage (uid {})", q.uid));
+  else if (f->desired != "Teardown" && !f->deleting)
+    ask(ctx, *f, "Teardown");
+  return json{{"jobid", id}, {"name", f->name}, {"was", was}}.dump();
+}
+
+}  // namespace corral::storage::dws

@@ -1,0 +1,27 @@
+// A job's `#DW` directives from its jobspec (attributes.system.dw: one string or a list),
+// split the way Flux does: at each "#DW ", blank pieces dropped. Bounded: a hostile
+// jobspec cannot make the controller hold or check more than `max_count` directives.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+#include "util/result.h"
+
+namespace corral::storage::dws {
+
+inline constexpr size_t kMaxDirectiveText = 4096;
+
+// Empty when the job asks for no storage. Errors name what is wrong.
+Result<std::vector<std::string>> job_directives(const nlohmann::json& jobspec, size_t max_count);
+
+// Servers.spec.allocationSets for one DirectiveBreakdown's status.storage.allocationSets,
+// given how many of the job's nodes each rabbit serves (rabbit name, node count) and the
+// job's node count. Sizes as NNF expects them; `min_bytes` is the smallest allocation.
+Result<nlohmann::json> allocation_sets(const nlohmann::json& breakdown_sets,
+                                       const std::vector<std::pair<std::string, unsigned>>& nodes_per_rabbit,
+                                       unsigned node_count, uint64_t min_bytes);
+
+}  // namespace corral::storage::dws

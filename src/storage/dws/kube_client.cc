@@ -1,0 +1,202 @@
+#include "storage/dws/kube_client.h"
+
+#include <curl/curl.h>
+
+#include <fmt/format.h>
+
+namespace corral::storage::dws {
+namespace {
+
+using nlohmann::json;
+
+// A watch line longer than this is refused (an object is at most the API server's 3 MiB).
+constexpr size_t kMaxLine = 4 << 20;
+constexpr size_t kMaxBody = 64 << 20;
+
+Errc errc_of(long http) {
+  switch (http) {
+    case 400:
+    case 422:
+      return Errc::invalid_argument;
+    case 401:
+    case 403:
+      return Errc::permission_denied;
+    case 404:
+      return Errc::not_found;
+    case 409:
+      return Errc::already_exists;
+    case 429:
+      return Errc::resource_exhausted;
+    default:
+      return http >= 500 ? Errc::unavailable : Errc::internal;
+  }
+}
+
+size_t append_body(char* data, size_t size, size_t n, void* user) {
+  auto* out = static_cast<std::string*>(user);
+  if (out->size() + size * n > kMaxBody) return 0;
+  out->append(data, size * n);
+  return size * n;
+}
+
+}  // namespace
+
+Error reply_error(const KubeReply& r, std::string_view what) {
+  std::string msg;
+  if (r.body.is_object()) msg = r.body.value("message", "");
+  if (msg.empty()) msg = fmt::format("HTTP {}", r.http);
+  return Error{errc_of(r.http), fmt::format("kubernetes: {}: {} (HTTP {})", what, msg, r.http)};
+}
+
+struct KubeClient::Curl {
+  CURL* easy = nullptr;
+  CURLM* multi = nullptr;
+  curl_slist* headers = nullptr;
+  ~Curl() {
+    if (multi) curl_multi_cleanup(multi);
+    if (easy) curl_easy_cleanup(easy);
+    if (headers) curl_slist_free_all(headers);
+  }
+};
+
+KubeClient::KubeClient(std::shared_ptr<const KubeConfig> cfg, double timeout)
+    : cfg_(std::move(cfg)), timeout_(timeout), curl_(std::make_unique<Curl>()) {
+  curl_->easy = curl_easy_init();
+  curl_->multi = curl_multi_init();
+  curl_->headers = curl_slist_append(nullptr, "Accept: application/json");
+  if (!cfg_->token.empty())
+    curl_->headers = curl_slist_append(curl_->headers, ("Authorization: Bearer " + cfg_->token).c_str());
+}
+
+KubeClient::~KubeClient() = default;
+
+void KubeClient::interrupt() {
+  interrupted_ = true;
+  if (curl_->multi) curl_multi_wakeup(curl_->multi);
+}
+
+namespace {
+
+// The options every request shares: URL, TLS trust, token, no signals, keep-alive.
+void common_options(CURL* c, const KubeConfig& kc, const std::string& url, curl_slist* headers) {
+  curl_easy_reset(c);
+  curl_easy_setopt(c, CURLOPT_URL, url.c_str());
+  curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+  curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
+  curl_easy_setopt(c, CURLOPT_TCP_KEEPALIVE, 1L);
+  curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, 5000L);
+  if (!kc.ca_pem.empty()) {
+    curl_blob blob{const_cast<char*>(kc.ca_pem.data()), kc.ca_pem.size(), CURL_BLOB_COPY};
+    curl_easy_setopt(c, CURLOPT_CAINFO_BLOB, &blob);
+  }
+  if (kc.insecure) {
+    curl_easy_setopt(c, CURLOPT_SSL_VERIFYPEER, 0L);
+    curl_easy_setopt(c, CURLOPT_SSL_VERIFYHOST, 0L);
+  }
+  curl_easy_setopt(c, CURLOPT_HTTPHEADER, headers);
+}
+
+}  // namespace
+
+Result<KubeReply> KubeClient::request(std::string_view method, const std::string& path, const std::string& body,
+                                      std::string_view content_type) {
+  CURL* c = curl_->easy;
+  common_options(c, *cfg_, cfg_->server + path, nullptr);
+  curl_slist* headers = nullptr;
+  for (auto* h = curl_->headers; h; h = h->next) headers = curl_slist_append(headers, h->data);
+  if (!body.empty()) headers = curl_slist_append(headers, fmt::format("Content-Type: {}", content_type).c_str());
+  std::unique_ptr<curl_slist, decltype(&curl_slist_free_all)> guard(headers, curl_slist_free_all);
+  curl_easy_setopt(c, CURLOPT_HTTPHEADER, headers);
+  const std::string m(method);
+  curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, m.c_str());
+  if (!body.empty() || m == "POST" || m == "PATCH" || m == "PUT") {
+    curl_easy_setopt(c, CURLOPT_POSTFIELDS, body.c_str());
+    curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE, static_cast<long>(body.size()));
+  }
+  curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, static_cast<long>(timeout_ * 1000));
+  std::string text;
+  curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, append_body);
+  curl_easy_setopt(c, CURLOPT_WRITEDATA, &text);
+  CURLcode rc = curl_easy_perform(c);
+  if (rc != CURLE_OK)
+    return Error{Errc::unavailable,
+                 fmt::format("kubernetes: {} {}{}: {}", m, cfg_->server, path, curl_easy_strerror(rc))};
+  KubeReply r;
+  curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &r.http);
+  r.body = json::parse(text, nullptr, false);
+  if (r.body.is_discarded()) r.body = nullptr;
+  return r;
+}
+
+namespace {
+
+struct StreamState {
+  std::string buf;
+  const std::function<bool(std::vector<json>&)>* on_events;
+  bool stopped = false;
+  bool too_long = false;
+};
+
+size_t stream_write(char* data, size_t size, size_t n, void* user) {
+  auto* st = static_cast<StreamState*>(user);
+  st->buf.append(data, size * n);
+  std::vector<json> events;
+  size_t start = 0;
+  for (size_t nl; (nl = st->buf.find('\n', start)) != std::string::npos; start = nl + 1) {
+    if (nl == start) continue;
+    json ev = json::parse(std::string_view(st->buf).substr(start, nl - start), nullptr, false);
+    if (ev.is_object()) events.push_back(std::move(ev));
+  }
+  st->buf.erase(0, start);
+  if (st->buf.size() > kMaxLine) {
+    st->too_long = true;
+    return 0;
+  }
+  if (!events.empty() && !(*st->on_events)(events)) {
+    st->stopped = true;
+    return 0;
+  }
+  return size * n;
+}
+
+}  // namespace
+
+Status KubeClient::stream(const std::string& path, const std::function<bool(std::vector<json>&)>& on_events) {
+  if (interrupted_) return {};
+  CURL* c = curl_->easy;
+  common_options(c, *cfg_, cfg_->server + path, curl_->headers);
+  curl_easy_setopt(c, CURLOPT_HTTPGET, 1L);
+  StreamState st;
+  st.on_events = &on_events;
+  curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, stream_write);
+  curl_easy_setopt(c, CURLOPT_WRITEDATA, &st);
+  curl_multi_add_handle(curl_->multi, c);
+  int running = 1;
+  CURLMcode mc = CURLM_OK;
+  while (running && !interrupted_) {
+    mc = curl_multi_perform(curl_->multi, &running);
+    if (mc != CURLM_OK || !running) break;
+    mc = curl_multi_poll(curl_->multi, nullptr, 0, 1000, nullptr);
+    if (mc != CURLM_OK) break;
+  }
+  CURLcode rc = CURLE_OK;
+  int left = 0;
+  while (CURLMsg* msg = curl_multi_info_read(curl_->multi, &left))
+    if (msg->msg == CURLMSG_DONE) rc = msg->data.result;
+  long http = 0;
+  curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &http);
+  curl_multi_remove_handle(curl_->multi, c);
+  if (interrupted_ || st.stopped) return {};
+  if (mc != CURLM_OK) return Error{Errc::unavailable, fmt::format("kubernetes: watch: {}", curl_multi_strerror(mc))};
+  if (st.too_long) return Error{Errc::invalid_argument, "kubernetes: watch: an event line is too long"};
+  if (rc != CURLE_OK)
+    return Error{Errc::unavailable, fmt::format("kubernetes: watch {}: {}", path, curl_easy_strerror(rc))};
+  if (http >= 300) {
+    KubeReply r{http, json::parse(st.buf, nullptr, false)};
+    if (r.body.is_discarded()) r.body = nullptr;
+    return reply_error(r, "watch");
+  }
+  return {};
+}
+
+}  // namespace corral::storage::dws

@@ -1,0 +1,66 @@
+// A Kubernetes REST client on libcurl: JSON requests (get, list, create, merge-patch,
+// delete) and watch streams, with the bearer token and CA of a KubeConfig. One client is
+// one connection used by one thread at a time; interrupt() may be called from any thread
+// to end a stream at once.
+#pragma once
+
+#include <atomic>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "storage/dws/kube_config.h"
+#include "util/result.h"
+
+namespace corral::storage::dws {
+
+struct KubeReply {
+  long http = 0;          // the HTTP status
+  nlohmann::json body;    // the parsed body (null when it was not JSON)
+  bool ok() const { return http >= 200 && http < 300; }
+};
+
+// A reply that is not 2xx as an Error: the API server's Status message, and what was asked.
+Error reply_error(const KubeReply& r, std::string_view what);
+
+class KubeClient {
+ public:
+  // `timeout`: seconds a request may take (streams have none).
+  explicit KubeClient(std::shared_ptr<const KubeConfig> cfg, double timeout = 30);
+  ~KubeClient();
+  KubeClient(const KubeClient&) = delete;
+  KubeClient& operator=(const KubeClient&) = delete;
+
+  // `path` starts with "/apis/..." (query included). Transport failures are errors
+  // (Errc::unavailable); every HTTP answer is a reply.
+  Result<KubeReply> request(std::string_view method, const std::string& path, const std::string& body = {},
+                            std::string_view content_type = "application/json");
+  Result<KubeReply> get(const std::string& path) { return request("GET", path); }
+  Result<KubeReply> create(const std::string& path, const nlohmann::json& obj) {
+    return request("POST", path, obj.dump());
+  }
+  Result<KubeReply> merge_patch(const std::string& path, const nlohmann::json& patch) {
+    return request("PATCH", path, patch.dump(), "application/merge-patch+json");
+  }
+  Result<KubeReply> remove(const std::string& path) { return request("DELETE", path); }
+
+  // Reads a watch stream until the server closes it (ok), `on_events` returns false (ok),
+  // interrupt() (ok) or the connection fails (an error). Each call of `on_events` gets the
+  // events that arrived together, parsed.
+  Status stream(const std::string& path, const std::function<bool(std::vector<nlohmann::json>&)>& on_events);
+  // Ends the current and every later stream of this client (thread-safe).
+  void interrupt();
+
+ private:
+  struct Curl;
+  std::shared_ptr<const KubeConfig> cfg_;
+  double timeout_;
+  std::unique_ptr<Curl> curl_;
+  std::atomic<bool> interrupted_{false};
+};
+
+}  // namespace corral::storage::dws
