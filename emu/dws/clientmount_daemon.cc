@@ -8,13 +8,17 @@
 
 #include <fmt/format.h>
 
+#include "storage/dws/json_fields.h"
 #include "util/unique_fd.h"
 
 namespace corral::emu::dws {
 
 using nlohmann::json;
+using storage::dws::arr_at;
 using storage::dws::KubeClient;
 using storage::dws::KubeWriters;
+using storage::dws::obj_at;
+using storage::dws::str_at;
 
 namespace {
 
@@ -62,11 +66,11 @@ void ClientMountDaemon::stop() {
 
 // The status the ClientMount should have, or null when it has it already.
 json ClientMountDaemon::carry_out(const json& obj) const {
-  const json& spec = obj.value("spec", json::object());
-  const json& status = obj.value("status", json::object());
+  const json& spec = obj_at(obj, "spec");
+  const json& status = obj_at(obj, "status");
   const std::string desired = spec.value("desiredState", "");
   if (desired != "mounted" && desired != "unmounted") return nullptr;
-  const json& ann = obj["metadata"].value("annotations", json::object());
+  const json& ann = obj_at(obj_at(obj, "metadata"), "annotations");
   if (desired == "mounted" && ann.contains(kFailMount)) {
     if (status.contains("error")) return nullptr;
     return {{"error",
@@ -78,8 +82,8 @@ json ClientMountDaemon::carry_out(const json& obj) const {
   }
   json mounts = json::array();
   bool same = status.value("allReady", false) && status.contains("mounts");
-  const json& have = status.value("mounts", json::array());
-  const json& want = spec.value("mounts", json::array());
+  const json& have = arr_at(status, "mounts");
+  const json& want = arr_at(spec, "mounts");
   for (size_t i = 0; i < want.size(); ++i) {
     if (i >= have.size() || have[i].value("state", "") != desired) same = false;
     mounts.push_back({{"state", desired}, {"ready", true}});
@@ -97,12 +101,18 @@ json ClientMountDaemon::carry_out(const json& obj) const {
 }
 
 void ClientMountDaemon::handle(const json& obj) {
-  const std::string ns = obj["metadata"].value("namespace", "");
+  const std::string ns = str_at(obj_at(obj, "metadata"), "namespace");
   if (!nodes_.count(ns)) return;
-  json status = carry_out(obj);
+  json status;
+  try {
+    status = carry_out(obj);
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "corral-dws-clientmountd: a ClientMount of an unexpected shape: {}\n", e.what());
+    return;
+  }
   if (status.is_null()) return;
-  const std::string path = fmt::format("{}/namespaces/{}/clientmounts/{}/status", base_, ns,
-                                       obj["metadata"].value("name", std::string()));
+  const std::string path =
+      fmt::format("{}/namespaces/{}/clientmounts/{}/status", base_, ns, str_at(obj_at(obj, "metadata"), "name"));
   writers_.post(path, [path, status](KubeWriters::Writer& w) {
     auto r = w.call([&](KubeClient& c) { return c.merge_patch(path, json{{"status", status}}); });
     if (!r || (!r->ok() && r->http != 404))

@@ -213,8 +213,14 @@ void NnfDriver::reconcile(const std::string& ns, const std::string& name) {
   }
   const json& wf = **got;
   const auto& m = wf["metadata"];
-  if (m.contains("deletionTimestamp")) return finish_deletion(wf);
   auto fins = m.value("finalizers", json::array());
+  if (m.contains("deletionTimestamp")) {
+    // While the WLM's finalizer holds a deleted workflow, a Teardown it asks for still runs.
+    const json& st = wf.contains("status") ? wf["status"] : json::object();
+    const bool tearing = wf["spec"].value("desiredState", "") == "Teardown" &&
+                         !(st.value("state", "") == "Teardown" && st.value("ready", false));
+    if (fins.size() <= 1 || !tearing) return finish_deletion(wf);
+  }
   if (std::find(fins.begin(), fins.end(), kFinalizer) == fins.end()) {
     (void)store_.modify(*wf_kind_, ns, name, Part::all, [](const json&, json& o) -> std::optional<ApiError> {
       o["metadata"]["finalizers"].push_back(kFinalizer);
@@ -523,8 +529,13 @@ NnfDriver::Outcome NnfDriver::copy(const json& wf, const std::string& command) {
   };
   std::vector<std::pair<std::string, std::string>> pairs;
   for (const auto& d : parsed)
-    if (d.command == command)
-      pairs.emplace_back(resolve(d.arg("source").value_or("")), resolve(d.arg("destination").value_or("")));
+    if (d.command == command) {
+      // A source ending in '/' copies what the directory holds (as rsync does), not the
+      // directory itself.
+      std::string src = resolve(d.arg("source").value_or(""));
+      if (!src.empty() && src.back() == '/') src += ".";
+      pairs.emplace_back(src, resolve(d.arg("destination").value_or("")));
+    }
   if (pairs.empty()) return {};
   int pid = spawn_copies(pairs, wf["spec"].value("userID", 0u), wf["spec"].value("groupID", 0u));
   if (pid < 0)

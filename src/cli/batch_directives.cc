@@ -79,7 +79,7 @@ Result<std::vector<Directive>> find_directives(std::string_view script) {
     if (++lineno == 1) continue;  // the #! line
     std::string_view line = trim(raw);
     if (line.empty()) continue;
-    if (line.front() != '#') break;  // the first command ends the directives
+    if (line.front() != '#') break;    // the first command ends the directives
     if (line.rfind("#DW ", 0) == 0) {  // Rabbit storage, kept as written
       out.push_back({lineno, std::string(line), {}});
       continue;

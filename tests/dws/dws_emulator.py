@@ -39,13 +39,19 @@ class Emulator:
             [str(BUILD_DIR / "bin" / "corral-dws-emu"), "--crd-dir", str(DWS_DATA / "crd"),
              "--ruleset", str(DWS_DATA / "nnf-ruleset.yaml"), "--state-dir", str(self.state),
              "--token-file", str(self.token_file), "--kubeconfig-out", str(self.kubeconfig),
-             "--rabbits", self.rabbits, "--mount-root", str(self.mnt), *self.extra],
+             "--rabbits", self.rabbits, "--mount-root", str(self.mnt), *self.listen(), *self.extra],
             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         line = self.proc.stdout.readline()
         if "serving" not in line:
             raise AssertionError(f"corral-dws-emu did not start: {line}{self.proc.stdout.read()}")
         self.url = line.strip().rsplit(" ", 1)[-1]
         return self
+
+    def listen(self):
+        """A restart serves where the first start did, as a real API server's address stays."""
+        if not self.url:
+            return []
+        return ["--listen", self.url.split("://", 1)[1]]
 
     def stop(self, sig=signal.SIGTERM):
         if self.proc and self.proc.poll() is None:

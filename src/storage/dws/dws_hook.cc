@@ -37,7 +37,8 @@ Result<std::unique_ptr<hook::JobHook>> make_dws_hook(const hook::Settings& setti
       std::make_unique<DwsHook>(std::move(*cfg), std::make_shared<const KubeConfig>(std::move(*kube))));
 }
 
-DwsHook::DwsHook(RabbitConfig cfg, std::shared_ptr<const KubeConfig> kube) : cfg_(std::move(cfg)), kube_(std::move(kube)) {}
+DwsHook::DwsHook(RabbitConfig cfg, std::shared_ptr<const KubeConfig> kube)
+    : cfg_(std::move(cfg)), kube_(std::move(kube)) {}
 
 DwsHook::~DwsHook() { stop(); }
 
@@ -131,13 +132,16 @@ void DwsHook::on_release(HookContext& ctx, const JobView& job) {
     ctx.at(ctx.now() + cfg_.epilog_timeout, [this, &ctx, id] {
       Flow* g = flow_of(id);
       if (!g || !g->epilog) return;
+      const std::string where = g->state.empty() ? g->desired : g->state;
+      // The abort's look at what is still held goes first: the exception's own path to
+      // Teardown would free it before anyone saw it.
+      g->aborted = true;
+      post_abort(*g);
       ctx.raise_exception(id, "dws-epilog-timeout", 0,
                           fmt::format("DWS epilog timed out after {}s in {}: nodes still mounted are drained, "
                                       "rabbits still allocated are disabled",
-                                      cfg_.epilog_timeout, g->state.empty() ? g->desired : g->state));
-      g->aborted = true;
-      post_abort(*g);
-      finish_epilog(ctx, *g, 1);
+                                      cfg_.epilog_timeout, where));
+      if (Flow* h = flow_of(id)) finish_epilog(ctx, *h, 1);
     });
   }
   if (f.ran && !f.failed && f.desired == "PreRun")
@@ -287,9 +291,9 @@ void DwsHook::timer_fired(HookContext& ctx, uint64_t jobid, uint64_t generation,
                         fmt::format("unmounts took longer than {}s, skipping data movement", cfg_.postrun_timeout));
     ask(ctx, *f, "Teardown");
   } else if (why == "teardown-after" && (f->desired == "PostRun" || f->desired == "DataOut")) {
-    ctx.raise_exception(jobid, "teardown-timeout", 1,
-                        fmt::format("PostRun and DataOut took longer than {}s, skipping rabbit data movement",
-                                    cfg_.teardown_after));
+    ctx.raise_exception(
+        jobid, "teardown-timeout", 1,
+        fmt::format("PostRun and DataOut took longer than {}s, skipping rabbit data movement", cfg_.teardown_after));
     ask(ctx, *f, "Teardown");
   }
 }

@@ -129,7 +129,7 @@ class DwsHook final : public hook::JobHook {
   std::map<uint64_t, Flow> flows_;
   // Workflows of ours no live job owns, being torn down: name -> being deleted.
   std::map<std::string, bool> orphans_;
-  bool synced_ = false;            // the first workflow list arrived
+  bool synced_ = false;  // the first workflow list arrived
   std::map<std::string, Rabbit> rabbits_;
   std::map<std::string, std::string> rabbit_of_;  // compute -> rabbit
   std::map<std::string, nlohmann::json> rule_objects_;

@@ -6,6 +6,7 @@
 
 #include "storage/dws/dws_hook.h"
 #include "storage/dws/job_directives.h"
+#include "storage/dws/json_fields.h"
 
 namespace corral::storage::dws {
 
@@ -61,9 +62,10 @@ void DwsHook::post_create(const Flow& f) {
       if (old && old->ok() && old->body["spec"].value("jobID", json()).dump() == json(std::to_string(id)).dump() &&
           old->body["spec"].value("userID", 0u) == uid)
         return;
-      why = fmt::format("a workflow named {} already exists and is not this job's; an administrator must "
-                        "remove it (corral dws teardown or kubectl delete)",
-                        wf["metadata"]["name"].get<std::string>());
+      why = fmt::format(
+          "a workflow named {} already exists and is not this job's; an administrator must "
+          "remove it (corral dws teardown or kubectl delete)",
+          wf["metadata"]["name"].get<std::string>());
     } else {
       why = r ? reply_error(*r, "create workflow").message : r.message();
     }
@@ -122,8 +124,8 @@ void DwsHook::post_setup(HookContext& ctx, Flow& f) {
     return;
   }
   std::vector<std::pair<std::string, unsigned>> per_rabbit(per.begin(), per.end());
-  json refs = f.status_doc.value("directiveBreakdowns", json::array());
-  json computes = f.status_doc.value("computes", json::object());
+  json refs = arr_at(f.status_doc, "directiveBreakdowns");
+  json computes = obj_at(f.status_doc, "computes");
   const unsigned nodes = static_cast<unsigned>(f.nodes.size());
   const uint64_t min_bytes = uint64_t{cfg_.min_allocation_gib} << 30;
   json data = json::array();
@@ -144,11 +146,11 @@ void DwsHook::post_setup(HookContext& ctx, Flow& f) {
       const std::string ns = ref.value("namespace", cfg_.ns), name = ref.value("name", "");
       auto dbd = w.call([&](KubeClient& c) { return c.get(collection("directivebreakdowns", ns) + "/" + name); });
       if (!dbd || !dbd->ok()) return failed(dbd ? reply_error(*dbd, "get breakdown " + name).message : dbd.message());
-      const json& st = dbd->body.value("status", json::object());
+      const json& st = obj_at(dbd->body, "status");
       if (!st.contains("storage")) continue;  // persistentdw and friends have none
-      auto sets = allocation_sets(st["storage"].value("allocationSets", json::array()), per_rabbit, nodes, min_bytes);
+      auto sets = allocation_sets(arr_at(st["storage"], "allocationSets"), per_rabbit, nodes, min_bytes);
       if (!sets) return failed(sets.message());
-      const json& sref = st["storage"].value("reference", json::object());
+      const json& sref = obj_at(st["storage"], "reference");
       const std::string spath =
           collection("servers", sref.value("namespace", ns)) + "/" + sref.value("name", std::string());
       json patch = {{"spec", {{"allocationSets", *sets}}}};
@@ -174,9 +176,10 @@ void DwsHook::post_delete(const std::string& name, uint64_t jobid) {
     auto cur = w.call([&](KubeClient& c) { return c.get(path); });
     if (cur && cur->ok()) {
       json fins = json::array();
-      for (const auto& x : cur->body["metadata"].value("finalizers", json::array()))
+      for (const auto& x : arr_at(obj_at(cur->body, "metadata"), "finalizers"))
         if (x != kFinalizer) fins.push_back(x);
-      json patch = {{"metadata", {{"finalizers", fins}, {"resourceVersion", cur->body["metadata"]["resourceVersion"]}}}};
+      json patch = {
+          {"metadata", {{"finalizers", fins}, {"resourceVersion", cur->body["metadata"]["resourceVersion"]}}}};
       (void)w.call([&](KubeClient& c) { return c.merge_patch(path, patch); });
       (void)w.call([&](KubeClient& c) { return c.remove(path); });
     }
@@ -191,35 +194,37 @@ void DwsHook::post_delete(const std::string& name, uint64_t jobid) {
 // The epilog timed out: drain nodes whose mounts are still there, disable rabbits that
 // still hold an allocation of the workflow, and go to Teardown without waiting.
 void DwsHook::post_abort(Flow& f) {
-  const std::string sel = "dataworkflowservices.github.io/workflow.name=" + f.name;
+  const std::string sel = query_escape("dataworkflowservices.github.io/workflow.name=" + f.name);
   const std::string mounts = collection("clientmounts", "") + "?labelSelector=" + sel;
   const std::string servers = collection("servers", cfg_.ns) + "?labelSelector=" + sel;
   const std::string path = workflow_path(f.name), name = f.name;
   const uint64_t id = f.jobid;
   f.desired = "Teardown";
   writers_->post(f.name, [this, mounts, servers, path, name, id](KubeWriters::Writer& w) {
-    (void)w.call([&](KubeClient& c) { return c.merge_patch(path, json{{"spec", {{"desiredState", "Teardown"}}}}); });
-    std::set<std::string> nodes, rabbits;
+    std::set<std::string> nodes, rabbits;  // what is still held, seen before Teardown frees it
     if (auto r = w.call([&](KubeClient& c) { return c.get(mounts); }); r && r->ok())
       for (const auto& m : r->body["items"]) {
         bool unmounted = true;
-        for (const auto& x : m.value("status", json::object()).value("mounts", json::array()))
+        for (const auto& x : arr_at(obj_at(m, "status"), "mounts"))
           unmounted = unmounted && x.value("state", "") == "unmounted";
-        if (!unmounted || !m.contains("status")) nodes.insert(m["metadata"].value("namespace", ""));
+        if (!unmounted || !m.contains("status")) nodes.insert(str_at(obj_at(m, "metadata"), "namespace"));
       }
     if (auto r = w.call([&](KubeClient& c) { return c.get(servers); }); r && r->ok())
       for (const auto& s : r->body["items"])
-        for (const auto& set : s.value("status", json::object()).value("allocationSets", json::array()))
-          for (const auto& [rabbit, a] : set.value("storage", json::object()).items())
+        for (const auto& set : arr_at(obj_at(s, "status"), "allocationSets"))
+          for (const auto& [rabbit, a] : obj_at(set, "storage").items())
             if (a.value("allocationSize", uint64_t{0}) > 0) rabbits.insert(rabbit);
+    (void)w.call([&](KubeClient& c) { return c.merge_patch(path, json{{"spec", {{"desiredState", "Teardown"}}}}); });
     for (const auto& r : rabbits) {
-      json patch = {
-          {"metadata",
-           {{"annotations",
-             {{"disable_reason", fmt::format("workflow {} timed out with an active allocation on this rabbit", name)}}}}},
-          {"spec", {{"state", "Disabled"}}}};
+      json patch = {{"metadata",
+                     {{"annotations",
+                       {{"disable_reason",
+                         fmt::format("workflow {} timed out with an active allocation on this rabbit", name)}}}}},
+                    {"spec", {{"state", "Disabled"}}}};
       (void)w.call([&](KubeClient& c) { return c.merge_patch(collection("storages", "default") + "/" + r, patch); });
     }
+    spdlog::info("job {}: DWS abort: {} node(s) still mounted, {} rabbit(s) still allocated", id, nodes.size(),
+                 rabbits.size());
     back([id, nodes, rabbits](HookContext& ctx) {
       for (const auto& n : nodes)
         ctx.drain_node(n, fmt::format("rabbit storage of job {} still mounted after the DWS epilog timed out", id));

@@ -5,6 +5,7 @@
 #include <spdlog/spdlog.h>
 
 #include "storage/dws/dws_hook.h"
+#include "storage/dws/json_fields.h"
 
 namespace corral::storage::dws {
 
@@ -18,12 +19,23 @@ constexpr const char* kCreate = "dws-create";
 constexpr const char* kFinalizer = "corral.dev/workflow";
 
 bool has_our_finalizer(const json& obj) {
-  for (const auto& f : obj["metadata"].value("finalizers", json::array()))
+  for (const auto& f : arr_at(obj_at(obj, "metadata"), "finalizers"))
     if (f == kFinalizer) return true;
   return false;
 }
 
 }  // namespace
+
+// Objects from the API server are not trusted to have the shape of their kind: one that
+// breaks a reader is logged and skipped, it does not take corrald down.
+template <class Fn>
+void guarded(const char* what, Fn&& fn) {
+  try {
+    fn();
+  } catch (const std::exception& e) {
+    spdlog::warn("dws: a {} of an unexpected shape was skipped: {}", what, e.what());
+  }
+}
 
 void DwsHook::start_watches() {
   auto trouble = [](std::string what) {
@@ -31,11 +43,14 @@ void DwsHook::start_watches() {
   };
   WatchSink wf;
   wf.on_list = [this](std::vector<json>& items) {
-    runner_->run([this, items = std::move(items)](HookContext& ctx) mutable { workflows_listed(ctx, items); });
+    runner_->run([this, items = std::move(items)](HookContext& ctx) mutable {
+      guarded("workflow list", [&] { workflows_listed(ctx, items); });
+    });
   };
   wf.on_events = [this](std::vector<json>& events) {
     runner_->run([this, events = std::move(events)](HookContext& ctx) {
-      for (const auto& ev : events) workflow_changed(ctx, ev.value("type", ""), ev["object"]);
+      for (const auto& ev : events)
+        guarded("workflow", [&] { workflow_changed(ctx, str_at(ev, "type"), obj_at(ev, "object")); });
     });
   };
   wf.on_trouble = trouble("workflow");
@@ -43,20 +58,28 @@ void DwsHook::start_watches() {
 
   WatchSink st;
   st.on_list = [this](std::vector<json>& items) {
-    runner_->run([this, items = std::move(items)](HookContext&) mutable { storages_changed(items, true); });
+    runner_->run([this, items = std::move(items)](HookContext&) mutable {
+      guarded("storage", [&] { storages_changed(items, true); });
+    });
   };
   st.on_events = [this](std::vector<json>& events) {
-    runner_->run([this, events = std::move(events)](HookContext&) mutable { storages_changed(events, false); });
+    runner_->run([this, events = std::move(events)](HookContext&) mutable {
+      guarded("storage", [&] { storages_changed(events, false); });
+    });
   };
   st.on_trouble = trouble("storage");
   watches_.push_back(std::make_unique<KubeWatch>(kube_, collection("storages", "default"), "", std::move(st)));
 
   WatchSink rules;
   rules.on_list = [this](std::vector<json>& items) {
-    runner_->run([this, items = std::move(items)](HookContext&) mutable { rules_changed(items, true); });
+    runner_->run([this, items = std::move(items)](HookContext&) mutable {
+      guarded("directive rule", [&] { rules_changed(items, true); });
+    });
   };
   rules.on_events = [this](std::vector<json>& events) {
-    runner_->run([this, events = std::move(events)](HookContext&) mutable { rules_changed(events, false); });
+    runner_->run([this, events = std::move(events)](HookContext&) mutable {
+      guarded("directive rule", [&] { rules_changed(events, false); });
+    });
   };
   rules.on_trouble = trouble("directive rule");
   watches_.push_back(std::make_unique<KubeWatch>(kube_, collection("dwdirectiverules", ""), "", std::move(rules)));
@@ -76,13 +99,13 @@ uint64_t DwsHook::jobid_of(const std::string& name) const {
 
 void DwsHook::take_object(Flow& f, const json& obj) {
   f.exists = true;
-  f.status_doc = obj.value("status", json::object());
+  f.status_doc = obj_at(obj, "status");
   f.state = f.status_doc.value("state", "");
   f.status = f.status_doc.value("status", "");
   f.message = f.status_doc.value("message", "");
   f.ready = f.status_doc.value("ready", false);
   // After a restart the object, not the hook, knows what was last asked.
-  if (f.restored || f.desired.empty()) f.desired = obj.value("spec", json::object()).value("desiredState", "");
+  if (f.restored || f.desired.empty()) f.desired = obj_at(obj, "spec").value("desiredState", "");
 }
 
 // Every workflow there is: adopt ours of live jobs, tear down ours of no live job, and
@@ -90,12 +113,12 @@ void DwsHook::take_object(Flow& f, const json& obj) {
 void DwsHook::workflows_listed(HookContext& ctx, std::vector<json>& items) {
   std::set<uint64_t> seen;
   for (const auto& obj : items) {
-    const std::string name = obj["metadata"].value("name", "");
+    const std::string name = str_at(obj_at(obj, "metadata"), "name");
     const uint64_t id = jobid_of(name);
     if (id == 0 || !has_our_finalizer(obj)) continue;
     Flow* f = flow_of(id);
     if (!f || f->name != name || !ctx.find_job(id) ||
-        obj.value("spec", json::object()).value("jobID", json()) != json(std::to_string(id))) {
+        obj_at(obj, "spec").value("jobID", json()) != json(std::to_string(id))) {
       if (!f || !f->deleting) orphan(ctx, obj);
       continue;
     }
@@ -129,8 +152,8 @@ void DwsHook::workflows_listed(HookContext& ctx, std::vector<json>& items) {
 
 // Ours, but no live job's: to Teardown, then deleted (dws_hook_api.cc).
 void DwsHook::orphan(HookContext&, const json& obj) {
-  const std::string name = obj["metadata"].value("name", "");
-  const json& st = obj.value("status", json::object());
+  const std::string name = str_at(obj_at(obj, "metadata"), "name");
+  const json& st = obj_at(obj, "status");
   const bool torn = st.value("state", "") == "Teardown" && st.value("ready", false);
   auto [it, first] = orphans_.emplace(name, false);
   if (torn) {
@@ -138,7 +161,7 @@ void DwsHook::orphan(HookContext&, const json& obj) {
     it->second = true;
     return;
   }
-  if (first && obj.value("spec", json::object()).value("desiredState", "") != "Teardown") {
+  if (first && obj_at(obj, "spec").value("desiredState", "") != "Teardown") {
     spdlog::info("dws: workflow {} belongs to no live job: tearing it down", name);
     writers_->post(name, [this, name](KubeWriters::Writer& w) {
       (void)w.call([&](KubeClient& c) {
@@ -149,7 +172,7 @@ void DwsHook::orphan(HookContext&, const json& obj) {
 }
 
 void DwsHook::workflow_changed(HookContext& ctx, const std::string& type, const json& obj) {
-  const std::string name = obj["metadata"].value("name", "");
+  const std::string name = str_at(obj_at(obj, "metadata"), "name");
   const uint64_t id = jobid_of(name);
   if (id == 0) return;
   Flow* f = flow_of(id);
@@ -171,7 +194,7 @@ void DwsHook::workflow_changed(HookContext& ctx, const std::string& type, const 
       fail(ctx, *f, "dws", fmt::format("the job's workflow {} was deleted outside corral", name));
     return;
   }
-  if (obj.value("spec", json::object()).value("jobID", json()) != json(std::to_string(id))) return;
+  if (obj_at(obj, "spec").value("jobID", json()) != json(std::to_string(id))) return;
   take_object(*f, obj);
   if (f->restored) {
     f->restored = false;
@@ -196,17 +219,16 @@ void DwsHook::storages_changed(std::vector<json>& objs, bool full) {
   for (const auto& ev : objs) {
     const bool is_event = !full;
     const json& obj = is_event ? ev["object"] : ev;
-    const std::string name = obj["metadata"].value("name", "");
+    const std::string name = str_at(obj_at(obj, "metadata"), "name");
     if (is_event && ev.value("type", "") == "DELETED") {
       rabbits_.erase(name);
       continue;
     }
     Rabbit r;
-    const json& st = obj.value("status", json::object());
+    const json& st = obj_at(obj, "status");
     r.status = st.value("status", "");
-    r.state = obj.value("spec", json::object()).value("state", "Enabled");
-    for (const auto& c : st.value("access", json::object()).value("computes", json::array()))
-      r.computes.push_back(c.value("name", ""));
+    r.state = obj_at(obj, "spec").value("state", "Enabled");
+    for (const auto& c : arr_at(obj_at(st, "access"), "computes")) r.computes.push_back(c.value("name", ""));
     rabbits_[name] = std::move(r);
   }
   rabbit_of_.clear();
@@ -219,11 +241,12 @@ void DwsHook::rules_changed(std::vector<json>& objs, bool full) {
   for (auto& ev : objs) {
     const bool is_event = !full;
     json& obj = is_event ? ev["object"] : ev;
-    const std::string key = obj["metadata"].value("namespace", "") + "/" + obj["metadata"].value("name", "");
+    const std::string key =
+        str_at(obj_at(obj, "metadata"), "namespace") + "/" + str_at(obj_at(obj, "metadata"), "name");
     if (is_event && ev.value("type", "") == "DELETED")
       rule_objects_.erase(key);
     else
-      rule_objects_[key] = obj.value("spec", json::array());
+      rule_objects_[key] = arr_at(obj, "spec");
   }
   json all = json::array();
   for (const auto& [k, spec] : rule_objects_)

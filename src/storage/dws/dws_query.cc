@@ -29,7 +29,9 @@ Result<std::string> DwsHook::query_workflows(HookContext& ctx, const HookQuery& 
                     {"status", f.status},
                     {"message", f.message},
                     {"seconds_in_state", std::max(0.0, ctx.now() - f.asked)},
-                    {"holds", f.prolog ? "dws-setup" : f.epilog ? "dws-epilog" : ""},
+                    {"holds", f.prolog   ? "dws-setup"
+                              : f.epilog ? "dws-epilog"
+                                         : ""},
                     {"deleting", f.deleting}});
   }
   json orphans = json::array();

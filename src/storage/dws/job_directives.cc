@@ -31,8 +31,7 @@ Status split_into(const std::string& text, std::vector<std::string>& out, size_t
     std::string piece = trimmed(text.substr(starts[i], end - starts[i]));
     if (piece.size() > kMaxDirectiveText)
       return invalid(fmt::format("#DW directive longer than {} bytes: {}...", kMaxDirectiveText, piece.substr(0, 60)));
-    if (out.size() >= max_count)
-      return invalid(fmt::format("a job may give at most {} #DW directives", max_count));
+    if (out.size() >= max_count) return invalid(fmt::format("a job may give at most {} #DW directives", max_count));
     out.push_back(std::move(piece));
   }
   return {};
@@ -62,8 +61,9 @@ Result<std::vector<std::string>> job_directives(const json& jobspec, size_t max_
   return out;
 }
 
-Result<json> allocation_sets(const json& breakdown_sets, const std::vector<std::pair<std::string, unsigned>>& per_rabbit,
-                             unsigned node_count, uint64_t min_bytes) {
+Result<json> allocation_sets(const json& breakdown_sets,
+                             const std::vector<std::pair<std::string, unsigned>>& per_rabbit, unsigned node_count,
+                             uint64_t min_bytes) {
   json out = json::array();
   if (!breakdown_sets.is_array()) return invalid("the breakdown has no allocationSets");
   if (per_rabbit.empty() || node_count == 0) return invalid("none of the job's nodes is served by a rabbit");
@@ -76,11 +76,10 @@ Result<json> allocation_sets(const json& breakdown_sets, const std::vector<std::
     const uint64_t min_cap = set.value("minimumCapacity", uint64_t{0});
     json storage = json::array();
     uint64_t size = min_cap;
-    const unsigned count = strategy == "AllocateSingleServer"
-                               ? 1
-                               : set.contains("constraints") && set["constraints"].is_object()
-                                     ? set["constraints"].value("count", 0u)
-                                     : 0u;
+    const unsigned count = strategy == "AllocateSingleServer" ? 1
+                           : set.contains("constraints") && set["constraints"].is_object()
+                               ? set["constraints"].value("count", 0u)
+                               : 0u;
     if (strategy == "AllocatePerCompute") {
       for (const auto& [rabbit, n] : per_rabbit) storage.push_back({{"name", rabbit}, {"allocationCount", n}});
     } else if (count > 0) {

@@ -41,6 +41,17 @@ size_t append_body(char* data, size_t size, size_t n, void* user) {
 
 }  // namespace
 
+std::string query_escape(std::string_view value) {
+  std::string out;
+  for (unsigned char c : value) {
+    if (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~')
+      out += static_cast<char>(c);
+    else
+      out += fmt::format("%{:02X}", c);
+  }
+  return out;
+}
+
 Error reply_error(const KubeReply& r, std::string_view what) {
   std::string msg;
   if (r.body.is_object()) msg = r.body.value("message", "");

@@ -19,10 +19,13 @@
 namespace corral::storage::dws {
 
 struct KubeReply {
-  long http = 0;          // the HTTP status
-  nlohmann::json body;    // the parsed body (null when it was not JSON)
+  long http = 0;        // the HTTP status
+  nlohmann::json body;  // the parsed body (null when it was not JSON)
   bool ok() const { return http >= 200 && http < 300; }
 };
+
+// A query parameter's value, percent-encoded (a label selector holds '=' and '/').
+std::string query_escape(std::string_view value);
 
 // A reply that is not 2xx as an Error: the API server's Status message, and what was asked.
 Error reply_error(const KubeReply& r, std::string_view what);

@@ -10,9 +10,9 @@
 namespace corral::storage::dws {
 
 struct KubeConfig {
-  std::string server;   // "https://127.0.0.1:6443"
-  std::string ca_pem;   // the CA certificate(s), PEM; empty: the system's trust store
-  std::string token;    // bearer token; empty: none
+  std::string server;     // "https://127.0.0.1:6443"
+  std::string ca_pem;     // the CA certificate(s), PEM; empty: the system's trust store
+  std::string token;      // bearer token; empty: none
   bool insecure = false;  // the kubeconfig's insecure-skip-tls-verify
 };
 

@@ -21,16 +21,14 @@ std::string join_query(const std::string& a, const std::string& b) {
 
 }  // namespace
 
-KubeWatch::KubeWatch(std::shared_ptr<const KubeConfig> cfg, std::string collection, std::string query,
-                     WatchSink sink)
-    : collection_(std::move(collection)),
-      query_(std::move(query)),
-      sink_(std::move(sink)),
-      client_(std::move(cfg)) {}
+KubeWatch::KubeWatch(std::shared_ptr<const KubeConfig> cfg, std::string collection, std::string query, WatchSink sink)
+    : collection_(std::move(collection)), query_(std::move(query)), sink_(std::move(sink)), client_(std::move(cfg)) {}
 
 KubeWatch::~KubeWatch() { stop(); }
 
-void KubeWatch::start() { thread_ = std::thread([this] { run(); }); }
+void KubeWatch::start() {
+  thread_ = std::thread([this] { run(); });
+}
 
 void KubeWatch::stop() {
   {

@@ -59,7 +59,7 @@ class KubeWatch {
   double backoff_ = 0.1;
   mutable std::mutex mu_;
   std::condition_variable cv_;
-  bool stopping_ = false;  // under mu_
+  bool stopping_ = false;   // under mu_
   WatchCounters counters_;  // under mu_
   std::thread thread_;
 };

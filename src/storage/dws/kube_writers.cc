@@ -2,6 +2,8 @@
 
 #include <chrono>
 
+#include <spdlog/spdlog.h>
+
 namespace corral::storage::dws {
 
 KubeWriters::KubeWriters(std::shared_ptr<const KubeConfig> cfg, unsigned threads) {
@@ -19,9 +21,7 @@ void KubeWriters::stop() {
   stopping_ = true;
   pause_cv_.notify_all();
   for (auto& lane : lanes_) {
-    {
-      std::lock_guard<std::mutex> lk(lane->mu);
-    }
+    { std::lock_guard<std::mutex> lk(lane->mu); }
     lane->cv.notify_all();
     lane->client->interrupt();
   }
@@ -52,7 +52,11 @@ void KubeWriters::run(Lane& lane) {
       op = std::move(lane.ops.front());
       lane.ops.pop_front();
     }
-    op(w);
+    try {
+      op(w);
+    } catch (const std::exception& e) {  // an answer of a shape nobody expected: that write is lost
+      spdlog::warn("kubernetes writer: {}", e.what());
+    }
     --pending_;
   }
 }

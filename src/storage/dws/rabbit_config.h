@@ -15,18 +15,18 @@ struct RabbitConfig {
   bool enabled = false;
   std::string kubeconfig;  // a kubeconfig file; or server + token-file (+ ca-file)
   std::string server, token_file, ca_file;
-  std::string ns = "default";                 // the namespace of corral's workflows
-  std::string api_version = "v1alpha7";       // of dataworkflowservices.github.io
-  std::string prefix = "corral-";             // workflow names: <prefix><jobid>
-  double tc_timeout = 10;                     // TransientCondition longer than this: fatal
-  double setup_timeout = 0;                   // 0 = none
+  std::string ns = "default";            // the namespace of corral's workflows
+  std::string api_version = "v1alpha7";  // of dataworkflowservices.github.io
+  std::string prefix = "corral-";        // workflow names: <prefix><jobid>
+  double tc_timeout = 10;                // TransientCondition longer than this: fatal
+  double setup_timeout = 0;              // 0 = none
   double prerun_timeout = 0;
   double postrun_timeout = 0;
-  double teardown_after = 0;                  // PostRun + DataOut together
-  double epilog_timeout = 0;                  // the dws-epilog's last resort (abort)
-  unsigned min_allocation_gib = 4;            // the smallest allocation per rabbit
-  unsigned writers = 4;                       // threads writing to the API server
-  unsigned max_directives = 32;               // per job
+  double teardown_after = 0;        // PostRun + DataOut together
+  double epilog_timeout = 0;        // the dws-epilog's last resort (abort)
+  unsigned min_allocation_gib = 4;  // the smallest allocation per rabbit
+  unsigned writers = 4;             // threads writing to the API server
+  unsigned max_directives = 32;     // per job
 };
 
 Result<RabbitConfig> parse_rabbit_settings(const hook::Settings& settings);

@@ -1,0 +1,95 @@
+#include "storage/dws/cli/dws_command.h"
+
+#include <memory>
+
+#include <fmt/format.h>
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+
+#include "cli/client/client.h"
+#include "cli/table.h"
+
+namespace corral::storage::dws {
+namespace {
+
+using cli::Client;
+using cli::expect_ok;
+using cli::Globals;
+using cli::resolve_uri;
+using cli::Table;
+using nlohmann::json;
+
+Result<json> dws_query(const std::string& uri, const std::string& what, const json& args) {
+  Client client(uri);
+  auto text = client.hook_query("dws", what, args.dump());
+  if (!text) {
+    if (text.error().code == Errc::not_found && text.message().find("no hook") != std::string::npos)
+      return Error{Errc::not_found, text.message() + " ([rabbit] enabled = true turns it on)"};
+    return text.error();
+  }
+  auto j = json::parse(*text, nullptr, false);
+  if (j.is_discarded()) return Error{Errc::internal, "the controller's answer is not JSON"};
+  return j;
+}
+
+std::string seconds_text(double s) {
+  if (s < 60) return fmt::format("{:.1f}s", s);
+  if (s < 3600) return fmt::format("{:.0f}m{:02.0f}s", s / 60 - 0.5, std::fmod(s, 60));
+  return fmt::format("{:.1f}h", s / 3600);
+}
+
+void print_workflows(const json& doc) {
+  if (!doc.value("synced", false))
+    fmt::print(stderr, "corral dws: corrald has not listed the workflows yet (is the API server reachable?)\n");
+  Table t({{"JOBID", Table::Align::right},
+           {"WORKFLOW"},
+           {"DESIRED"},
+           {"STATE"},
+           {"STATUS"},
+           {"IN STATE", Table::Align::right},
+           {"HOLDS"},
+           {"MESSAGE"}});
+  for (const auto& w : doc["workflows"]) {
+    std::string status = w.value("status", "");
+    if (w.value("deleting", false)) status = "Deleting";
+    t.add_row({std::to_string(w.value("jobid", uint64_t{0})), w.value("name", ""), w.value("desired", ""),
+               w.value("state", "") + (w.value("ready", false) ? "" : "*"), status,
+               seconds_text(w.value("seconds_in_state", 0.0)), w.value("holds", ""), w.value("message", "")});
+  }
+  fmt::print("{}", t.render());
+  for (const auto& o : doc.value("orphans", json::array()))
+    fmt::print("orphan {}: {}\n", o.value("name", ""),
+               o.value("deleting", false) ? "deleting" : "tearing down (its job is gone)");
+}
+
+}  // namespace
+
+void add_dws_command(CLI::App& app, Globals& g) {
+  CLI::App* dws = app.add_subcommand("dws", "Rabbit storage: the DWS workflows of jobs, and tearing one down");
+  dws->require_subcommand(1);
+  auto as_json = std::make_shared<bool>(false);
+  CLI::App* wf = dws->add_subcommand(
+      "workflows",
+      "List the jobs' workflows: desired and current state (* = not ready yet), status, time in state, "
+      "what the job is held by, DWS's message");
+  wf->add_flag("--json", *as_json, "Print the controller's JSON document");
+  wf->callback([&g, as_json] {
+    auto doc = expect_ok("dws workflows", dws_query(resolve_uri(g.uri), "workflows", json::object()));
+    if (*as_json)
+      fmt::print("{}\n", doc.dump());
+    else
+      print_workflows(doc);
+  });
+  auto jobid = std::make_shared<uint64_t>(0);
+  CLI::App* td = dws->add_subcommand("teardown",
+                                     "Tear down a job's storage now (root or the cluster's owner): the job gets a "
+                                     "fatal 'dws' exception and its workflow goes to Teardown, then is deleted");
+  td->add_option("JOBID", *jobid, "The job")->required();
+  td->callback([&g, jobid] {
+    auto r = expect_ok("dws teardown", dws_query(resolve_uri(g.uri), "teardown", json{{"jobid", *jobid}}));
+    fmt::print(stderr, "corral dws teardown: job {}: workflow {} goes to Teardown (it was in {})\n", *jobid,
+               r.value("name", ""), r.value("was", ""));
+  });
+}
+
+}  // namespace corral::storage::dws
