@@ -32,6 +32,9 @@ using Clock = std::chrono::steady_clock;
 struct StartState {
   std::string test_size, agents, cores = "4", gpus = "0", memory = "16GiB";
   std::string config, dir;
+  bool dws = false;
+  std::string dws_data;
+  unsigned nodes_per_rabbit = 4;
   std::vector<std::string> sets;
   std::vector<std::string> command;
 };
@@ -57,6 +60,11 @@ ClusterConfig make_config(const StartState& st) {
   cfg.sets = st.sets;
   cfg.config_file = st.config;
   cfg.dir = st.dir;
+  cfg.dws = st.dws;
+  cfg.dws_data = st.dws_data;
+  if (cfg.dws_data.empty())
+    if (const char* env = std::getenv("CORRAL_DWS_DATA")) cfg.dws_data = env;
+  cfg.nodes_per_rabbit = st.nodes_per_rabbit;
   return cfg;
 }
 
@@ -86,13 +94,16 @@ class BlockedSignals {
   sigset_t old_{};
 };
 
-pid_t spawn_command(const std::vector<std::string>& command, const std::string& uri) {
+pid_t spawn_command(const std::vector<std::string>& command, const std::string& uri, const std::string& kubeconfig) {
   // The command finds this corral first on PATH, as `flux start` does for flux.
   const char* path = std::getenv("PATH");
   std::vector<std::string> env_strings{
       "CORRAL_URI=" + uri, "PATH=" + libexec_dir() + (path && *path ? std::string(":") + path : std::string())};
+  if (!kubeconfig.empty()) env_strings.push_back("KUBECONFIG=" + kubeconfig);  // kubectl sees the emulator
   for (char** e = environ; e && *e; ++e)
-    if (std::strncmp(*e, "CORRAL_URI=", 11) != 0 && std::strncmp(*e, "PATH=", 5) != 0) env_strings.emplace_back(*e);
+    if (std::strncmp(*e, "CORRAL_URI=", 11) != 0 && std::strncmp(*e, "PATH=", 5) != 0 &&
+        (kubeconfig.empty() || std::strncmp(*e, "KUBECONFIG=", 11) != 0))
+      env_strings.emplace_back(*e);
   std::vector<char*> envp, argv;
   for (auto& s : env_strings) envp.push_back(s.data());
   envp.push_back(nullptr);
@@ -157,6 +168,7 @@ int supervise(pid_t pid, LocalCluster& cluster, const BlockedSignals& signals) {
 
 int stay_up(LocalCluster& cluster, const BlockedSignals& signals) {
   fmt::print("export CORRAL_URI={}\n", cluster.uri());
+  if (!cluster.kubeconfig().empty()) fmt::print("export KUBECONFIG={}\n", cluster.kubeconfig());
   std::fflush(stdout);
   fmt::print(stderr, "corral: press Ctrl-C to stop the cluster\n");
   for (;;) {
@@ -180,7 +192,7 @@ void run_start(const Globals& g, const StartState& st) {
     if (auto s = cluster.wait_until_up(30); !s) fail("start", s.message());
     fmt::print(stderr, "corral: local cluster of {} nodes up at {}\n", cfg.nodes, cluster.uri());
     code = command.empty() ? stay_up(cluster, signals)
-                           : supervise(spawn_command(command, cluster.uri()), cluster, signals);
+                           : supervise(spawn_command(command, cluster.uri(), cluster.kubeconfig()), cluster, signals);
   }  // tears down
   if (code != 0) throw CLI::RuntimeError(code);
 }
@@ -199,13 +211,23 @@ void add_start_command(CLI::App& app, Globals& g) {
   sub->add_option("--config", st->config, "corrald configuration file")->type_name("FILE");
   sub->add_option("--set", st->sets, "Override a corrald setting, KEY=VALUE (repeatable)")->type_name("KEY=VALUE");
   sub->add_option("--dir", st->dir, "Use and keep this directory instead of a temporary one")->type_name("DIR");
+  sub->add_flag("--dws", st->dws,
+                "Rabbit storage: start the DWS emulator (a Kubernetes API server) and the nodes' mount daemon, and "
+                "turn on corrald's dws hook; COMMAND gets KUBECONFIG");
+  sub->add_option("--dws-data", st->dws_data, "The DWS CRDs (crd/) and nnf-ruleset.yaml (default $CORRAL_DWS_DATA)")
+      ->type_name("DIR");
+  sub->add_option("--nodes-per-rabbit", st->nodes_per_rabbit, "With --dws: nodes one rabbit serves (default 4)")
+      ->type_name("N")
+      ->check(CLI::Range(1u, 1024u));
   sub->add_option("COMMAND", st->command, "Command to run against the cluster")->expected(-1);
   sub->footer(
       "corrald and corral-node agents hosting N virtual nodes run in a temporary directory.\n"
       "With COMMAND, it runs with CORRAL_URI set, the cluster stops when it exits, and\n"
       "corral start exits with its status. Without, the CORRAL_URI to use is printed and\n"
       "the cluster stays up until Ctrl-C.\n\n"
-      "Example: corral start --test-size=4 -- corral run -N4 hostname");
+      "Example: corral start --test-size=4 -- corral run -N4 hostname\n"
+      "         corral start --test-size=8 --dws -- corral run -N2 --dw '#DW jobdw type=xfs capacity=1GiB "
+      "name=scratch' printenv DW_JOB_scratch");
   sub->callback([&g, st] { run_start(g, *st); });
 }
 

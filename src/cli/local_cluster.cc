@@ -69,6 +69,17 @@ std::vector<std::string> split_nodes(unsigned nodes, unsigned agents) {
   return out;
 }
 
+std::string rabbit_spec(unsigned nodes, unsigned per_rabbit) {
+  std::string out;
+  per_rabbit = std::max(1u, per_rabbit);
+  for (unsigned first = 0, r = 0; first < nodes; first += per_rabbit, ++r) {
+    unsigned last = std::min(nodes, first + per_rabbit) - 1;
+    out += fmt::format("{}rabbit{}=", out.empty() ? "" : ";", r) +
+           (first == last ? fmt::format("node{}", first) : fmt::format("node[{}-{}]", first, last));
+  }
+  return out;
+}
+
 std::string libexec_dir() {
   if (const char* env = std::getenv("CORRAL_LIBEXEC_DIR"); env && *env) return env;
   std::error_code ec;
@@ -167,6 +178,8 @@ Status LocalCluster::launch() {
     ctld.push_back("--config");
     ctld.push_back(fs::absolute(cfg_.config_file).string());
   }
+  if (cfg_.dws)
+    if (auto st = launch_dws(ctld); !st) return st;
   for (const auto& s : cfg_.sets) {
     ctld.push_back("--set");
     ctld.push_back(s);
@@ -194,6 +207,52 @@ Status LocalCluster::launch() {
                                    key_file()};
     if (auto st = spawn(fmt::format("corral-node {}", parts[i]), log, agent); !st) return st;
   }
+  return {};
+}
+
+// The emulated API server first (corrald reads its kubeconfig at start), then the nodes'
+// mount daemon; corrald's dws hook is turned on with --set.
+Status LocalCluster::launch_dws(std::vector<std::string>& ctld) {
+  const std::string data = cfg_.dws_data, dws = dir_ + "/dws", bin = libexec_dir();
+  if (data.empty() || !fs::is_directory(data + "/crd") || !fs::is_regular_file(data + "/nnf-ruleset.yaml"))
+    return invalid(
+        fmt::format("--dws needs the DWS CRDs and NNF ruleset: --dws-data DIR (or CORRAL_DWS_DATA) naming "
+                    "a directory with crd/ and nnf-ruleset.yaml{}",
+                    data.empty() ? "" : " ('" + data + "' has not)"));
+  std::error_code ec;
+  fs::create_directories(dws + "/mnt", ec);
+  if (ec) return io_error(fmt::format("cannot make {}: {}", dws, ec.message()));
+  fs::permissions(dws + "/mnt", fs::perms::owner_all | fs::perms::group_exec | fs::perms::others_exec, ec);
+  auto token = job::generate_key();
+  if (!token) return token.error();
+  if (auto st = job::write_key_file(dws + "/token", *token); !st) return st;
+  const std::string log = dir_ + "/dws-emu.log";
+  std::vector<std::string> emu{bin + "/corral-dws-emu",
+                               "--crd-dir",
+                               data + "/crd",
+                               "--ruleset",
+                               data + "/nnf-ruleset.yaml",
+                               "--state-dir",
+                               dws,
+                               "--token-file",
+                               dws + "/token",
+                               "--kubeconfig-out",
+                               kubeconfig(),
+                               "--rabbits",
+                               rabbit_spec(cfg_.nodes, cfg_.nodes_per_rabbit),
+                               "--mount-root",
+                               dws + "/mnt"};
+  if (auto st = spawn("corral-dws-emu", log, emu); !st) return st;
+  const auto start = Clock::now();
+  while (!fs::exists(kubeconfig())) {
+    if (since(start) > 20) return Error{Errc::unavailable, "corral-dws-emu did not start:\n" + log_tail(log)};
+    if (std::string died = check_daemons(); !died.empty()) return Error{Errc::unavailable, died};
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  std::vector<std::string> mountd{bin + "/corral-dws-clientmountd", "--kubeconfig", kubeconfig(), "--nodes",
+                                  cfg_.nodes == 1 ? "node0" : fmt::format("node[0-{}]", cfg_.nodes - 1)};
+  if (auto st = spawn("corral-dws-clientmountd", dir_ + "/dws-clientmountd.log", mountd); !st) return st;
+  ctld.insert(ctld.end(), {"--set", "rabbit.enabled=true", "--set", "rabbit.kubeconfig=" + kubeconfig()});
   return {};
 }
 

@@ -22,7 +22,16 @@ struct ClusterConfig {
   std::string config_file;        // passed to corrald --config
   std::vector<std::string> sets;  // passed to corrald as --set KEY=VALUE
   std::string dir;                // use (and keep) this directory; empty: a temporary one
+  // Rabbit storage: corral-dws-emu (one rabbit per `nodes_per_rabbit` nodes) and
+  // corral-dws-clientmountd beside the cluster, corrald's dws hook pointed at them.
+  // `dws_data` holds the DWS CRDs (crd/) and the NNF ruleset (nnf-ruleset.yaml).
+  bool dws = false;
+  std::string dws_data;
+  unsigned nodes_per_rabbit = 4;
 };
+
+// "rabbit0=node[0-3];rabbit1=node[4-7]" for corral-dws-emu --rabbits.
+std::string rabbit_spec(unsigned nodes, unsigned per_rabbit);
 
 // The hostlists of node0..node{nodes-1} split into `agents` contiguous, nearly equal
 // parts ("node[0-3]", "node4", ...).
@@ -51,6 +60,8 @@ class LocalCluster {
   // The cluster key every daemon is given (written by launch() unless it exists).
   std::string key_file() const { return dir_ + "/cluster.key"; }
   const std::string& dir() const { return dir_; }
+  // The emulated API server's kubeconfig with --dws (empty without).
+  std::string kubeconfig() const { return cfg_.dws ? dir_ + "/dws/kubeconfig" : std::string(); }
 
  private:
   struct Daemon {
@@ -60,6 +71,7 @@ class LocalCluster {
   };
   Status make_dir();
   Status make_key_file();
+  Status launch_dws(std::vector<std::string>& ctld);
   Status spawn(const std::string& name, const std::string& log, std::vector<std::string> argv);
   std::string describe_exit(const Daemon& d, int status) const;
 
