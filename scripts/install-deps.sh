@@ -17,7 +17,7 @@ PKGS=(
   libgtest-dev libgmock-dev libbenchmark-dev
   procps util-linux iproute2 python3 python3-pytest
   clang
-  libcpp-httplib-dev openssl python3-kubernetes
+  libcpp-httplib-dev openssl python3-kubernetes libcurl4-openssl-dev
 )
 # kubectl for the DWS emulator's tests: Debian's own when none is installed.
 if ! command -v kubectl >/dev/null 2>&1; then PKGS+=(kubernetes-client); fi
