@@ -41,7 +41,8 @@ inline bool bool_at(const nlohmann::json& j, std::string_view key) {
 inline uint64_t u64_at(const nlohmann::json& j, std::string_view key) {
   if (!j.is_object()) return 0;
   auto it = j.find(key);
-  return it != j.end() && it->is_number_unsigned() ? it->get<uint64_t>() : 0;
+  if (it == j.end() || !it->is_number_integer()) return 0;
+  return it->is_number_unsigned() || it->get<int64_t>() >= 0 ? it->get<uint64_t>() : 0;
 }
 
 }  // namespace corral::storage::dws
