@@ -177,6 +177,7 @@ ApiServer::ApiServer(ObjectStore& store, const CrdCatalog& catalog, const Workfl
   // Up to twice the limit reaches parse_body, which answers with a Status as the API server
   // does; httplib refuses anything larger with a bare 413 before reading it.
   server_->set_payload_max_length(2 * kMaxBody);
+  server_->set_tcp_nodelay(true);  // a reply is written in pieces: without it Nagle holds the last one 40 ms
   server_->set_keep_alive_max_count(1000000);
   server_->set_keep_alive_timeout(60);
   routes();

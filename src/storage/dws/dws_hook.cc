@@ -86,6 +86,7 @@ void DwsHook::on_event(HookContext& ctx, const JobView& job, const job::Event& e
     on_alloc(ctx, job);
   } else if (ev.name == "start") {
     f->ran = true;
+    if (f->prerun_ready_at > 0) prerun_to_start_.add(ev.timestamp - f->prerun_ready_at);
   } else if (ev.name == "release") {
     on_release(ctx, job);
   } else if (ev.name == "exception") {
@@ -221,8 +222,13 @@ void DwsHook::drive(HookContext& ctx, Flow& f) {
 void DwsHook::completed(HookContext& ctx, Flow& f) {
   if (f.timed != f.state) {
     f.timed = f.state;
-    ctx.post_event(f.jobid, "dws-timing",
-                   json{{"state", f.state}, {"seconds", std::max(0.0, ctx.now() - f.asked)}}.dump());
+    json timing{{"state", f.state}, {"seconds", std::max(0.0, ctx.now() - f.asked)}};
+    if (f.ready_at > 0) {
+      timing["ready_at"] = f.ready_at;
+      if (!f.restored) watch_lag_.add(ctx.now() - f.ready_at);
+      if (f.state == "PreRun") f.prerun_ready_at = f.ready_at;
+    }
+    ctx.post_event(f.jobid, "dws-timing", timing.dump());
   }
   const JobView* job = ctx.find_job(f.jobid);
   const std::string& s = f.state;
@@ -241,7 +247,7 @@ void DwsHook::completed(HookContext& ctx, Flow& f) {
   } else if (s == "Teardown") {
     finish_epilog(ctx, f, 0);
     f.deleting = true;
-    post_delete(f.name, f.jobid);
+    post_delete(f.name, f.jobid, f.meta);
   }
 }
 
@@ -249,8 +255,8 @@ void DwsHook::completed(HookContext& ctx, Flow& f) {
 void DwsHook::release_environment(HookContext& ctx, Flow& f) {
   static const std::regex kVarName("^DW_[A-Za-z0-9_]{1,120}$");
   json vars = json::object();
-  if (f.status_doc.contains("env") && f.status_doc["env"].is_object())
-    for (const auto& [k, v] : f.status_doc["env"].items()) {
+  if (f.env.is_object())
+    for (const auto& [k, v] : f.env.items()) {
       if (vars.size() >= kMaxEnvVars) break;
       if (!v.is_string() || !std::regex_match(k, kVarName) || v.get_ref<const std::string&>().size() > kMaxEnvValue)
         continue;

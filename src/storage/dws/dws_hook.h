@@ -65,12 +65,27 @@ class DwsHook final : public hook::JobHook {
     bool create_failed = false;
     std::string state, status, message;
     bool ready = false;
-    nlohmann::json status_doc;  // the object's status, as last seen
-    std::string timed;          // the last state whose time was posted
-    double tc_since = -1;       // in TransientCondition since
+    // What later steps need of the object's status (not all of it: its drivers list grows
+    // with every state, and a copy per update is what the hook would spend its time on).
+    nlohmann::json breakdowns, computes, env;
+    nlohmann::json meta;   // finalizers and resourceVersion, for the deletion
+    std::string timed;     // the last state whose time was posted
+    double tc_since = -1;  // in TransientCondition since
     bool prolog = false, epilog = false, ran = false, failed = false, raised = false;
     bool setup_sent = false, deleting = false, restored = false, aborted = false;
     uint64_t generation = 0;  // bumps with each asked state: older timers are stale
+    double ready_at = 0;      // the API server's status.readyChange of the state, epoch seconds
+    double prerun_ready_at = 0;
+  };
+
+  // The last kSamples values of a latency, for `corral dws stats`.
+  struct Samples {
+    static constexpr size_t kSamples = 1 << 16;
+    std::vector<double> values;
+    size_t next = 0;
+    uint64_t count = 0;
+    void add(double v);
+    nlohmann::json summary() const;
   };
 
   // dws_hook.cc: the job's side.
@@ -95,7 +110,7 @@ class DwsHook final : public hook::JobHook {
   void post_create(const Flow& f);
   void ask(hook::HookContext& ctx, Flow& f, const std::string& state);
   void post_setup(hook::HookContext& ctx, Flow& f);
-  void post_delete(const std::string& name, uint64_t jobid);
+  void post_delete(const std::string& name, uint64_t jobid, const nlohmann::json& seen);
   void post_abort(Flow& f);
   // Runs `fn` under the controller's lock from a writer thread.
   void back(std::function<void(hook::HookContext&)> fn);
@@ -113,6 +128,7 @@ class DwsHook final : public hook::JobHook {
   // dws_query.cc
   Result<std::string> query_workflows(hook::HookContext& ctx, const hook::HookQuery& q) const;
   Result<std::string> query_teardown(hook::HookContext& ctx, const hook::HookQuery& q);
+  Result<std::string> query_stats() const;
 
   struct Rabbit {
     std::string status = "Ready", state = "Enabled";
@@ -134,6 +150,9 @@ class DwsHook final : public hook::JobHook {
   std::map<std::string, std::string> rabbit_of_;  // compute -> rabbit
   std::map<std::string, nlohmann::json> rule_objects_;
   std::shared_ptr<const DirectiveRules> rules_;
+  // From a state's readyChange in the API server to the hook acting on it (the watch's
+  // lag), and from PreRun's to the job's start (storage ready to tasks launched).
+  Samples watch_lag_, prerun_to_start_;
 };
 
 }  // namespace corral::storage::dws

@@ -124,8 +124,8 @@ void DwsHook::post_setup(HookContext& ctx, Flow& f) {
     return;
   }
   std::vector<std::pair<std::string, unsigned>> per_rabbit(per.begin(), per.end());
-  json refs = arr_at(f.status_doc, "directiveBreakdowns");
-  json computes = obj_at(f.status_doc, "computes");
+  json refs = f.breakdowns.is_array() ? f.breakdowns : json::array();
+  json computes = f.computes.is_object() ? f.computes : json::object();
   const unsigned nodes = static_cast<unsigned>(f.nodes.size());
   const uint64_t min_bytes = uint64_t{cfg_.min_allocation_gib} << 30;
   json data = json::array();
@@ -169,19 +169,34 @@ void DwsHook::post_setup(HookContext& ctx, Flow& f) {
   });
 }
 
-// Teardown is done: the finalizer goes, then the object. 404 counts as done.
-void DwsHook::post_delete(const std::string& name, uint64_t jobid) {
+// Teardown is done: the finalizer goes, then the object. 404 counts as done. `seen` is the
+// object as the watch last showed it: its finalizers and version make the patch without a
+// read; when the object changed since (409), it is read and patched again.
+void DwsHook::post_delete(const std::string& name, uint64_t jobid, const json& seen) {
   const std::string path = workflow_path(name);
-  writers_->post(name, [this, path, name, jobid](KubeWriters::Writer& w) {
-    auto cur = w.call([&](KubeClient& c) { return c.get(path); });
-    if (cur && cur->ok()) {
-      json fins = json::array();
-      for (const auto& x : arr_at(obj_at(cur->body, "metadata"), "finalizers"))
-        if (x != kFinalizer) fins.push_back(x);
-      json patch = {
-          {"metadata", {{"finalizers", fins}, {"resourceVersion", cur->body["metadata"]["resourceVersion"]}}}};
-      (void)w.call([&](KubeClient& c) { return c.merge_patch(path, patch); });
+  auto patch_of = [](const json& obj) {
+    json fins = json::array();
+    for (const auto& x : arr_at(obj_at(obj, "metadata"), "finalizers"))
+      if (x != kFinalizer) fins.push_back(x);
+    return json{
+        {"metadata", {{"finalizers", fins}, {"resourceVersion", str_at(obj_at(obj, "metadata"), "resourceVersion")}}}};
+  };
+  json first = seen.is_object() ? patch_of(seen) : json();
+  writers_->post(name, [this, path, name, jobid, first, patch_of](KubeWriters::Writer& w) {
+    json patch = first;
+    for (int attempt = 0; attempt < 5; ++attempt) {
+      if (patch.is_null()) {
+        auto cur = w.call([&](KubeClient& c) { return c.get(path); });
+        if (!cur || !cur->ok()) break;  // gone (404) or unreachable while stopping
+        patch = patch_of(cur->body);
+      }
+      auto r = w.call([&](KubeClient& c) { return c.merge_patch(path, patch); });
+      if (r && r->http == 409) {
+        patch = nullptr;
+        continue;
+      }
       (void)w.call([&](KubeClient& c) { return c.remove(path); });
+      break;
     }
     back([this, name, jobid](HookContext& ctx) {
       orphans_.erase(name);

@@ -1,6 +1,8 @@
 // The dws hook's reads (dws_hook.h): one watch per kind, each batch of changes handled
 // under the controller's lock. The first workflow list after a start is where the hook
 // adopts its live jobs' workflows and tears down every other one of its own.
+#include <ctime>
+
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
@@ -97,13 +99,33 @@ uint64_t DwsHook::jobid_of(const std::string& name) const {
   return id;
 }
 
+namespace {
+
+// A Kubernetes MicroTime ("2026-11-25T07:05:56.737878Z") as epoch seconds; 0 if it is not one.
+double micro_time(const std::string& t) {
+  std::tm tm{};
+  const char* rest = strptime(t.c_str(), "%Y-%m-%dT%H:%M:%S", &tm);
+  if (!rest) return 0;
+  double frac = 0;
+  if (*rest == '.') frac = std::strtod(rest, nullptr);
+  return static_cast<double>(timegm(&tm)) + frac;
+}
+
+}  // namespace
+
 void DwsHook::take_object(Flow& f, const json& obj) {
   f.exists = true;
-  f.status_doc = obj_at(obj, "status");
-  f.state = f.status_doc.value("state", "");
-  f.status = f.status_doc.value("status", "");
-  f.message = f.status_doc.value("message", "");
-  f.ready = f.status_doc.value("ready", false);
+  const json& st = obj_at(obj, "status");
+  const json& m = obj_at(obj, "metadata");
+  f.meta = {{"metadata", {{"finalizers", arr_at(m, "finalizers")}, {"resourceVersion", str_at(m, "resourceVersion")}}}};
+  f.state = str_at(st, "state");
+  f.status = str_at(st, "status");
+  f.message = str_at(st, "message");
+  f.ready = bool_at(st, "ready");
+  if (f.ready) f.ready_at = micro_time(str_at(st, "readyChange"));
+  if (f.breakdowns.is_null() && st.contains("directiveBreakdowns")) f.breakdowns = arr_at(st, "directiveBreakdowns");
+  if (f.computes.is_null() && st.contains("computes")) f.computes = obj_at(st, "computes");
+  if (f.state == "PreRun" && f.ready) f.env = obj_at(st, "env");
   // After a restart the object, not the hook, knows what was last asked.
   if (f.restored || f.desired.empty()) f.desired = obj_at(obj, "spec").value("desiredState", "");
 }
@@ -157,7 +179,7 @@ void DwsHook::orphan(HookContext&, const json& obj) {
   const bool torn = st.value("state", "") == "Teardown" && st.value("ready", false);
   auto [it, first] = orphans_.emplace(name, false);
   if (torn) {
-    if (!it->second) post_delete(name, 0);
+    if (!it->second) post_delete(name, 0, obj);
     it->second = true;
     return;
   }

@@ -1,5 +1,7 @@
 // `corral dws ...` (the HookQuery RPC): the workflows the hook drives, and an admin's
 // teardown of a job's storage.
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include "storage/dws/dws_hook.h"
@@ -13,7 +15,8 @@ using nlohmann::json;
 Result<std::string> DwsHook::query(HookContext& ctx, const HookQuery& q) {
   if (q.what == "workflows") return query_workflows(ctx, q);
   if (q.what == "teardown") return query_teardown(ctx, q);
-  return not_found("corral dws: no query '" + q.what.substr(0, 64) + "' (workflows, teardown)");
+  if (q.what == "stats") return query_stats();
+  return not_found("corral dws: no query '" + q.what.substr(0, 64) + "' (workflows, teardown, stats)");
 }
 
 Result<std::string> DwsHook::query_workflows(HookContext& ctx, const HookQuery& q) const {
@@ -38,6 +41,35 @@ Result<std::string> DwsHook::query_workflows(HookContext& ctx, const HookQuery& 
   if (q.admin)
     for (const auto& [name, deleting] : orphans_) orphans.push_back({{"name", name}, {"deleting", deleting}});
   return json{{"workflows", rows}, {"orphans", orphans}, {"synced", synced_}}.dump();
+}
+
+void DwsHook::Samples::add(double v) {
+  if (values.size() < kSamples)
+    values.push_back(v);
+  else
+    values[next] = v;
+  next = (next + 1) % kSamples;
+  ++count;
+}
+
+json DwsHook::Samples::summary() const {
+  if (values.empty()) return {{"count", 0}};
+  std::vector<double> v = values;
+  std::sort(v.begin(), v.end());
+  auto at = [&](double p) {
+    return v[std::min(v.size() - 1, static_cast<size_t>(p * static_cast<double>(v.size())))] * 1e3;
+  };
+  return {{"count", count},    {"sampled", v.size()}, {"p50_ms", at(0.5)},
+          {"p90_ms", at(0.9)}, {"p99_ms", at(0.99)},  {"max_ms", v.back() * 1e3}};
+}
+
+Result<std::string> DwsHook::query_stats() const {
+  size_t in_flight = 0;
+  for (const auto& [id, f] : flows_) in_flight += f.exists ? 1 : 0;
+  return json{{"workflows", flows_.size()},        {"in_api_server", in_flight},
+              {"orphans", orphans_.size()},        {"writes_pending", writers_ ? writers_->pending() : 0},
+              {"watch_lag", watch_lag_.summary()}, {"prerun_to_start", prerun_to_start_.summary()}}
+      .dump();
 }
 
 Result<std::string> DwsHook::query_teardown(HookContext& ctx, const HookQuery& q) {

@@ -80,6 +80,12 @@ void add_dws_command(CLI::App& app, Globals& g) {
     else
       print_workflows(doc);
   });
+  CLI::App* stats = dws->add_subcommand(
+      "stats", "Print the hook's figures as JSON: workflows, writes pending, the watch's lag (from a state's "
+               "readyChange in the API server to corrald acting on it) and PreRun ready to the job's start");
+  stats->callback([&g] {
+    fmt::print("{}\n", expect_ok("dws stats", dws_query(resolve_uri(g.uri), "stats", json::object())).dump());
+  });
   auto jobid = std::make_shared<uint64_t>(0);
   CLI::App* td = dws->add_subcommand("teardown",
                                      "Tear down a job's storage now (root or the cluster's owner): the job gets a "
