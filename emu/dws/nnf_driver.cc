@@ -243,9 +243,13 @@ void NnfDriver::reconcile(const std::string& ns, const std::string& name) {
     return;
   }
   auto fault = faults_.match(name, job_id_text(wf), state);
-  if (fault && state != "Teardown") {
+  // Teardown may be slow but never fails: only a delay applies to it.
+  if (fault) {
     auto delay_end = began + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(fault->delay));
     if (Clock::now() < delay_end) return enqueue(key, delay_end);
+  }
+  if (fault && state != "Teardown") {
+    auto delay_end = began + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(fault->delay));
     if (fault->status == "Error") {
       mark(wf, state, Outcome{Work::failed, "Error", "DW Directive 0: " + fault->message, "emulated fault"});
       return;

@@ -84,6 +84,8 @@ std::string show_job_text(const pb::JobInfo& j, double now) {
   out +=
       fmt::format("   ExitCode={} Exception={} Restarts={}\n", exit_code_pair(j.waitstatus()), exception, j.requeues());
   out += fmt::format("   WorkDir={}\n", or_none(j.cwd()));
+  for (const auto& [k, v] : std::map<std::string, std::string>(j.hook_info().begin(), j.hook_info().end()))
+    out += fmt::format("   {}={}\n", k, v);
   return out;
 }
 
@@ -95,6 +97,7 @@ nlohmann::json job_to_json(const pb::JobInfo& j) {
   if (!j.stepmgr().empty()) o["stepmgr"] = j.stepmgr();
   if (j.cpu_seconds() > 0) o["cpu_seconds"] = j.cpu_seconds();
   if (j.requeues() > 0) o["requeues"] = j.requeues();
+  for (const auto& [k, v] : j.hook_info()) o["hooks"][k] = v;
   if (!j.jobspec().empty()) o["jobspec"] = embedded(j.jobspec());
   if (!j.r().empty()) o["R"] = embedded(j.r());
   if (j.eventlog_size() > 0) {

@@ -132,6 +132,9 @@ Status Controller::get_job_unfiltered(const v1::GetJobRequest& req, v1::JobInfo*
       fill_info(job, rep);
       rep->set_jobspec(*job.jobspec_text);
       if (job.R) rep->set_r(job::to_json(*job.R));
+      std::map<std::string, std::string> said;
+      for (const auto& h : hooks_) h->describe_job(job, said);
+      for (auto& [k, v] : said) (*rep->mutable_hook_info())[k] = std::move(v);
       if (req.with_eventlog())
         for (const auto& ev : job.events) rep->add_eventlog(job::encode_event(ev));
       return {};

@@ -119,6 +119,9 @@ class JobHook {
   virtual void on_load(HookContext&, const SavedState&) {}
   // An admin resumed a drained node.
   virtual void on_node_resume(HookContext&, const std::string& /*node*/) {}
+  // What `corral show job` shows of an active job for this hook: name -> one line
+  // ("Storage" -> "PreRun ready (corral-12)"); nothing when the job is none of its business.
+  virtual void describe_job(const JobView&, std::map<std::string, std::string>& /*out*/) const {}
   // Answers `corral <hook name> ...`: a JSON document, or an error the user can act on.
   virtual Result<std::string> query(HookContext&, const HookQuery& q) {
     return not_found("hook " + std::string(name()) + " answers no query '" + q.what + "'");

@@ -175,6 +175,11 @@ def test_admin_teardown_command(dws):
     assert rows[0]["jobid"] == jobid and rows[0]["state"] == "PreRun"
     table = d.c.corral("dws", "workflows").stdout
     assert f"corral-{jobid}" in table and "PreRun" in table
+    shown = d.c.corral("show", "job", str(jobid)).stdout
+    assert f"Storage=PreRun ready [workflow corral-{jobid}]" in shown, shown
+    assert d.c.job(jobid)["hooks"]["Storage"].startswith("PreRun ready")
+    stats = json.loads(d.c.corral("dws", "stats").stdout)
+    assert stats["workflows"] == 1 and stats["watch_lag"]["count"] >= 4
     d.c.corral("dws", "teardown", str(jobid))
     info = d.c.wait_job(jobid, timeout=30)
     assert "administrator tore down" in json.dumps(info)

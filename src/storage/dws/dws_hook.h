@@ -50,6 +50,7 @@ class DwsHook final : public hook::JobHook {
   void on_event(hook::HookContext& ctx, const hook::JobView& job, const job::Event& ev) override;
   void on_restart(hook::HookContext& ctx, const hook::JobView& job) override;
   Result<std::string> query(hook::HookContext& ctx, const hook::HookQuery& q) override;
+  void describe_job(const hook::JobView& job, std::map<std::string, std::string>& out) const override;
 
  private:
   // One job's workflow as the hook knows it.

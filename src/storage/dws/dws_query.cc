@@ -63,6 +63,18 @@ json DwsHook::Samples::summary() const {
           {"p90_ms", at(0.9)}, {"p99_ms", at(0.99)},  {"max_ms", v.back() * 1e3}};
 }
 
+void DwsHook::describe_job(const hook::JobView& job, std::map<std::string, std::string>& out) const {
+  auto it = flows_.find(job.id);
+  if (it == flows_.end()) return;
+  const Flow& f = it->second;
+  std::string state = f.state.empty() ? "creating" : f.state + (f.ready ? " ready" : "");
+  if (f.desired != f.state && !f.desired.empty()) state += ", going to " + f.desired;
+  if (!f.status.empty() && f.status != "Completed")
+    state += " (" + f.status + (f.message.empty() ? "" : ": " + f.message) + ")";
+  if (f.deleting) state = "torn down, deleting";
+  out["Storage"] = fmt::format("{} [workflow {}]", state, f.name);
+}
+
 Result<std::string> DwsHook::query_stats() const {
   size_t in_flight = 0;
   for (const auto& [id, f] : flows_) in_flight += f.exists ? 1 : 0;
