@@ -97,16 +97,25 @@ void DwsHook::on_event(HookContext& ctx, const JobView& job, const job::Event& e
   }
 }
 
-void DwsHook::start_flow(HookContext& ctx, const JobView& job) {
+// The job's flow, made from its jobspec; nullptr when it asks for no storage.
+DwsHook::Flow* DwsHook::new_flow(HookContext& ctx, const JobView& job) {
   auto dws = job.spec->document ? job_directives(*job.spec->document, cfg_.max_directives)
                                 : Result<std::vector<std::string>>(std::vector<std::string>{});
-  if (!dws || dws->empty()) return;
+  if (!dws || dws->empty()) return nullptr;
   Flow& f = flows_[job.id];
   f.jobid = job.id;
   f.uid = job.userid;
   f.gid = job.groupid;
   f.name = fmt::format("{}{}", cfg_.prefix, job.id);
   f.directives = std::move(*dws);
+  f.asked = ctx.now();
+  return &f;
+}
+
+void DwsHook::start_flow(HookContext& ctx, const JobView& job) {
+  Flow* made = new_flow(ctx, job);
+  if (!made) return;
+  Flow& f = *made;
   f.desired = "Proposal";
   f.asked = ctx.now();
   ctx.add_dependency(job.id, kCreate);
@@ -319,15 +328,9 @@ void DwsHook::timer_fired(HookContext& ctx, uint64_t jobid, uint64_t generation,
 // ------------------------------------------------------------------ restart
 
 void DwsHook::on_restart(HookContext& ctx, const JobView& job) {
-  auto dws = job.spec->document ? job_directives(*job.spec->document, cfg_.max_directives)
-                                : Result<std::vector<std::string>>(std::vector<std::string>{});
-  if (!dws || dws->empty()) return;
-  Flow& f = flows_[job.id];
-  f.jobid = job.id;
-  f.uid = job.userid;
-  f.gid = job.groupid;
-  f.name = fmt::format("{}{}", cfg_.prefix, job.id);
-  f.directives = std::move(*dws);
+  Flow* made = new_flow(ctx, job);
+  if (!made) return;
+  Flow& f = *made;
   f.restored = true;
   if (job.R)
     for (const auto& n : job.R->nodes) f.nodes.push_back(n.name);
@@ -335,7 +338,6 @@ void DwsHook::on_restart(HookContext& ctx, const JobView& job) {
   f.epilog = job.status.epilog_actions.count(kEpilog) > 0;
   f.ran = job.status.started;
   f.failed = job.status.fatal_exception;
-  f.asked = ctx.now();
   for (const auto& ev : job.events) {
     if (ev.name == "dws-timing") {
       auto c = json::parse(ev.context, nullptr, false);

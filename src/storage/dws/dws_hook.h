@@ -90,6 +90,7 @@ class DwsHook final : public hook::JobHook {
   };
 
   // dws_hook.cc: the job's side.
+  Flow* new_flow(hook::HookContext& ctx, const hook::JobView& job);
   void start_flow(hook::HookContext& ctx, const hook::JobView& job);
   void on_alloc(hook::HookContext& ctx, const hook::JobView& job);
   void on_release(hook::HookContext& ctx, const hook::JobView& job);

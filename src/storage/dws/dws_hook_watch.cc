@@ -58,33 +58,26 @@ void DwsHook::start_watches() {
   wf.on_trouble = trouble("workflow");
   watches_.push_back(std::make_unique<KubeWatch>(kube_, collection("workflows", cfg_.ns), "", std::move(wf)));
 
-  WatchSink st;
-  st.on_list = [this](std::vector<json>& items) {
-    runner_->run([this, items = std::move(items)](HookContext&) mutable {
-      guarded("storage", [&] { storages_changed(items, true); });
-    });
+  // Storages and rules: every change replaces what the hook knows (the list: all of it).
+  auto replacing = [this, trouble](const char* what, void (DwsHook::*take)(std::vector<json>&, bool)) {
+    WatchSink sink;
+    sink.on_list = [this, what, take](std::vector<json>& items) {
+      runner_->run([this, what, take, items = std::move(items)](HookContext&) mutable {
+        guarded(what, [&] { (this->*take)(items, true); });
+      });
+    };
+    sink.on_events = [this, what, take](std::vector<json>& events) {
+      runner_->run([this, what, take, events = std::move(events)](HookContext&) mutable {
+        guarded(what, [&] { (this->*take)(events, false); });
+      });
+    };
+    sink.on_trouble = trouble(what);
+    return sink;
   };
-  st.on_events = [this](std::vector<json>& events) {
-    runner_->run([this, events = std::move(events)](HookContext&) mutable {
-      guarded("storage", [&] { storages_changed(events, false); });
-    });
-  };
-  st.on_trouble = trouble("storage");
-  watches_.push_back(std::make_unique<KubeWatch>(kube_, collection("storages", "default"), "", std::move(st)));
-
-  WatchSink rules;
-  rules.on_list = [this](std::vector<json>& items) {
-    runner_->run([this, items = std::move(items)](HookContext&) mutable {
-      guarded("directive rule", [&] { rules_changed(items, true); });
-    });
-  };
-  rules.on_events = [this](std::vector<json>& events) {
-    runner_->run([this, events = std::move(events)](HookContext&) mutable {
-      guarded("directive rule", [&] { rules_changed(events, false); });
-    });
-  };
-  rules.on_trouble = trouble("directive rule");
-  watches_.push_back(std::make_unique<KubeWatch>(kube_, collection("dwdirectiverules", ""), "", std::move(rules)));
+  watches_.push_back(std::make_unique<KubeWatch>(kube_, collection("storages", "default"), "",
+                                                 replacing("storage", &DwsHook::storages_changed)));
+  watches_.push_back(std::make_unique<KubeWatch>(kube_, collection("dwdirectiverules", ""), "",
+                                                 replacing("directive rule", &DwsHook::rules_changed)));
   for (auto& w : watches_) w->start();
 }
 
