@@ -71,9 +71,14 @@ json ClientMountDaemon::carry_out(const json& obj) const {
   const std::string desired = spec.value("desiredState", "");
   if (desired != "mounted" && desired != "unmounted") return nullptr;
   const json& ann = obj_at(obj_at(obj, "metadata"), "annotations");
+  // The schema wants a state per mount even when they failed.
+  json failed_mounts = json::array();
+  for (size_t i = 0; i < arr_at(spec, "mounts").size(); ++i)
+    failed_mounts.push_back({{"state", "unmounted"}, {"ready", false}});
   if (desired == "mounted" && ann.contains(kFailMount)) {
     if (status.contains("error")) return nullptr;
-    return {{"error",
+    return {{"mounts", failed_mounts},
+            {"error",
              {{"severity", "Fatal"},
               {"type", "Internal"},
               {"userMessage", ann.value(kFailMount, "mount failed")},
@@ -94,7 +99,8 @@ json ClientMountDaemon::carry_out(const json& obj) const {
       if (!m.value("setPermissions", false)) continue;
       std::string err = set_permissions(m.value("mountPath", ""), m.value("userID", 0u), m.value("groupID", 0u));
       if (!err.empty())
-        return {{"error", {{"severity", "Fatal"}, {"type", "Internal"}, {"userMessage", "mount failed: " + err}}},
+        return {{"mounts", failed_mounts},
+                {"error", {{"severity", "Fatal"}, {"type", "Internal"}, {"userMessage", "mount failed: " + err}}},
                 {"allReady", false}};
     }
   return {{"mounts", mounts}, {"allReady", true}, {"error", nullptr}};

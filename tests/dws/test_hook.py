@@ -258,3 +258,25 @@ def test_api_server_restart_and_cut_watches_are_survived(dws):
     info = d.c.wait_job(jobid, timeout=40)
     assert info["result"] == "COMPLETED", (info, d.c.logs())
     d.wait_no_workflows()
+
+
+def test_copy_in_lands_before_the_tasks_start(dws):
+    d = dws()
+    src = Path(d.dir) / "input"
+    src.mkdir()
+    (src / "data.txt").write_text("staged in\n")
+    p = d.c.corral("run", "--dw", "#DW jobdw type=xfs capacity=1GiB name=stage",
+                   "--dw", f"#DW copy_in source={src}/ destination=$DW_JOB_stage/", "sh", "-c", 'cat "$DW_JOB_stage/data.txt"')
+    assert p.stdout == "staged in\n", (p.stdout, p.stderr)
+    d.wait_no_workflows()
+
+
+def test_a_failed_mount_fails_the_job_with_its_reason(dws):
+    d = dws()
+    d.faults({"state": "PreRun", "mountFail": "node1", "message": "nvme link down"})
+    p = d.c.corral("run", "-N2", "--dw", XFS, "true", check=False)
+    assert p.returncode != 0
+    info = d.c.job(1)
+    assert "nvme link down" in json.dumps(info) and info["result"] == "FAILED", info
+    assert "start" not in names(d.events(1))
+    d.wait_no_workflows()
