@@ -169,34 +169,39 @@ void DwsHook::post_setup(HookContext& ctx, Flow& f) {
   });
 }
 
-// Teardown is done: the finalizer goes, then the object. 404 counts as done. `seen` is the
-// object as the watch last showed it: its finalizers and version make the patch without a
-// read; when the object changed since (409), it is read and patched again.
+// Teardown is done: the object is deleted, then its finalizer goes (in this order, so a
+// crash in between leaves it marked for deletion with the finalizer, which the next start
+// finds and finishes; the other order could leave an object nobody recognises). 404
+// counts as done. `seen` (the object as the watch last showed it) says where the
+// finalizer is, for a JSON patch that tests and removes it; when the object changed, it is
+// read and patched again.
 void DwsHook::post_delete(const std::string& name, uint64_t jobid, const json& seen) {
   const std::string path = workflow_path(name);
-  auto patch_of = [](const json& obj) {
-    json fins = json::array();
-    for (const auto& x : arr_at(obj_at(obj, "metadata"), "finalizers"))
-      if (x != kFinalizer) fins.push_back(x);
-    return json{
-        {"metadata", {{"finalizers", fins}, {"resourceVersion", str_at(obj_at(obj, "metadata"), "resourceVersion")}}}};
-  };
-  json first = seen.is_object() ? patch_of(seen) : json();
-  writers_->post(name, [this, path, name, jobid, first, patch_of](KubeWriters::Writer& w) {
-    json patch = first;
-    for (int attempt = 0; attempt < 5; ++attempt) {
-      if (patch.is_null()) {
-        auto cur = w.call([&](KubeClient& c) { return c.get(path); });
-        if (!cur || !cur->ok()) break;  // gone (404) or unreachable while stopping
-        patch = patch_of(cur->body);
-      }
+  json ops;
+  const json& fins = arr_at(obj_at(seen, "metadata"), "finalizers");
+  for (size_t i = 0; i < fins.size(); ++i)
+    if (fins[i] == kFinalizer) {
+      std::string at = fmt::format("/metadata/finalizers/{}", i);
+      ops = json::array({{{"op", "test"}, {"path", at}, {"value", kFinalizer}}, {{"op", "remove"}, {"path", at}}});
+    }
+  writers_->post(name, [this, path, name, jobid, ops](KubeWriters::Writer& w) {
+    auto del = w.call([&](KubeClient& c) { return c.remove(path); });
+    bool done = del && del->http == 404;
+    if (!done && !ops.is_null()) {
+      auto r = w.call([&](KubeClient& c) { return c.json_patch(path, ops); });
+      done = r && (r->ok() || r->http == 404);
+    }
+    for (int attempt = 0; !done && attempt < 5; ++attempt) {
+      auto cur = w.call([&](KubeClient& c) { return c.get(path); });
+      if (!cur || !cur->ok()) break;  // gone (404), or unreachable while stopping
+      json keep = json::array();
+      for (const auto& x : arr_at(obj_at(cur->body, "metadata"), "finalizers"))
+        if (x != kFinalizer) keep.push_back(x);
+      json patch = {
+          {"metadata",
+           {{"finalizers", keep}, {"resourceVersion", str_at(obj_at(cur->body, "metadata"), "resourceVersion")}}}};
       auto r = w.call([&](KubeClient& c) { return c.merge_patch(path, patch); });
-      if (r && r->http == 409) {
-        patch = nullptr;
-        continue;
-      }
-      (void)w.call([&](KubeClient& c) { return c.remove(path); });
-      break;
+      done = r && r->http != 409;
     }
     back([this, name, jobid](HookContext& ctx) {
       orphans_.erase(name);

@@ -49,6 +49,9 @@ class KubeClient {
   Result<KubeReply> merge_patch(const std::string& path, const nlohmann::json& patch) {
     return request("PATCH", path, patch.dump(), "application/merge-patch+json");
   }
+  Result<KubeReply> json_patch(const std::string& path, const nlohmann::json& ops) {
+    return request("PATCH", path, ops.dump(), "application/json-patch+json");
+  }
   Result<KubeReply> remove(const std::string& path) { return request("DELETE", path); }
 
   // Reads a watch stream until the server closes it (ok), `on_events` returns false (ok),
