@@ -7,8 +7,8 @@
 //             the rabbits that serve them, then Setup, DataIn, PreRun; PreRun's DW_JOB_*
 //             variables go to every task (event `dws_environment`) and release the prolog;
 //   release:  epilog `dws-epilog` through PostRun, DataOut and Teardown (straight to
-//             Teardown when the job never ran or storage failed); then the workflow's
-//             workflow is deleted and then its finalizer removed.
+//             Teardown when the job never ran or storage failed); then the workflow
+//             is deleted and its finalizer removed.
 // Every completed state posts `dws-timing` with its elapsed time. An Error, a
 // TransientCondition longer than tc-timeout, a [rabbit] timeout or the workflow's deletion
 // by someone else raises an exception and goes to Teardown. The API server is read through
