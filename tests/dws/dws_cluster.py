@@ -23,7 +23,8 @@ from dws_emulator import GROUP, VERSION, Emulator  # noqa: E402
 
 
 class DwsCluster:
-    def __init__(self, size=4, sets=(), emu_args=(), rabbits="rabbit0=node[0-3];rabbit1=node[4-7]"):
+    def __init__(self, size=4, sets=(), emu_args=(), rabbits="rabbit0=node[0-3];rabbit1=node[4-7]", agents=1):
+        self.agents = agents
         self.dir = tempfile.mkdtemp(prefix="corral-dws-")
         os.chmod(self.dir, 0o755)
         self.emu = Emulator(Path(self.dir) / "emu", rabbits=rabbits, extra=emu_args)
@@ -36,7 +37,7 @@ class DwsCluster:
         self.emu.start()
         os.chmod(self.emu.mnt, 0o755)
         self.start_mountd()
-        self.c = Cluster(size=self.size, agents=1, sets=self.sets).start()
+        self.c = Cluster(size=self.size, agents=self.agents, sets=self.sets).start()
         return self
 
     def start_mountd(self):

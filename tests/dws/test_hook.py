@@ -280,3 +280,18 @@ def test_a_failed_mount_fails_the_job_with_its_reason(dws):
     assert "nvme link down" in json.dumps(info) and info["result"] == "FAILED", info
     assert "start" not in names(d.events(1))
     d.wait_no_workflows()
+
+
+def test_a_requeued_job_fails_instead_of_waiting_for_storage_that_is_gone(dws):
+    d = dws(agents=4)  # one agent per node: losing one is a node failure
+    out = Path(d.dir) / "out"
+    out.mkdir()
+    jobid = d.c.submit("--requeue", "-o", f"{out}/job", "--dw", XFS, "sleep", "300")
+    wait_started(d, jobid)
+    node = d.c.job(jobid)["nodelist"]
+    d.c.kill_agent(int(node.removeprefix("node")))
+    info = d.c.wait_job(jobid, timeout=40)
+    assert "requeue" in names(d.events(jobid)), names(d.events(jobid))
+    assert "torn down with its previous run" in json.dumps(info), info
+    assert info["result"] == "FAILED" and names(d.events(jobid)).count("start") == 1
+    d.wait_no_workflows()

@@ -1,5 +1,6 @@
 // The dws hook's pure parts: a jobspec's #DW directives, Servers allocation sets, the
 // kubeconfig reader and the [rabbit] section.
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -13,6 +14,7 @@
 #include "storage/dws/json_fields.h"
 #include "storage/dws/kube_client.h"
 #include "storage/dws/kube_config.h"
+#include "storage/dws/node/dws_node_hook.h"
 #include "storage/dws/rabbit_config.h"
 
 namespace corral::storage::dws {
@@ -120,6 +122,26 @@ TEST(DwsJsonFields, WrongShapesReadAsEmpty) {
   EXPECT_EQ(u64_at(o, "a"), 5u);
   EXPECT_FALSE(bool_at(o, "n"));
   EXPECT_EQ(query_escape("a/b=c d"), "a%2Fb%3Dc%20d");
+}
+
+TEST(DwsNodeHook, TasksStartOnlyWithTheirStorageMountedAndTheirs) {
+  char dir[] = "/tmp/dwsnodeXXXXXX";
+  ASSERT_NE(mkdtemp(dir), nullptr);
+  const std::string mount = std::string(dir) + "/fs";
+  auto hook = make_dws_node_hook();
+  hook::EnvMap from = {{"DW_JOB_scratch", mount}, {"SLINGSHOT_VNIS", "1024"}}, env;
+  hook::TaskEnvRequest req{"node3", getuid(), &from};
+  auto st = hook->task_env(req, env);
+  ASSERT_FALSE(st.ok());
+  EXPECT_EQ(st.message(), "DW_JOB_scratch: the job's rabbit storage " + mount + " is not mounted on node node3");
+  ASSERT_EQ(::mkdir(mount.c_str(), 0700), 0);
+  EXPECT_TRUE(hook->task_env(req, env).ok());
+  hook::TaskEnvRequest other{"node3", getuid() + 1, &from};
+  EXPECT_NE(hook->task_env(other, env).message().find("not to the job's user"), std::string::npos);
+  // A job without rabbit storage is none of its business.
+  hook::EnvMap none = {{"PATH", "/bin"}};
+  EXPECT_TRUE(hook->task_env(hook::TaskEnvRequest{"node3", 0, &none}, env).ok());
+  std::system(("rm -rf " + std::string(dir)).c_str());
 }
 
 }  // namespace
