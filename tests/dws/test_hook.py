@@ -106,9 +106,16 @@ def test_bad_directives_are_refused_at_submit_naming_the_directive(dws):
         {"type": "slot", "count": 1, "label": "task", "with": [{"type": "core", "count": 1}]}]}],
         "tasks": [{"command": ["true"], "slot": "task", "count": {"per_slot": 1}}],
         "attributes": {"system": {"dw": {"not": "a list"}, "cwd": "/"}}}
-    p = d.c.corral("submit", "--jobspec", "-", input=json.dumps(spec), check=False)
+    p = d.c.corral("submit", "--jobspec", "-", input=json.dumps(spec), check=False, user=NOBODY)
     assert p.returncode != 0 and "attributes.system.dw" in p.stderr, p.stderr
-    assert d.workflows() == []
+    # Oversized: one directive of 5,000 bytes, and a list of 10,000 directives.
+    spec["attributes"]["system"]["dw"] = "#DW jobdw type=xfs capacity=1GiB name=" + "a" * 5000
+    p = d.c.corral("submit", "--jobspec", "-", input=json.dumps(spec), check=False, user=NOBODY)
+    assert p.returncode != 0 and "longer than 4096 bytes" in p.stderr, p.stderr
+    spec["attributes"]["system"]["dw"] = [XFS] * 10000
+    p = d.c.corral("submit", "--jobspec", "-", input=json.dumps(spec), check=False, user=NOBODY)
+    assert p.returncode != 0 and "at most 32" in p.stderr, p.stderr
+    assert d.workflows() == [] and d.c.jobs() == []
 
 
 def test_error_in_setup_fails_the_job_and_tears_down(dws):

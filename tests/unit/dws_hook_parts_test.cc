@@ -10,6 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "storage/dws/allocation_sets.h"
 #include "storage/dws/job_directives.h"
 #include "storage/dws/json_fields.h"
 #include "storage/dws/kube_client.h"

@@ -126,14 +126,11 @@ void DwsHook::on_alloc(HookContext& ctx, const JobView& job) {
   Flow& f = flows_.at(job.id);
   if (f.desired == "Teardown" || f.deleting || f.create_failed) {
     // A requeued job: its workflow was torn down with its first run, and DWS does not run
-    // a workflow twice. Failing it is better than a prolog that waits for ever.
-    f.prolog = true;
-    ctx.prolog_start(job.id, kSetup);
-    f.prolog = false;
+    // a workflow twice. Failing it is better than a prolog that waits for ever; the
+    // exception is applied before the job could start.
     ctx.raise_exception(job.id, "dws", 0,
                         "the job's rabbit storage was torn down with its previous run and cannot be made again; "
                         "submit the job again");
-    ctx.prolog_finish(job.id, kSetup, 1);
     return;
   }
   f.nodes.clear();

@@ -106,7 +106,7 @@ class DwsHook final : public hook::JobHook {
   void check_tc(hook::HookContext& ctx, uint64_t jobid, double since);
   Flow* flow_of(uint64_t jobid);
 
-  // dws_hook_api.cc: writes, off the lock.
+  // dws_hook_writes.cc: writes, off the lock.
   std::string collection(const std::string& plural, const std::string& ns) const;
   std::string workflow_path(const std::string& name) const;
   void post_create(const Flow& f);

@@ -165,7 +165,7 @@ void DwsHook::workflows_listed(HookContext& ctx, std::vector<json>& items) {
   }
 }
 
-// Ours, but no live job's: to Teardown, then deleted (dws_hook_api.cc).
+// Ours, but no live job's: to Teardown, then deleted (dws_hook_writes.cc).
 void DwsHook::orphan(HookContext&, const json& obj) {
   const std::string name = str_at(obj_at(obj, "metadata"), "name");
   const json& st = obj_at(obj, "status");
@@ -220,7 +220,8 @@ void DwsHook::workflow_changed(HookContext& ctx, const std::string& type, const 
       else
         ask(ctx, *f, "Teardown");
     }
-    if (f->failed && f->desired != "Teardown" && !ctx.find_job(id)->status.allocated) ask(ctx, *f, "Teardown");
+    const JobView* job = ctx.find_job(id);
+    if (f->failed && f->desired != "Teardown" && job && !job->status.allocated) ask(ctx, *f, "Teardown");
   }
   if (obj["metadata"].contains("deletionTimestamp") && !f->deleting && f->desired != "Teardown") {
     fail(ctx, *f, "dws", fmt::format("the job's workflow {} is being deleted outside corral", name));

@@ -17,11 +17,4 @@ inline constexpr size_t kMaxDirectiveText = 4096;
 // Empty when the job asks for no storage. Errors name what is wrong.
 Result<std::vector<std::string>> job_directives(const nlohmann::json& jobspec, size_t max_count);
 
-// Servers.spec.allocationSets for one DirectiveBreakdown's status.storage.allocationSets,
-// given how many of the job's nodes each rabbit serves (rabbit name, node count) and the
-// job's node count. Sizes as NNF expects them; `min_bytes` is the smallest allocation.
-Result<nlohmann::json> allocation_sets(const nlohmann::json& breakdown_sets,
-                                       const std::vector<std::pair<std::string, unsigned>>& nodes_per_rabbit,
-                                       unsigned node_count, uint64_t min_bytes);
-
 }  // namespace corral::storage::dws

@@ -172,8 +172,8 @@ size_t stream_write(char* data, size_t size, size_t n, void* user) {
 
 }  // namespace
 
-Status KubeClient::stream(const std::string& path, const std::function<bool(std::vector<json>&)>& on_events) {
-  if (interrupted_) return {};
+Result<long> KubeClient::stream(const std::string& path, const std::function<bool(std::vector<json>&)>& on_events) {
+  if (interrupted_) return 200L;
   CURL* c = curl_->easy;
   common_options(c, *cfg_, cfg_->server + path, curl_->headers);
   curl_easy_setopt(c, CURLOPT_HTTPGET, 1L);
@@ -197,17 +197,12 @@ Status KubeClient::stream(const std::string& path, const std::function<bool(std:
   long http = 0;
   curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &http);
   curl_multi_remove_handle(curl_->multi, c);
-  if (interrupted_ || st.stopped) return {};
+  if (interrupted_ || st.stopped) return 200L;
   if (mc != CURLM_OK) return Error{Errc::unavailable, fmt::format("kubernetes: watch: {}", curl_multi_strerror(mc))};
   if (st.too_long) return Error{Errc::invalid_argument, "kubernetes: watch: an event line is too long"};
   if (rc != CURLE_OK)
     return Error{Errc::unavailable, fmt::format("kubernetes: watch {}: {}", path, curl_easy_strerror(rc))};
-  if (http >= 300) {
-    KubeReply r{http, json::parse(st.buf, nullptr, false)};
-    if (r.body.is_discarded()) r.body = nullptr;
-    return reply_error(r, "watch");
-  }
-  return {};
+  return http;
 }
 
 }  // namespace corral::storage::dws

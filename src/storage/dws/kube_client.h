@@ -54,10 +54,11 @@ class KubeClient {
   }
   Result<KubeReply> remove(const std::string& path) { return request("DELETE", path); }
 
-  // Reads a watch stream until the server closes it (ok), `on_events` returns false (ok),
-  // interrupt() (ok) or the connection fails (an error). Each call of `on_events` gets the
+  // Reads a watch stream until the server closes it, `on_events` returns false or
+  // interrupt(); the answer is the HTTP status (200, or the refusal: 410 when the version
+  // is too old). The connection failing is an error. Each call of `on_events` gets the
   // events that arrived together, parsed.
-  Status stream(const std::string& path, const std::function<bool(std::vector<nlohmann::json>&)>& on_events);
+  Result<long> stream(const std::string& path, const std::function<bool(std::vector<nlohmann::json>&)>& on_events);
   // Ends the current and every later stream of this client (thread-safe).
   void interrupt();
 

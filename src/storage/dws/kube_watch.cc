@@ -97,7 +97,7 @@ void KubeWatch::watch() {
                                                  "resourceVersion={}",
                                                  kStreamSeconds, rv_));
   bool gone = false, got = false;
-  auto st = client_.stream(collection_ + "?" + q, [&](std::vector<json>& events) {
+  auto http = client_.stream(collection_ + "?" + q, [&](std::vector<json>& events) {
     got = true;
     std::vector<json> batch;
     batch.reserve(events.size());
@@ -117,13 +117,14 @@ void KubeWatch::watch() {
     if (!batch.empty() && sink_.on_events) sink_.on_events(batch);
     return !gone;
   });
-  if (gone) {
+  if (gone || (http && *http == 410)) {
     rv_.clear();  // relist: the changes in between are lost to the watch
     return;
   }
-  if (!st.ok()) {
-    if (st.error().code == Errc::not_found || st.message().find("HTTP 410") != std::string::npos) rv_.clear();
-    if (sink_.on_trouble) sink_.on_trouble(st.message());
+  if (!http || *http >= 300) {
+    if (http && *http == 404) rv_.clear();
+    if (sink_.on_trouble)
+      sink_.on_trouble(http ? fmt::format("watch {}: HTTP {}", collection_, *http) : http.message());
     {
       std::lock_guard<std::mutex> lk(mu_);
       ++counters_.reconnects;

@@ -21,6 +21,7 @@ void KubeWriters::stop() {
   stopping_ = true;
   pause_cv_.notify_all();
   for (auto& lane : lanes_) {
+    // Taking the lane's lock orders the flag before a waiter's check of it: no lost wakeup.
     { std::lock_guard<std::mutex> lk(lane->mu); }
     lane->cv.notify_all();
     lane->client->interrupt();

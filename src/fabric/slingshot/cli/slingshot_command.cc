@@ -11,6 +11,7 @@
 
 #include "cli/client/client.h"
 #include "cli/commands.h"
+#include "cli/hook_query.h"
 #include "cli/progress.h"
 #include "cli/table.h"
 #include "util/hostlist.h"
@@ -19,7 +20,6 @@
 namespace corral::fabric::slingshot {
 namespace {
 
-using cli::Client;
 using cli::expect_ok;
 using cli::fail;
 using cli::fail_rpc;
@@ -32,12 +32,7 @@ using nlohmann::json;
 
 // One HookQuery to the cray-slingshot hook; the reply's JSON document.
 Result<json> slingshot_query(const std::string& uri, const std::string& what, const json& args) {
-  Client client(uri);
-  auto text = client.hook_query("cray-slingshot", what, args.dump());
-  if (!text) return text.error();
-  auto j = json::parse(*text, nullptr, false);
-  if (j.is_discarded()) return Error{Errc::internal, "the controller's answer is not JSON"};
-  return j;
+  return cli::hook_query_json(uri, "cray-slingshot", what, args);
 }
 
 std::string vnis_text(const json& vnis) {

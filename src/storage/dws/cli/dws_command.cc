@@ -7,12 +7,13 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/client/client.h"
+#include "cli/hook_query.h"
 #include "cli/table.h"
+#include "util/units.h"
 
 namespace corral::storage::dws {
 namespace {
 
-using cli::Client;
 using cli::expect_ok;
 using cli::Globals;
 using cli::resolve_uri;
@@ -20,22 +21,10 @@ using cli::Table;
 using nlohmann::json;
 
 Result<json> dws_query(const std::string& uri, const std::string& what, const json& args) {
-  Client client(uri);
-  auto text = client.hook_query("dws", what, args.dump());
-  if (!text) {
-    if (text.error().code == Errc::not_found && text.message().find("no hook") != std::string::npos)
-      return Error{Errc::not_found, text.message() + " ([rabbit] enabled = true turns it on)"};
-    return text.error();
-  }
-  auto j = json::parse(*text, nullptr, false);
-  if (j.is_discarded()) return Error{Errc::internal, "the controller's answer is not JSON"};
+  auto j = cli::hook_query_json(uri, "dws", what, args);
+  if (!j && j.error().code == Errc::not_found && j.message().find("no hook") != std::string::npos)
+    return Error{Errc::not_found, j.message() + " ([rabbit] enabled = true turns it on)"};
   return j;
-}
-
-std::string seconds_text(double s) {
-  if (s < 60) return fmt::format("{:.1f}s", s);
-  if (s < 3600) return fmt::format("{:.0f}m{:02.0f}s", s / 60 - 0.5, std::fmod(s, 60));
-  return fmt::format("{:.1f}h", s / 3600);
 }
 
 void print_workflows(const json& doc) {
@@ -54,7 +43,7 @@ void print_workflows(const json& doc) {
     if (w.value("deleting", false)) status = "Deleting";
     t.add_row({std::to_string(w.value("jobid", uint64_t{0})), w.value("name", ""), w.value("desired", ""),
                w.value("state", "") + (w.value("ready", false) ? "" : "*"), status,
-               seconds_text(w.value("seconds_in_state", 0.0)), w.value("holds", ""), w.value("message", "")});
+               format_elapsed(w.value("seconds_in_state", 0.0)), w.value("holds", ""), w.value("message", "")});
   }
   fmt::print("{}", t.render());
   for (const auto& o : doc.value("orphans", json::array()))
@@ -81,8 +70,9 @@ void add_dws_command(CLI::App& app, Globals& g) {
       print_workflows(doc);
   });
   CLI::App* stats = dws->add_subcommand(
-      "stats", "Print the hook's figures as JSON: workflows, writes pending, the watch's lag (from a state's "
-               "readyChange in the API server to corrald acting on it) and PreRun ready to the job's start");
+      "stats",
+      "Print the hook's figures as JSON: workflows, writes pending, the watch's lag (from a state's "
+      "readyChange in the API server to corrald acting on it) and PreRun ready to the job's start");
   stats->callback([&g] {
     fmt::print("{}\n", expect_ok("dws stats", dws_query(resolve_uri(g.uri), "stats", json::object())).dump());
   });

@@ -4,8 +4,8 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include "storage/dws/allocation_sets.h"
 #include "storage/dws/dws_hook.h"
-#include "storage/dws/job_directives.h"
 #include "storage/dws/json_fields.h"
 
 namespace corral::storage::dws {
