@@ -482,17 +482,24 @@ void ApiServer::watch(const KindInfo& k, const std::string& ns, const httplib::R
     }
     std::vector<EventPtr> evs;
     auto until = std::min(st->deadline, st->next_bookmark);
-    switch (store_.wait_events(st->since, until, st->cut, evs, 512)) {
-      case ObjectStore::Wait::events:
+    switch (store_.wait_events(*kp, st->since, until, st->cut, evs, 512)) {
+      case ObjectStore::Wait::events: {
+        // Everything that is ready goes out in one write: one TLS record and one wakeup of
+        // the client for a burst, instead of one per event.
+        std::string batch;
         for (const auto& e : evs) {
           st->since = e->rv;
           if (e->kind != kp) continue;
           const auto& m = (*e->obj)["metadata"];
           if (!ns.empty() && m.value("namespace", "") != ns) continue;
           if (!selector->matches(*e->obj)) continue;
-          if (!send(e->type, *e->obj)) return false;
+          if (as_table)
+            batch += json{{"type", e->type}, {"object", table(*kp, {e->obj}, 0)}}.dump() + "\n";
+          else
+            batch += R"({"type":")" + e->type + R"(","object":)" + e->text + "}\n";
         }
-        return true;
+        return batch.empty() || sink.write(batch.data(), batch.size());
+      }
       case ObjectStore::Wait::timeout:
         if (std::chrono::steady_clock::now() >= st->deadline) {
           st->done = true;

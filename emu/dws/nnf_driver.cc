@@ -1,6 +1,7 @@
 #include "nnf_driver.h"
 
 #include <grp.h>
+#include <pthread.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -161,7 +162,10 @@ void NnfDriver::start() {
     }
   });
   poke_all();
-  thread_ = std::thread([this] { loop(); });
+  thread_ = std::thread([this] {
+    pthread_setname_np(pthread_self(), "nnf-driver");
+    loop();
+  });
 }
 
 void NnfDriver::poke_all() {

@@ -44,11 +44,31 @@ bool has_finalizers(const json& obj) {
 
 bool being_deleted(const json& obj) { return meta(obj).contains("deletionTimestamp"); }
 
-// Everything but metadata.resourceVersion/managedFields, for "did anything change".
-json comparable(const json& obj) {
-  json c = obj;
-  c["metadata"].erase("resourceVersion");
-  return c;
+// Equal in everything but metadata.resourceVersion ("did anything change"), without copying.
+bool same_but_version(const json& a, const json& b) {
+  if (a.size() != b.size()) return false;
+  for (const auto& [k, v] : a.items()) {
+    auto o = b.find(k);
+    if (o == b.end()) return false;
+    if (k != "metadata" || !v.is_object() || !o->is_object()) {
+      if (v != *o) return false;
+      continue;
+    }
+    size_t na = v.size() - v.count("resourceVersion"), nb = o->size() - o->count("resourceVersion");
+    if (na != nb) return false;
+    for (const auto& [mk, mv] : v.items()) {
+      if (mk == "resourceVersion") continue;
+      auto om = o->find(mk);
+      if (om == o->end() || mv != *om) return false;
+    }
+  }
+  return true;
+}
+
+// A journal line: {"plural":..,"rv":..,"put":OBJECT} or {"plural":..,"rv":..,"del":KEY},
+// built around the object's text instead of copying the object into another document.
+std::string journal_line(const std::string& plural, uint64_t rv, const char* op, const std::string& value) {
+  return fmt::format(R"({{"plural":{},"rv":{},"{}":{}}})", json(plural).dump(), rv, op, value) + "\n";
 }
 
 bool spec_changed(const json& a, const json& b) {
@@ -109,7 +129,7 @@ Status ObjectStore::load() {
   if (!f) return io_error("cannot write " + tmp);
   for (const auto& [plural, objs] : objects_)
     for (const auto& [key, obj] : objs) {
-      std::string l = json{{"plural", plural}, {"rv", rv_ - 1}, {"put", *obj}}.dump() + "\n";
+      std::string l = journal_line(plural, rv_ - 1, "put", obj->dump());
       std::fwrite(l.data(), 1, l.size(), f);
     }
   std::fclose(f);
@@ -124,10 +144,9 @@ void ObjectStore::flush() {
   if (journal_) std::fflush(journal_);
 }
 
-void ObjectStore::journal(const json& line) {
+void ObjectStore::journal(const std::string& line) {
   if (!journal_ || replaying_) return;
-  std::string l = line.dump() + "\n";
-  std::fwrite(l.data(), 1, l.size(), journal_);
+  std::fwrite(line.data(), 1, line.size(), journal_);
   std::fflush(journal_);  // a killed emulator keeps what it acknowledged
 }
 
@@ -167,21 +186,22 @@ ObjectPtr ObjectStore::commit(const KindInfo& k, const std::string& type, json o
   obj["metadata"]["resourceVersion"] = std::to_string(rv);
   auto ptr = std::make_shared<const json>(std::move(obj));
   std::string key = key_of(*ptr);
+  auto ev = std::make_shared<const StoredEvent>(StoredEvent{rv, type, &k, ptr, ptr->dump()});
   if (type == "DELETED") {
     objects_[k.plural].erase(key);
-    journal({{"plural", k.plural}, {"rv", rv}, {"del", key}});
+    journal(journal_line(k.plural, rv, "del", json(key).dump()));
   } else {
     objects_[k.plural][key] = ptr;
-    journal({{"plural", k.plural}, {"rv", rv}, {"put", *ptr}});
+    journal(journal_line(k.plural, rv, "put", ev->text));
   }
-  auto ev = std::make_shared<const StoredEvent>(StoredEvent{rv, type, &k, ptr});
   history_.push_back(ev);
   while (history_.size() > history_max_) {
     history_.pop_front();
     oldest_rv_ = history_.front()->rv;
   }
   for (const auto& fn : listeners_) fn(*ev);
-  changed_.notify_all();
+  kind_rv_[&k] = rv;
+  changed_[&k].notify_all();
   return ptr;
 }
 
@@ -250,7 +270,7 @@ ApiResult<ObjectPtr> ObjectStore::modify(const KindInfo& k, const std::string& n
       kept["status"] = std::move(s);
     obj = std::move(kept);
   }
-  if (comparable(obj) == comparable(cur)) return it->second;  // a no-op write keeps its version
+  if (same_but_version(obj, cur)) return it->second;  // a no-op write keeps its version
   if (spec_changed(cur, obj)) obj["metadata"]["generation"] = cm.value("generation", 1) + 1;
   if (being_deleted(obj) && !has_finalizers(obj)) {
     ObjectPtr last = it->second;
@@ -315,20 +335,33 @@ void ObjectStore::collect_dependents(const std::string& owner_uid) {
   }
 }
 
-ObjectStore::Wait ObjectStore::wait_events(uint64_t since, std::chrono::steady_clock::time_point deadline,
-                                           uint64_t cut_seen, std::vector<EventPtr>& out, size_t max) const {
+uint64_t ObjectStore::kind_rv_locked(const KindInfo& k) const {
+  auto it = kind_rv_.find(&k);
+  return it == kind_rv_.end() ? 0 : it->second;
+}
+
+ObjectStore::Wait ObjectStore::wait_events(const KindInfo& k, uint64_t& since,
+                                           std::chrono::steady_clock::time_point deadline, uint64_t cut_seen,
+                                           std::vector<EventPtr>& out, size_t max) const {
   std::unique_lock lk(mu_);
+  auto& changed = changed_[&k];
   for (;;) {
     if (cut_gen_ != cut_seen) return Wait::cut;
     if (since + 1 < oldest_rv_) return Wait::expired;
-    if (since + 1 < rv_) {
+    // Only a change of this kind wakes the watch; then it reads everything since, so that
+    // its version moves past the other kinds' changes too.
+    if (kind_rv_locked(k) > since) {
       // History is ordered by rv: find the first event after `since`.
       auto it = std::lower_bound(history_.begin(), history_.end(), since + 1,
                                  [](const EventPtr& e, uint64_t rv) { return e->rv < rv; });
       for (; it != history_.end() && out.size() < max; ++it) out.push_back(*it);
       if (!out.empty()) return Wait::events;
     }
-    if (changed_.wait_until(lk, deadline) == std::cv_status::timeout && since + 1 >= rv_) return Wait::timeout;
+    if (changed.wait_until(lk, deadline) == std::cv_status::timeout && kind_rv_locked(k) <= since &&
+        cut_gen_ == cut_seen && since + 1 >= oldest_rv_) {
+      since = std::max(since, rv_ - 1);
+      return Wait::timeout;
+    }
   }
 }
 
@@ -345,7 +378,7 @@ uint64_t ObjectStore::cut_generation() const {
 void ObjectStore::cut_watches() {
   std::lock_guard lk(mu_);
   ++cut_gen_;
-  changed_.notify_all();
+  for (auto& [kind, cv] : changed_) cv.notify_all();
 }
 
 void ObjectStore::on_change(std::function<void(const StoredEvent&)> fn) {

@@ -35,6 +35,7 @@ struct StoredEvent {
   std::string type;  // ADDED, MODIFIED, DELETED
   const KindInfo* kind = nullptr;
   ObjectPtr obj;
+  std::string text;  // obj serialized once, for the journal and every watch
 };
 using EventPtr = std::shared_ptr<const StoredEvent>;
 
@@ -76,10 +77,13 @@ class ObjectStore {
   // DELETE: with finalizers, sets deletionTimestamp; without, removes the object.
   ApiResult<ObjectPtr> remove(const KindInfo& k, const std::string& ns, const std::string& name);
 
-  // Watches. Events with rv > `since`, at most `max`, waiting until `deadline` for one.
+  // Watches. Events with rv > `since`, at most `max`, waiting until `deadline` for one of
+  // kind `k` (a watch sleeps through changes to other kinds; the events it gets may still
+  // include them, for it to skip and count past). On a timeout `since` moves to the
+  // current version: nothing of kind `k` happened in between.
   enum class Wait { events, timeout, expired, cut };
-  Wait wait_events(uint64_t since, std::chrono::steady_clock::time_point deadline, uint64_t cut_seen,
-                   std::vector<EventPtr>& out, size_t max) const;
+  Wait wait_events(const KindInfo& k, uint64_t& since, std::chrono::steady_clock::time_point deadline,
+                   uint64_t cut_seen, std::vector<EventPtr>& out, size_t max) const;
   uint64_t current_rv() const;
   // A counter that `cut_watches` bumps: a watch that saw another value ends.
   uint64_t cut_generation() const;
@@ -94,7 +98,8 @@ class ObjectStore {
   ObjectPtr commit(const KindInfo& k, const std::string& type, nlohmann::json obj);
   void erase_locked(const KindInfo& k, const std::string& key, const ObjectPtr& obj);
   void collect_dependents(const std::string& owner_uid);
-  void journal(const nlohmann::json& line);
+  void journal(const std::string& line);
+  uint64_t kind_rv_locked(const KindInfo& k) const;
   static std::string key_of(const nlohmann::json& obj);
 
   const CrdCatalog& catalog_;
@@ -102,8 +107,10 @@ class ObjectStore {
   size_t history_max_;
 
   mutable std::mutex mu_;
-  mutable std::condition_variable changed_;
-  std::map<std::string, Objects> objects_;  // by plural
+  // One per kind, so a change wakes only the watches of its kind.
+  mutable std::map<const KindInfo*, std::condition_variable> changed_;
+  std::map<const KindInfo*, uint64_t> kind_rv_;  // the last change to each kind
+  std::map<std::string, Objects> objects_;       // by plural
   // owner uid -> (plural, key) of the objects that name it in ownerReferences
   std::unordered_map<std::string, std::set<std::pair<std::string, std::string>>> dependents_;
   uint64_t rv_ = 1;

@@ -3,6 +3,7 @@
 #include "ctld/controller.h"
 
 #include <malloc.h>
+#include <pthread.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -48,7 +49,10 @@ Status Controller::start() {
     start_time_ = now();
     restore(std::move(*snap));
   }
-  loop_thread_ = std::thread([this] { loop(); });
+  loop_thread_ = std::thread([this] {
+    pthread_setname_np(pthread_self(), "ctld-loop");  // top -H tells the threads apart
+    loop();
+  });
   return {};
 }
 

@@ -1,5 +1,6 @@
 #include "store/store.h"
 
+#include <pthread.h>
 #include <sqlite3.h>
 
 #include <algorithm>
@@ -623,7 +624,10 @@ Result<std::unique_ptr<Store>> Store::open(const std::string& path, StoreOptions
   if (auto st = prepare_reads(impl->rdb, impl->r); !st) return st.error();
 
   Impl& ref = *impl;
-  impl->writer = std::thread([&ref] { ref.writer_loop(); });
+  impl->writer = std::thread([&ref] {
+    pthread_setname_np(pthread_self(), "store-writer");
+    ref.writer_loop();
+  });
   // The constructor is private, so make_unique cannot reach it.
   return std::unique_ptr<Store>(new Store(std::move(impl)));
 }

@@ -1,6 +1,7 @@
 #include "storage/dws/kube_watch.h"
 
 #include <fmt/format.h>
+#include <pthread.h>
 
 namespace corral::storage::dws {
 namespace {
@@ -27,7 +28,10 @@ KubeWatch::KubeWatch(std::shared_ptr<const KubeConfig> cfg, std::string collecti
 KubeWatch::~KubeWatch() { stop(); }
 
 void KubeWatch::start() {
-  thread_ = std::thread([this] { run(); });
+  thread_ = std::thread([this] {
+    pthread_setname_np(pthread_self(), "dws-watch");  // top -H tells the threads apart
+    run();
+  });
 }
 
 void KubeWatch::stop() {

@@ -1,5 +1,6 @@
 #include "storage/dws/kube_writers.h"
 
+#include <pthread.h>
 #include <chrono>
 
 #include <spdlog/spdlog.h>
@@ -12,7 +13,11 @@ KubeWriters::KubeWriters(std::shared_ptr<const KubeConfig> cfg, unsigned threads
     lane->client = std::make_unique<KubeClient>(cfg);
     lanes_.push_back(std::move(lane));
   }
-  for (auto& lane : lanes_) lane->thread = std::thread([this, l = lane.get()] { run(*l); });
+  for (auto& lane : lanes_)
+    lane->thread = std::thread([this, l = lane.get()] {
+      pthread_setname_np(pthread_self(), "dws-writer");
+      run(*l);
+    });
 }
 
 KubeWriters::~KubeWriters() { stop(); }
