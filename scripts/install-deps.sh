@@ -18,6 +18,7 @@ PKGS=(
   procps util-linux iproute2 python3 python3-pytest
   clang
   libcpp-httplib-dev openssl python3-kubernetes libcurl4-openssl-dev
+  pci.ids
 )
 # kubectl for the DWS emulator's tests: Debian's own when none is installed.
 if ! command -v kubectl >/dev/null 2>&1; then PKGS+=(kubernetes-client); fi
