@@ -460,67 +460,67 @@ void ApiServer::watch(const KindInfo& k, const std::string& ns, const httplib::R
   bool as_table = wants_table(req);
   const KindInfo* kp = &k;
   auto selector = std::make_shared<Selector>(std::move(*sel));
-  res.set_chunked_content_provider("application/json", [this, st, kp, ns, selector, as_table, bookmarks, interval](
-                                                           size_t, httplib::DataSink& sink) {
-    auto send = [&](const std::string& type, const json& obj) {
-      json o =
-          as_table && type != "ERROR" && type != "BOOKMARK" ? table(*kp, {std::make_shared<const json>(obj)}, 0) : obj;
-      std::string line = json{{"type", type}, {"object", o}}.dump() + "\n";
-      return sink.write(line.data(), line.size());
-    };
-    if (st->done) {
-      sink.done();
-      return true;
-    }
-    if (st->initial) {
-      st->initial = false;
-      auto page = store_.list(*kp, ns, *selector, 0, "");
-      st->since = page.rv;
-      for (const auto& o : page.items)
-        if (!send("ADDED", *o)) return false;
-      return true;
-    }
-    std::vector<EventPtr> evs;
-    auto until = std::min(st->deadline, st->next_bookmark);
-    switch (store_.wait_events(*kp, st->since, until, st->cut, evs, 512)) {
-      case ObjectStore::Wait::events: {
-        // Everything that is ready goes out in one write: one TLS record and one wakeup of
-        // the client for a burst, instead of one per event.
-        std::string batch;
-        for (const auto& e : evs) {
-          st->since = e->rv;
-          if (e->kind != kp) continue;
-          const auto& m = (*e->obj)["metadata"];
-          if (!ns.empty() && m.value("namespace", "") != ns) continue;
-          if (!selector->matches(*e->obj)) continue;
-          if (as_table)
-            batch += json{{"type", e->type}, {"object", table(*kp, {e->obj}, 0)}}.dump() + "\n";
-          else
-            batch += R"({"type":")" + e->type + R"(","object":)" + e->text + "}\n";
-        }
-        return batch.empty() || sink.write(batch.data(), batch.size());
-      }
-      case ObjectStore::Wait::timeout:
-        if (std::chrono::steady_clock::now() >= st->deadline) {
-          st->done = true;
+  res.set_chunked_content_provider(
+      "application/json", [this, st, kp, ns, selector, as_table, bookmarks, interval](size_t, httplib::DataSink& sink) {
+        // One watch line; `text`, when given, is the object already serialized.
+        auto line = [&](const std::string& type, const ObjectPtr& obj, const std::string* text = nullptr) {
+          if (as_table && type != "ERROR" && type != "BOOKMARK")
+            return json{{"type", type}, {"object", table(*kp, {obj}, 0)}}.dump() + "\n";
+          return R"({"type":")" + type + R"(","object":)" + (text ? *text : obj->dump()) + "}\n";
+        };
+        auto send = [&](const std::string& type, const json& obj) {
+          std::string l = line(type, std::make_shared<const json>(obj));
+          return sink.write(l.data(), l.size());
+        };
+        if (st->done) {
+          sink.done();
           return true;
         }
-        st->next_bookmark = std::chrono::steady_clock::now() + interval;
-        if (bookmarks)
-          return send("BOOKMARK", {{"kind", kp->kind},
-                                   {"apiVersion", kp->api_version()},
-                                   {"metadata", {{"resourceVersion", std::to_string(st->since)}}}});
-        return true;
-      case ObjectStore::Wait::expired:
-        st->done = true;
-        return send(
-            "ERROR",
-            status_body(gone_error(fmt::format("too old resource version: {} ({})", st->since, store_.current_rv()))));
-      case ObjectStore::Wait::cut:
-        return false;  // the connection is dropped, as when an API server goes away
-    }
-    return false;
-  });
+        if (st->initial) {
+          st->initial = false;
+          auto page = store_.list(*kp, ns, *selector, 0, "");
+          st->since = page.rv;
+          std::string batch;
+          for (const auto& o : page.items) batch += line("ADDED", o);
+          return batch.empty() || sink.write(batch.data(), batch.size());
+        }
+        std::vector<EventPtr> evs;
+        auto until = std::min(st->deadline, st->next_bookmark);
+        switch (store_.wait_events(*kp, st->since, until, st->cut, evs, 512)) {
+          case ObjectStore::Wait::events: {
+            // Everything that is ready goes out in one write: one TLS record and one wakeup of
+            // the client for a burst, instead of one per event.
+            std::string batch;
+            for (const auto& e : evs) {
+              st->since = e->rv;
+              if (e->kind != kp) continue;
+              const auto& m = (*e->obj)["metadata"];
+              if (!ns.empty() && m.value("namespace", "") != ns) continue;
+              if (!selector->matches(*e->obj)) continue;
+              batch += line(e->type, e->obj, &e->text);
+            }
+            return batch.empty() || sink.write(batch.data(), batch.size());
+          }
+          case ObjectStore::Wait::timeout:
+            if (std::chrono::steady_clock::now() >= st->deadline) {
+              st->done = true;
+              return true;
+            }
+            st->next_bookmark = std::chrono::steady_clock::now() + interval;
+            if (bookmarks)
+              return send("BOOKMARK", {{"kind", kp->kind},
+                                       {"apiVersion", kp->api_version()},
+                                       {"metadata", {{"resourceVersion", std::to_string(st->since)}}}});
+            return true;
+          case ObjectStore::Wait::expired:
+            st->done = true;
+            return send("ERROR", status_body(gone_error(fmt::format("too old resource version: {} ({})", st->since,
+                                                                    store_.current_rv()))));
+          case ObjectStore::Wait::cut:
+            return false;  // the connection is dropped, as when an API server goes away
+        }
+        return false;
+      });
 }
 
 void ApiServer::create(const KindInfo& k, const std::string& ns, const httplib::Request& req, httplib::Response& res) {

@@ -5,6 +5,8 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "fabric/infiniband/parse_unsigned.h"
+
 namespace corral::fabric::infiniband {
 
 using nlohmann::json;
@@ -73,9 +75,9 @@ Status number(const json& j, const char* key, uint64_t max, uint64_t& out) {
 Status hex16(const json& j, const char* key, uint16_t& out) {
   std::string s;
   if (auto st = text(j, key, s); !st) return st;
-  if (s.size() != 6 || s.rfind("0x", 0) != 0 || s.find_first_not_of("0123456789abcdef", 2) != std::string::npos)
-    return invalid(fmt::format("infiniband device: '{}' is not 0xNNNN", key));
-  out = static_cast<uint16_t>(std::stoul(s.substr(2), nullptr, 16));
+  auto v = s.size() == 6 && s.rfind("0x", 0) == 0 ? parse_unsigned(s, 16, 0xffff) : std::nullopt;
+  if (!v) return invalid(fmt::format("infiniband device: '{}' is not 0xNNNN", key));
+  out = static_cast<uint16_t>(*v);
   return {};
 }
 
@@ -91,9 +93,9 @@ Result<IbPort> port_from_json(const json& j) {
     if (auto st = text(j, key, *out); !st) return st.error();
   std::string prefix;
   if (auto st = text(j, "subnet_prefix", prefix); !st) return st.error();
-  if (prefix.size() != 16 || prefix.find_first_not_of("0123456789abcdef") != std::string::npos)
-    return invalid("infiniband device: 'subnet_prefix' is not 16 hex digits");
-  p.subnet_prefix = std::stoull(prefix, nullptr, 16);
+  auto v16 = prefix.size() == 16 ? parse_unsigned(prefix, 16) : std::nullopt;
+  if (!v16) return invalid("infiniband device: 'subnet_prefix' is not 16 hex digits");
+  p.subnet_prefix = *v16;
   p.link_layer = "InfiniBand";
   return p;
 }

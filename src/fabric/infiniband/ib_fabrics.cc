@@ -6,40 +6,38 @@
 
 #include <fmt/format.h>
 
+#include "fabric/infiniband/parse_unsigned.h"
+
 namespace corral::fabric::infiniband {
 namespace {
 
-// `n` groups of 1-4 hex digits separated by ':' at the start of `text`; the rest ignored.
+// `n` groups of 1-4 hex digits separated by ':' at the start of `text` (all of it when
+// `exact`).
 bool hex_groups(std::string_view text, int n, uint64_t& out, bool exact) {
   uint64_t v = 0;
-  size_t i = 0;
   for (int g = 0; g < n; ++g) {
-    if (g > 0) {
-      if (i >= text.size() || text[i] != ':') return false;
-      ++i;
-    }
-    size_t start = i;
-    uint64_t group = 0;
-    while (i < text.size() && i - start < 5 && std::isxdigit(static_cast<unsigned char>(text[i]))) {
-      char c = static_cast<char>(std::tolower(static_cast<unsigned char>(text[i])));
-      group = group * 16 + static_cast<uint64_t>(c <= '9' ? c - '0' : c - 'a' + 10);
-      ++i;
-    }
-    if (i == start || i - start > 4) return false;
-    v = (v << 16) | group;
+    size_t colon = text.find(':');
+    std::string_view group = text.substr(0, colon);
+    auto x = group.size() <= 4 && group.find_first_of("xX") == std::string_view::npos ? parse_unsigned(group, 16)
+                                                                                      : std::nullopt;
+    if (!x) return false;
+    v = (v << 16) | *x;
+    const bool last = g == n - 1;
+    if (last && exact && colon != std::string_view::npos) return false;
+    if (!last && colon == std::string_view::npos) return false;
+    text = colon == std::string_view::npos ? std::string_view() : text.substr(colon + 1);
   }
-  if (exact && i != text.size()) return false;
   out = v;
   return true;
 }
 
-bool printable_name(std::string_view s) {
+}  // namespace
+
+bool valid_name(std::string_view s) {
   return !s.empty() && s.size() <= 64 && std::all_of(s.begin(), s.end(), [](char c) {
     return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.';
   });
 }
-
-}  // namespace
 
 Result<uint64_t> parse_subnet_prefix(std::string_view text) {
   uint64_t v = 0;
@@ -57,13 +55,13 @@ Result<uint64_t> gid_subnet_prefix(std::string_view gid) {
 
 Result<Fabrics> Fabrics::create(const std::vector<FabricDef>& defs, std::string default_name) {
   Fabrics f;
-  if (!printable_name(default_name))
+  if (!valid_name(default_name))
     return invalid(fmt::format("infiniband: the default fabric name '{}' must be 1-64 letters, digits, '-', '_' or '.'",
                                default_name.substr(0, 64)));
   f.default_ = std::move(default_name);
   std::set<std::string> names;
   for (const auto& d : defs) {
-    if (!printable_name(d.name))
+    if (!valid_name(d.name))
       return invalid(fmt::format("infiniband.fabric: the name '{}' must be 1-64 letters, digits, '-', '_' or '.'",
                                  d.name.substr(0, 64)));
     auto prefix = parse_subnet_prefix(d.subnet_prefix);

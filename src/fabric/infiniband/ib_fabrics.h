@@ -21,6 +21,9 @@ struct FabricDef {
   std::string subnet_prefix;  // "fe80:0000:0000:0001"
 };
 
+// A fabric's or partition's name: 1-64 letters, digits, '-', '_' or '.'.
+bool valid_name(std::string_view s);
+
 // "fe80:0000:0000:0001" (four groups of 1-4 hex digits) as a number.
 Result<uint64_t> parse_subnet_prefix(std::string_view text);
 // The subnet prefix of a port GID as sysfs writes it ("fe80:0000:0000:0000:0002:c903:...").

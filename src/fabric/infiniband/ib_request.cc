@@ -6,6 +6,9 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "fabric/infiniband/ib_fabrics.h"
+#include "fabric/infiniband/parse_unsigned.h"
+
 namespace corral::fabric::infiniband {
 namespace {
 
@@ -16,29 +19,21 @@ bool printable(std::string_view s) {
   return std::all_of(s.begin(), s.end(), [](char c) { return std::isprint(static_cast<unsigned char>(c)); });
 }
 
-bool name_like(std::string_view s) {
-  return !s.empty() && s.size() <= 64 && std::all_of(s.begin(), s.end(), [](char c) {
-    return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.';
-  });
-}
-
 Result<unsigned> small_number(std::string_view key, std::string_view v, unsigned max) {
-  unsigned n = 0;
-  if (v.empty() || v.size() > 5 || !std::all_of(v.begin(), v.end(), [](char c) { return c >= '0' && c <= '9'; }) ||
-      (n = static_cast<unsigned>(std::stoul(std::string(v)))) > max)
-    return invalid(fmt::format("--ib {}: '{}' is not a number from 0 to {}", key, v.substr(0, 16), max));
-  return n;
+  auto n = parse_unsigned(v, 10, max);
+  if (!n) return invalid(fmt::format("{}: '{}' is not a number from 0 to {}", key, v.substr(0, 16), max));
+  return static_cast<unsigned>(*n);
 }
 
 // Sets one key of `r`; the names are the seed's and the short forms.
 Status apply(IbRequest& r, std::string_view key, std::string_view v) {
   if (v.size() > kMaxValue || !printable(v))
-    return invalid(fmt::format("--ib {}: the value must be at most {} printable characters", key, kMaxValue));
+    return invalid(fmt::format("{}: the value must be at most {} printable characters", key, kMaxValue));
   if (key == "device") {
-    if (v.empty()) return invalid("--ib device: empty (the model name, e.g. \"MT28908 Family [ConnectX-6]\")");
+    if (v.empty()) return invalid("device: empty (the model name, e.g. \"MT28908 Family [ConnectX-6]\")");
     r.device = v;
   } else if (key == "fabric") {
-    if (!name_like(v)) return invalid(fmt::format("--ib fabric: '{}' is not a fabric name", v));
+    if (!valid_name(v)) return invalid(fmt::format("fabric: '{}' is not a fabric name", v));
     r.fabric = v;
   } else if (key == "instance" || key == "device_instance") {
     auto n = small_number(key, v, 255);
@@ -46,7 +41,7 @@ Status apply(IbRequest& r, std::string_view key, std::string_view v) {
     r.instance = *n;
   } else if (key == "function_type") {
     if (v != "physical" && v != "virtual")
-      return invalid(fmt::format("--ib function_type: '{}' is neither physical nor virtual", v));
+      return invalid(fmt::format("function_type: '{}' is neither physical nor virtual", v));
     r.virtual_function = v == "virtual";
   } else if (key == "vf" || key == "virtual_function_id") {
     auto n = small_number(key, v, kMaxVfId);
@@ -54,11 +49,11 @@ Status apply(IbRequest& r, std::string_view key, std::string_view v) {
     r.vf = *n;
     r.virtual_function = true;
   } else if (key == "partition") {
-    if (!name_like(v)) return invalid(fmt::format("--ib partition: '{}' is not a partition name", v));
+    if (!valid_name(v)) return invalid(fmt::format("partition: '{}' is not a partition name", v));
     r.partition = v;
   } else {
-    return invalid(fmt::format("--ib: unknown key '{}' (device, fabric, instance, function_type, vf, partition)",
-                               key.substr(0, 32)));
+    return invalid(
+        fmt::format("unknown key '{}' (device, fabric, instance, function_type, vf, partition)", key.substr(0, 32)));
   }
   return {};
 }
@@ -87,7 +82,7 @@ Result<IbRequest> parse_ib_option(std::string_view text) {
       value = text.substr(j, comma == std::string_view::npos ? std::string_view::npos : comma - j);
       j = comma == std::string_view::npos ? text.size() : comma;
     }
-    if (auto st = apply(r, key, value); !st) return st.error();
+    if (auto st = apply(r, key, value); !st) return invalid("--ib " + st.message());
     had_device = had_device || key == "device";
     i = j < text.size() ? j + 1 : j;
   }
@@ -128,7 +123,7 @@ Result<std::vector<IbRequest>> requests_from_json(const nlohmann::json& j) {
         text = std::to_string(v.get<uint64_t>());
       else
         return invalid(fmt::format("infiniband: '{}' must be a string or a number", k.substr(0, 32)));
-      if (auto st = apply(r, k, text); !st) return invalid("infiniband: " + st.message().substr(5));
+      if (auto st = apply(r, k, text); !st) return invalid("infiniband: " + st.message());
       had_device = had_device || k == "device";
     }
     if (!had_device) return invalid("infiniband: every interface needs a device");

@@ -38,8 +38,8 @@ Result<std::vector<IbChoice>> select_devices(const std::vector<IbDevice>& unsort
   sort_by_slot(devices);
   const std::string default_fabric = ctx.fabrics ? ctx.fabrics->default_name() : std::string(kDefaultFabric);
   std::vector<IbChoice> chosen;
-  std::set<std::tuple<std::string, std::string, unsigned, long>>
-      seen;                                             // model, fabric, instance, vf (-1: PF, -2: auto)
+  std::set<std::tuple<std::string, std::string, unsigned, int64_t>>
+      seen;                                             // model, fabric, instance, vf id (-1: the PF)
   std::map<std::string, std::pair<int, int>> vf_kinds;  // slot -> (explicit, automatic) counts
   for (size_t i = 0; i < requests.size(); ++i) {
     const IbRequest& r = requests[i];
@@ -71,8 +71,9 @@ Result<std::vector<IbChoice>> select_devices(const std::vector<IbDevice>& unsort
     if (!d.active())
       return invalid(fmt::format("infiniband: {} ({} at {}){} is not active: {}", what, d.name, d.slot.str(),
                                  where(ctx), d.port_summary()));
-    const long vf_key = !r.virtual_function ? -1 : r.vf ? static_cast<long>(*r.vf) : -2 - static_cast<long>(i);
-    if (!seen.insert({r.device, fabric, r.instance, vf_key}).second)
+    // Automatic VF ids never repeat; the PF itself and explicit ids can.
+    const int64_t vf_key = r.vf ? static_cast<int64_t>(*r.vf) : -1;
+    if ((!r.virtual_function || r.vf) && !seen.insert({r.device, fabric, r.instance, vf_key}).second)
       return invalid(fmt::format("infiniband: {}{} is asked for more than once", what,
                                  r.vf ? fmt::format(" virtual function {}", *r.vf) : std::string()));
     if (r.virtual_function) {

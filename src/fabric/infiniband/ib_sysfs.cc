@@ -7,6 +7,8 @@
 
 #include <fmt/format.h>
 
+#include "fabric/infiniband/parse_unsigned.h"
+
 namespace corral::fabric::infiniband {
 namespace fs = std::filesystem;
 namespace {
@@ -32,14 +34,7 @@ std::string after_colon(const std::string& s) {
 }
 
 uint64_t number(const std::string& s, int base, uint64_t fallback) {
-  if (s.empty()) return fallback;
-  try {
-    size_t used = 0;
-    uint64_t v = std::stoull(s, &used, base);
-    return used == s.size() ? v : fallback;
-  } catch (const std::exception&) {
-    return fallback;
-  }
+  return parse_unsigned(s, base).value_or(fallback);
 }
 
 std::vector<IbPort> read_ports(const fs::path& dev, std::string& why_none) {

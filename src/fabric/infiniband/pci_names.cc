@@ -4,22 +4,19 @@
 
 #include <fmt/format.h>
 
+#include "fabric/infiniband/parse_unsigned.h"
+
 namespace corral::fabric::infiniband {
 namespace {
 
 // "15b3  Mellanox Technologies" (after any leading tabs): the id and the name.
 bool id_and_name(const std::string& line, size_t at, uint16_t& id, std::string& name) {
   if (line.size() < at + 6) return false;
-  uint32_t v = 0;
-  for (size_t i = at; i < at + 4; ++i) {
-    char c = line[i];
-    int d = (c >= '0' && c <= '9') ? c - '0' : (c >= 'a' && c <= 'f') ? c - 'a' + 10 : -1;
-    if (d < 0) return false;
-    v = v * 16 + static_cast<uint32_t>(d);
-  }
+  auto v = parse_unsigned(std::string_view(line).substr(at, 4), 16, 0xffff);
+  if (!v || line.find_first_of("xX", at) < at + 4) return false;
   size_t start = line.find_first_not_of(' ', at + 4);
   if (start == std::string::npos || start == at + 4) return false;
-  id = static_cast<uint16_t>(v);
+  id = static_cast<uint16_t>(*v);
   name = line.substr(start);
   while (!name.empty() && (name.back() == '\r' || name.back() == ' ')) name.pop_back();
   return true;

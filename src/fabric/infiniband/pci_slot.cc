@@ -2,23 +2,17 @@
 
 #include <fmt/format.h>
 
+#include "fabric/infiniband/parse_unsigned.h"
+
 namespace corral::fabric::infiniband {
 namespace {
 
-// Hex digits of `s` as a number no larger than `max`; false when not that.
+// Hex digits of `s` (no "0x") as a number no larger than `max`; false when not that.
 bool hex_field(std::string_view s, uint32_t max, uint32_t& out) {
-  if (s.empty() || s.size() > 8) return false;
-  uint64_t v = 0;
-  for (char c : s) {
-    int d = (c >= '0' && c <= '9')   ? c - '0'
-            : (c >= 'a' && c <= 'f') ? c - 'a' + 10
-            : (c >= 'A' && c <= 'F') ? c - 'A' + 10
-                                     : -1;
-    if (d < 0) return false;
-    v = v * 16 + static_cast<uint64_t>(d);
-  }
-  if (v > max) return false;
-  out = static_cast<uint32_t>(v);
+  if (s.find_first_of("xX") != std::string_view::npos) return false;
+  auto v = parse_unsigned(s, 16, max);
+  if (!v) return false;
+  out = static_cast<uint32_t>(*v);
   return true;
 }
 
