@@ -156,6 +156,27 @@ hook::Setting setting_of(const std::string& key, const toml::node& n, const std:
   return s;
 }
 
+// A hook's key; an array of tables ([[infiniband.fabric]]) becomes one setting per field,
+// keyed "fabric[0].name" (hook/settings.h).
+Status add_hook_setting(hook::Settings& out, const std::string& key, const toml::node& n, const std::string& where) {
+  const auto* arr = n.as_array();
+  if (arr == nullptr || arr->empty() || !arr->front().is_table()) {
+    out.push_back(setting_of(key, n, where));
+    return {};
+  }
+  if (arr->size() > hook::kMaxSettingTables)
+    return invalid(fmt::format("{}: at most {} tables", where, hook::kMaxSettingTables));
+  for (size_t i = 0; i < arr->size(); ++i) {
+    const auto* t = (*arr)[i].as_table();
+    if (t == nullptr) return invalid(fmt::format("{}[{}]: expected a table", where, i));
+    for (const auto& [k, v] : *t) {
+      std::string field = fmt::format("{}[{}].{}", key, i, k.str());
+      out.push_back(setting_of(field, v, fmt::format("{}[{}].{}", where, i, k.str())));
+    }
+  }
+  return {};
+}
+
 // A number of ports or agents: at least `min`, at most 65535.
 Status set_count(unsigned& out, const toml::node& n, const std::string& where, unsigned min) {
   auto v = integer_of(n);
@@ -246,8 +267,7 @@ Status apply_key(Config& c, const std::string& section, const std::string& key, 
   } else if (section == "node") {
     return apply_node_key(c, key, n, where);
   } else if (auto hs = c.hook_settings.find(section); hs != c.hook_settings.end()) {
-    hs->second.push_back(setting_of(key, n, where));
-    return {};
+    return add_hook_setting(hs->second, key, n, where);
   } else if (section == "job") {
     if (key == "prolog") return set_string(c.prolog, n, where);
     if (key == "epilog") return set_string(c.epilog, n, where);

@@ -22,6 +22,7 @@
 #include "ctld/config.h"
 #include "ctld/hook_names.h"
 #include "ctld/listing_rows.h"
+#include "ctld/node_properties.h"
 #include "ctld/node_table.h"
 #include "ctld/outbox.h"
 #include "ctld/privacy.h"
@@ -53,7 +54,7 @@ inline constexpr int kMaxWatchedJobs = 10000;
 inline constexpr int kMaxTcpAgentNodes = 64;
 // What a node's hooks may report about it (NodeResources.hardware): entries, text per entry.
 inline constexpr int kMaxNodeHardwareEntries = 16;
-inline constexpr size_t kMaxNodeHardwareText = 1024;
+inline constexpr size_t kMaxNodeHardwareText = 8192;
 struct Caller {
   Caller() = default;
   Caller(uint32_t u, uint32_t g, std::string from = {}) : uid(u), gid(g), origin(std::move(from)) {}
@@ -221,7 +222,12 @@ class Controller final : private HookContext {
   Result<std::vector<std::shared_ptr<const job::Jobspec>>> parse_submission(const v1::SubmitRequest& req) const;
   Status admit(const Caller& c, const job::Jobspec& spec) CORRAL_REQUIRES(mu_);
   uint64_t create_job(const Caller& c, std::shared_ptr<const job::Jobspec> spec, unsigned urgency) CORRAL_REQUIRES(mu_);
+  // `jobid` 0: at submit, where a request no node can satisfy is an error; for a queued job it
+  // waits instead (nodes register after a restart).
   Result<topology::Request> make_request(const job::Jobspec& spec, uint64_t jobid) const CORRAL_REQUIRES(mu_);
+  std::vector<std::string> required_properties(const job::Jobspec& spec) const CORRAL_REQUIRES(mu_);
+  Status restrict_to_properties(const job::Jobspec& spec, const std::string& part, topology::Request& r) const
+      CORRAL_REQUIRES(mu_);
   std::string partition_of(const job::Jobspec& spec) const CORRAL_REQUIRES(mu_);
   double effective_time_limit(const job::Jobspec& spec) const CORRAL_REQUIRES(mu_);
 
@@ -243,6 +249,9 @@ class Controller final : private HookContext {
   NodeEntry& ensure_node(const v1::NodeResources& res) CORRAL_REQUIRES(mu_);
   void send_to_node(const std::string& node, const v1::ControllerMessage& msg) CORRAL_REQUIRES(mu_);
   void update_usable(NodeEntry& node) CORRAL_REQUIRES(mu_);
+  // Asks the hooks what `node` offers; pending jobs that need properties are planned again
+  // when it changed.
+  void update_properties(NodeEntry& node) CORRAL_REQUIRES(mu_);
   void persist_node(const NodeEntry& node) CORRAL_REQUIRES(mu_);
   std::string node_state(const NodeEntry& node) const CORRAL_REQUIRES(mu_);
   void check_heartbeats() CORRAL_REQUIRES(mu_);
@@ -291,6 +300,7 @@ class Controller final : private HookContext {
   std::unordered_map<uint64_t, std::unique_ptr<JobRecord>> jobs_ CORRAL_GUARDED_BY(mu_);
   ListingRows listing_ CORRAL_GUARDED_BY(mu_);  // what `corral queue` shows of jobs_, kept as they change
   NodeTable nodes_ CORRAL_GUARDED_BY(mu_){cfg_.partitions};
+  NodeProperties node_props_ CORRAL_GUARDED_BY(mu_);  // what hooks say each node offers
   std::map<std::string, std::shared_ptr<AgentLink>> links_ CORRAL_GUARDED_BY(mu_);
   // Per agent id, the last output number taken from each of its latest two processes.
   std::map<std::string, std::vector<std::pair<std::string, uint64_t>>> output_seen_ CORRAL_GUARDED_BY(mu_);

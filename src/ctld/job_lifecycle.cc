@@ -631,6 +631,7 @@ void Controller::enqueue(JobRecord& job) {
     raise_exception(job.id, "alloc", 0, req.message());
     return;
   }
+  job.needs_properties = !required_properties(*job.spec).empty();
   sched::PendingJob pj;
   pj.req = std::move(*req);
   pj.urgency = job.status.urgency;

@@ -1,6 +1,7 @@
 // Admission: jobspecs are parsed and checked against the cluster and the hooks before
 // anything is stored, so a bad request changes nothing.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
 #include "ctld/controller.h"
@@ -118,6 +119,7 @@ Result<topology::Request> Controller::make_request(const job::Jobspec& spec, uin
   }
   for (uint32_t i : *members)
     if (!excluded.count(i)) r.allowed_nodes.push_back(i);
+  if (auto st = restrict_to_properties(spec, part, r); !st.ok()) return st.error();
   if (!nodelist->empty()) {
     auto hl = Hostlist::parse(*nodelist);
     if (!hl) return invalid("nodelist: " + hl.message());
@@ -144,6 +146,30 @@ Result<topology::Request> Controller::make_request(const job::Jobspec& spec, uin
   return r;
 }
 
+// What the hooks need of every node (an Infiniband device, say) narrows the allowed nodes.
+// At submit (jobid 0) none left is an error; a queued job waits for a node to offer them.
+Status Controller::restrict_to_properties(const job::Jobspec& spec, const std::string& part,
+                                          topology::Request& r) const {
+  std::vector<std::string> required;
+  for (const auto& h : hooks_)
+    if (auto st = h->required_properties(spec, required); !st.ok()) return st;
+  if (required.empty()) return {};
+  std::sort(required.begin(), required.end());
+  required.erase(std::unique(required.begin(), required.end()), required.end());
+  r.allowed_nodes = node_props_.filter(r.allowed_nodes, required);
+  if (!r.allowed_nodes.empty()) return {};
+  if (r.jobid == 0)
+    return invalid(fmt::format("no node of partition {} offers {}", part, fmt::join(required, " and ")));
+  r.allowed_nodes = {topology::kNoNode};
+  return {};
+}
+
+std::vector<std::string> Controller::required_properties(const job::Jobspec& spec) const {
+  std::vector<std::string> required;
+  for (const auto& h : hooks_) (void)h->required_properties(spec, required);  // errors were refused at submit
+  return required;
+}
+
 double Controller::effective_time_limit(const job::Jobspec& spec) const {
   if (spec.duration > 0) return spec.duration;
   return cfg_.default_time_limit > 0 ? cfg_.default_time_limit : cfg_.max_time_limit;
@@ -158,11 +184,12 @@ Status Controller::admit(const Caller& c, const job::Jobspec& spec) {
     return invalid(
         "--requeue: an allocation (corral alloc) or a job whose output goes to its client (corral run) "
         "cannot run again; use corral batch, or corral submit with -o FILE");
+  // Hooks first: their reasons (an unknown device, say) say more than "no node offers it".
+  for (auto& h : hooks_)
+    if (auto st = h->validate(*this, spec, c.uid); !st.ok()) return st;
   auto req = make_request(spec, 0);
   if (!req) return req.error();
   if (auto why = sched_.unsatisfiable(*req)) return invalid("unsatisfiable request: " + *why);
-  for (auto& h : hooks_)
-    if (auto st = h->validate(*this, spec, c.uid); !st.ok()) return st;
   return {};
 }
 

@@ -96,6 +96,22 @@ Status Controller::check_node_claim(const Caller& c, const v1::Register& reg) co
   return {};
 }
 
+void Controller::update_properties(NodeEntry& node) {
+  std::vector<std::string> offered;
+  for (auto& h : hooks_) h->node_properties(*this, node.name, node.hardware, offered);
+  bool changed = false;
+  if (size_t dropped = node_props_.set(node.index, offered, &changed))
+    spdlog::warn("node {}: {} properties over the limits were left out", node.name, dropped);
+  if (!changed) return;
+  // Queued jobs planned without this node's new properties are planned again.
+  for (auto& [id, job] : jobs_) {
+    if (!job->in_scheduler || !job->needs_properties) continue;
+    sched_.dequeue(id);
+    job->in_scheduler = false;
+    enqueue(*job);
+  }
+}
+
 namespace {
 
 // What an agent's hooks say a node has is shown to every user: kept small.
@@ -164,6 +180,7 @@ Status Controller::agent_register(const Caller& c, const v1::Register& reg, std:
     n.incarnation = reg.incarnation();
     n.step_uri = reg.step_uri();
     n.hardware = {r.hardware().begin(), r.hardware().end()};
+    update_properties(n);
     n.down_reason.clear();
     // A held StartJob was built before this agent was known (no incarnation, no step
     // manager address): reconcile_agent sends a fresh one instead.

@@ -119,6 +119,14 @@ class JobHook {
   virtual void on_load(HookContext&, const SavedState&) {}
   // An admin resumed a drained node.
   virtual void on_node_resume(HookContext&, const std::string& /*node*/) {}
+  // A node (re)registered with what its agent's hooks report (NodeHook::hardware, by hook
+  // name): the names of what it offers this hook's jobs, for required_properties to match.
+  virtual void node_properties(HookContext&, const std::string& /*node*/,
+                               const std::map<std::string, std::string>& /*hardware*/,
+                               std::vector<std::string>& /*out*/) {}
+  // What every node of a job must offer (node_properties' names): the scheduler places it
+  // only there. An error rejects the job at submit; it must depend on the jobspec alone.
+  virtual Status required_properties(const job::Jobspec&, std::vector<std::string>& /*out*/) const { return {}; }
   // What `corral show job` shows of an active job for this hook: name -> one line
   // ("Storage" -> "PreRun ready (corral-12)"); nothing when the job is none of its business.
   virtual void describe_job(const JobView&, std::map<std::string, std::string>& /*out*/) const {}

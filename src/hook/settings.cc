@@ -9,6 +9,19 @@
 
 namespace corral::hook {
 
+std::optional<TableKey> table_key(const std::string& key) {
+  const size_t open = key.find('[');
+  const size_t close = key.find("].", open == std::string::npos ? 0 : open);
+  if (open == std::string::npos || open == 0 || close == std::string::npos || close == open + 1) return std::nullopt;
+  TableKey t{key.substr(0, open), 0, key.substr(close + 2)};
+  for (size_t i = open + 1; i < close; ++i) {
+    if (key[i] < '0' || key[i] > '9' || t.index > kMaxSettingTables) return std::nullopt;
+    t.index = t.index * 10 + static_cast<size_t>(key[i] - '0');
+  }
+  if (t.field.empty()) return std::nullopt;
+  return t;
+}
+
 Status read_string(const Setting& s, std::string& out) {
   if (s.kind != Setting::Kind::string) return invalid(fmt::format("{}: expected a string", s.where));
   out = s.text;

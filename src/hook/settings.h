@@ -3,6 +3,7 @@
 // each key with these readers, whose errors name the file and key.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -18,6 +19,17 @@ struct Setting {
   std::string where;  // "corral.toml: slingshot.vni-pool" or "--set slingshot.vni-pool=...": for messages
 };
 using Settings = std::vector<Setting>;  // in file order, then the --set overrides: the last wins
+
+// An array of tables in a hook's section ([[infiniband.fabric]] name = ...) arrives as one
+// setting per field, keyed "fabric[0].name"; at most this many tables per array.
+inline constexpr size_t kMaxSettingTables = 1024;
+struct TableKey {
+  std::string array;  // "fabric"
+  size_t index = 0;   // 0
+  std::string field;  // "name"
+};
+// The parts of "fabric[0].name"; nullopt for a plain key.
+std::optional<TableKey> table_key(const std::string& key);
 
 Status read_string(const Setting& s, std::string& out);
 Status read_bool(const Setting& s, bool& out);

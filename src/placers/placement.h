@@ -16,6 +16,10 @@ namespace corral::topology {
 
 class FreeCoreIndex;  // placers/free_core_index.h
 
+// An allowed_nodes of {kNoNode} lets no node be used: the job waits (for a node that has
+// what it needs to register).
+inline constexpr uint32_t kNoNode = UINT32_MAX;
+
 // What one job asks for, in the scheduler's terms.
 struct Request {
   uint64_t jobid = 0;

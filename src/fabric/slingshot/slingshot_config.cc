@@ -11,7 +11,7 @@ Status apply(SlingshotConfig& c, const hook::Setting& s) {
   if (s.key == "enabled") return hook::read_bool(s, c.enabled);
   if (s.key == "vni-pool") {
     if (auto st = hook::read_string(s, c.vni_pool); !st) return st;
-    if (auto pool = VniPool::create(c.vni_pool); !pool) return invalid(fmt::format("{}: {}", s.where, pool.message()));
+    if (auto pool = make_vni_pool(c.vni_pool); !pool) return invalid(fmt::format("{}: {}", s.where, pool.message()));
     return {};
   }
   if (s.key == "vnis-per-job") return hook::read_uint(s, c.vnis_per_job, kMaxVnisPerService);

@@ -109,7 +109,7 @@ std::string busy_service(const std::string& output) {
 }  // namespace
 
 Result<std::unique_ptr<SlingshotHook>> SlingshotHook::create(SlingshotConfig cfg) {
-  auto pool = VniPool::create(cfg.vni_pool);
+  auto pool = make_vni_pool(cfg.vni_pool);
   if (!pool) return pool.error();
   if (cfg.vnis_per_job > kMaxVnisPerService)
     return invalid(fmt::format("slingshot.vnis-per-job: at most {} (got {})", kMaxVnisPerService, cfg.vnis_per_job));
@@ -276,7 +276,7 @@ void SlingshotHook::run_housekeeping(HookContext& ctx, uint64_t jobid, const std
   const auto* q = pool_.quarantine(jobid);
   if (!q || nodes.empty()) return;
   auto uid = uids_.find(jobid);
-  std::map<std::string, std::string> env{{"CORRAL_SLINGSHOT_VNIS", vni_list(q->vnis)}};
+  std::map<std::string, std::string> env{{"CORRAL_SLINGSHOT_VNIS", vni_list(q->ids)}};
   if (uid != uids_.end()) env["CORRAL_SLINGSHOT_UID"] = std::to_string(uid->second);
   ctx.run_on_nodes(jobid, kHousekeeping,
                    fmt::format("{} epilog --retry-for {}", cfg_.command, cfg_.housekeeping_timeout),
@@ -308,7 +308,7 @@ void SlingshotHook::cleanup_result(HookContext& ctx, uint64_t jobid, const Peril
   }
   if (o.kind != kHousekeeping) return;
   std::string busy = busy_service(o.output);
-  std::string vnis = vni_list(q->vnis);
+  std::string vnis = vni_list(q->ids);
   std::string reason = busy.empty()
                            ? fmt::format("cray-slingshot: CXI services of job {} (VNIs {}) not destroyed: {}{}", jobid,
                                          vnis, describe(o, cfg_.housekeeping_timeout + kRunSlack),
@@ -334,7 +334,7 @@ void SlingshotHook::save_quarantine(HookContext& ctx, uint64_t jobid) {
     uids_.erase(jobid);
     return;
   }
-  json v{{"vnis", q->vnis}, {"pending", q->nodes}};
+  json v{{"vnis", q->ids}, {"pending", q->nodes}};
   if (auto uid = uids_.find(jobid); uid != uids_.end()) v["uid"] = uid->second;
   ctx.save_state(name(), state_key(jobid), v.dump());
 }
@@ -408,9 +408,9 @@ Result<std::string> SlingshotHook::query(HookContext& ctx, const hook::HookQuery
 
 Result<std::string> SlingshotHook::query_pool() const {
   json reserved = json::array(), quarantined = json::array();
-  for (const auto& r : pool_.reservations()) reserved.push_back({{"jobid", r.jobid}, {"vnis", r.vnis}});
+  for (const auto& r : pool_.reservations()) reserved.push_back({{"jobid", r.jobid}, {"vnis", r.ids}});
   for (const auto& qr : pool_.quarantines())
-    quarantined.push_back({{"jobid", qr.jobid}, {"vnis", qr.vnis}, {"nodes", qr.nodes}});
+    quarantined.push_back({{"jobid", qr.jobid}, {"vnis", qr.ids}, {"nodes", qr.nodes}});
   json j{{"pool", pool_.pool().encode()},          {"size", pool_.size()}, {"free", pool_.free_count()},
          {"free_vnis", pool_.free_set().encode()}, {"reserved", reserved}, {"quarantined", quarantined}};
   return j.dump();
