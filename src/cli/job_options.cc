@@ -87,6 +87,14 @@ void add_job_options(CLI::App& app, JobOptions& o) {
       ->take_all()
       ->allow_extra_args(false)
       ->group(g);
+  app.add_option("--ib", o.ib,
+                 "Infiniband interfaces for the job, by model, fabric and instance: "
+                 "device=\"MT28908 Family [ConnectX-6]\",fabric=IbFabric1,instance=0[,vf=N][,partition=NAME|job]; "
+                 "repeatable (docs/user.md, \"Infiniband\"; `corral ib classes` lists what nodes have)")
+      ->type_name("SPEC")
+      ->take_all()
+      ->allow_extra_args(false)
+      ->group(g);
   app.add_option("--setopt", o.setopt, "Set a job shell/hook option, KEY=VALUE or KEY (= true); repeatable")
       ->type_name("KEY[=VALUE]")
       ->take_all()
@@ -137,6 +145,7 @@ JobOptions merge_job_options(const JobOptions& base, const JobOptions& over) {
   }
   out.setopt.insert(out.setopt.end(), over.setopt.begin(), over.setopt.end());
   out.dw.insert(out.dw.end(), over.dw.begin(), over.dw.end());
+  out.ib.insert(out.ib.end(), over.ib.begin(), over.ib.end());
   return out;
 }
 
@@ -340,6 +349,7 @@ Result<ParsedJob> to_job_request(const JobOptions& o, const JobContext& ctx) {
     if (d.rfind("#DW ", 0) != 0) return invalid(fmt::format("--dw: '{}' is not a #DW directive ('#DW jobdw ...')", d));
     req.dw.push_back(d);
   }
+  req.ib = o.ib;
   req.name = o.job_name;
   req.output = o.output;
   req.error = o.error;

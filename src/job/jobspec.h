@@ -101,6 +101,7 @@ struct JobRequest {
   std::vector<std::pair<std::string, std::string>> options;  // --setopt key=value
   std::vector<std::pair<std::string, int64_t>> rlimits;      // name -> soft limit (-1 unlimited)
   std::vector<std::string> dw;                               // #DW directives (attributes.system.dw)
+  std::vector<std::string> ib;                               // --ib values (attributes.system.infiniband)
 };
 Result<Jobspec> build_jobspec(const JobRequest& req);
 

@@ -113,6 +113,7 @@ Result<json> system_attributes(const JobRequest& req) {
   }
   if (req.begin_time > 0) sys["begin-time"] = req.begin_time;
   if (!req.dw.empty()) sys["dw"] = req.dw;
+  if (!req.ib.empty()) sys["infiniband"] = req.ib;
   if (req.mock_duration >= 0) sys["exec"]["test"]["run_duration"] = req.mock_duration;
   if (!req.batch_script.empty()) sys["batch"]["script"] = req.batch_script;
   if (req.alloc) sys["alloc"] = true;

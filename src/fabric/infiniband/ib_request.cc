@@ -112,7 +112,13 @@ Result<std::vector<IbRequest>> requests_from_json(const nlohmann::json& j) {
     return invalid(fmt::format("infiniband: a list of at most {} interfaces is expected", kMaxIbInterfaces));
   std::vector<IbRequest> out;
   for (const auto& e : j) {
-    if (!e.is_object()) return invalid("infiniband: each interface is an object");
+    if (e.is_string()) {  // an --ib value as typed
+      auto r = parse_ib_option(e.get_ref<const std::string&>());
+      if (!r) return r.error();
+      out.push_back(std::move(*r));
+      continue;
+    }
+    if (!e.is_object()) return invalid("infiniband: each interface is an --ib string or an object");
     IbRequest r;
     bool had_device = false;
     for (const auto& [k, v] : e.items()) {

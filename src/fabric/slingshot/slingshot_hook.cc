@@ -9,6 +9,8 @@
 #include <spdlog/spdlog.h>
 #include <nlohmann/json.hpp>
 
+#include "hook/perilog_text.h"
+
 namespace corral::fabric::slingshot {
 
 namespace {
@@ -34,40 +36,12 @@ std::string vni_list(const std::vector<uint16_t>& vnis) {
 
 std::string state_key(uint64_t jobid) { return "job-" + std::to_string(jobid); }
 
-bool succeeded(const PerilogOutcome& o) { return !o.timed_out && o.waitstatus == 0; }
+using hook::last_line;
+using hook::line_after;
+using hook::succeeded;
 
-std::string describe(const PerilogOutcome& o, double timeout) {
-  if (o.timed_out) return fmt::format("timed out after {}s", timeout);
-  if (WIFEXITED(o.waitstatus)) return fmt::format("exit {}", WEXITSTATUS(o.waitstatus));
-  if (WIFSIGNALED(o.waitstatus)) return fmt::format("killed by signal {}", WTERMSIG(o.waitstatus));
-  return fmt::format("wait status {}", o.waitstatus);
-}
-
-std::vector<std::string> lines(const std::string& text) {
-  std::vector<std::string> out;
-  size_t start = 0;
-  while (start < text.size()) {
-    size_t end = text.find('\n', start);
-    if (end == std::string::npos) end = text.size();
-    std::string line = text.substr(start, end - start);
-    if (!line.empty() && line.back() == '\r') line.pop_back();
-    if (!line.empty()) out.push_back(std::move(line));
-    start = end + 1;
-  }
-  return out;
-}
-
-// The first line starting with `prefix`, without it; else "".
-std::string line_after(const std::string& text, std::string_view prefix) {
-  for (const auto& l : lines(text))
-    if (l.starts_with(prefix)) return l.substr(prefix.size());
-  return "";
-}
-
-std::string last_line(const std::string& text) {
-  auto all = lines(text);
-  return all.empty() ? "" : all.back();
-}
+std::string describe(const PerilogOutcome& o, double timeout) { return hook::describe_outcome(o, timeout); }
+std::vector<std::string> lines(const std::string& text) { return hook::output_lines(text); }
 
 std::vector<std::string> node_names(const JobView& job) {
   std::vector<std::string> nodes;
