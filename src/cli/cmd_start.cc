@@ -33,6 +33,7 @@ struct StartState {
   std::string test_size, agents, cores = "4", gpus = "0", memory = "16GiB";
   std::string config, dir;
   bool dws = false;
+  std::string ib_sysfs;
   std::string dws_data;
   unsigned nodes_per_rabbit = 4;
   std::vector<std::string> sets;
@@ -61,6 +62,7 @@ ClusterConfig make_config(const StartState& st) {
   cfg.config_file = st.config;
   cfg.dir = st.dir;
   cfg.dws = st.dws;
+  cfg.ib_sysfs = st.ib_sysfs;
   cfg.dws_data = st.dws_data;
   if (cfg.dws_data.empty())
     if (const char* env = std::getenv("CORRAL_DWS_DATA")) cfg.dws_data = env;
@@ -211,6 +213,10 @@ void add_start_command(CLI::App& app, Globals& g) {
   sub->add_option("--config", st->config, "corrald configuration file")->type_name("FILE");
   sub->add_option("--set", st->sets, "Override a corrald setting, KEY=VALUE (repeatable)")->type_name("KEY=VALUE");
   sub->add_option("--dir", st->dir, "Use and keep this directory instead of a temporary one")->type_name("DIR");
+  sub->add_option("--ib-sysfs", st->ib_sysfs,
+                  "Infiniband: every node discovers its devices in this sysfs tree (DIR/NODE when that exists, else "
+                  "DIR) and corrald's infiniband hook is on; fabrics come from --config ([[infiniband.fabric]])")
+      ->type_name("DIR");
   sub->add_flag("--dws", st->dws,
                 "Rabbit storage: start the DWS emulator (a Kubernetes API server) and the nodes' mount daemon, and "
                 "turn on corrald's dws hook; COMMAND gets KUBECONFIG");

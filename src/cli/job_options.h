@@ -27,8 +27,8 @@ struct JobOptions {
   bool exclusive = false;
   bool requeue = false, no_requeue = false;  // --requeue / --no-requeue; neither: the site's default
   std::vector<std::string> setopt;
-  std::vector<std::string> dw;  // --dw and a batch script's #DW lines, in order
-  std::vector<std::string> ib;  // --ib: Infiniband interfaces (checked by the controller)
+  std::vector<std::string> dw;    // --dw and a batch script's #DW lines, in order
+  std::vector<std::string> ib;    // --ib: Infiniband interfaces (checked by the controller)
   std::string propagate = "ALL";  // --propagate: resource limits passed to the tasks
 };
 

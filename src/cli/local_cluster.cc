@@ -180,6 +180,10 @@ Status LocalCluster::launch() {
   }
   if (cfg_.dws)
     if (auto st = launch_dws(ctld); !st) return st;
+  if (!cfg_.ib_sysfs.empty()) {
+    ctld.push_back("--set");
+    ctld.push_back("infiniband.enabled=true");
+  }
   for (const auto& s : cfg_.sets) {
     ctld.push_back("--set");
     ctld.push_back(s);
@@ -205,6 +209,7 @@ Status LocalCluster::launch() {
                                    log,
                                    "--key-file",
                                    key_file()};
+    if (!cfg_.ib_sysfs.empty()) agent.insert(agent.end(), {"--ib-sysfs", fs::absolute(cfg_.ib_sysfs).string()});
     if (auto st = spawn(fmt::format("corral-node {}", parts[i]), log, agent); !st) return st;
   }
   return {};

@@ -26,6 +26,9 @@ struct ClusterConfig {
   // corral-dws-clientmountd beside the cluster, corrald's dws hook pointed at them.
   // `dws_data` holds the DWS CRDs (crd/) and the NNF ruleset (nnf-ruleset.yaml).
   bool dws = false;
+  // Infiniband: every agent discovers devices under this sysfs tree (DIR/NODE when it
+  // exists), and corrald's infiniband hook is turned on.
+  std::string ib_sysfs;
   std::string dws_data;
   unsigned nodes_per_rabbit = 4;
 };

@@ -61,10 +61,10 @@ Result<std::vector<uint16_t>> QuarantinePool::reserve(uint64_t jobid, unsigned c
   if (count == 0) return std::vector<uint16_t>{};
   const size_t nfree = free_count();
   if (nfree < count)
-    return Error{Errc::unavailable,
-                 fmt::format("asked for {} {}{}, {} of {} free ({} reserved, {} waiting for "
-                             "cleanup)",
-                             count, unit_, count == 1 ? "" : "s", nfree, size(), reserved_count(), quarantined_count())};
+    return Error{Errc::unavailable, fmt::format("asked for {} {}{}, {} of {} free ({} reserved, {} waiting for "
+                                                "cleanup)",
+                                                count, unit_, count == 1 ? "" : "s", nfree, size(), reserved_count(),
+                                                quarantined_count())};
   std::vector<uint16_t> ids = take_free(count);
   for (uint16_t v : ids) owner_[v] = jobid;
   cursor_ = static_cast<uint32_t>(ids.back()) + 1;
@@ -96,7 +96,7 @@ Status QuarantinePool::restore(uint64_t jobid, const std::vector<uint16_t>& ids,
 }
 
 Status QuarantinePool::restore_quarantine(uint64_t jobid, const std::vector<uint16_t>& ids,
-                                   const std::set<std::string>& nodes, double when) {
+                                          const std::set<std::string>& nodes, double when) {
   if (nodes.empty()) return {};
   if (auto st = claim(jobid, ids, when); !st.ok()) return st;
   quarantined_[jobid] = Quarantine{jobid, ids, nodes};

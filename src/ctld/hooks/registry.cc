@@ -3,6 +3,7 @@
 #include "ctld/hooks/dependency_hook.h"
 #include "ctld/hooks/perilog_hook.h"
 #include "ctld/hooks/time_limit_hook.h"
+#include "fabric/infiniband/ib_hook.h"
 #include "fabric/slingshot/slingshot_hook.h"
 #include "storage/dws/dws_hook.h"
 
@@ -20,6 +21,7 @@ struct Configured {
 constexpr Configured kConfigured[] = {
     {"slingshot", fabric::slingshot::make_slingshot_hook},
     {"rabbit", storage::dws::make_dws_hook},
+    {"infiniband", fabric::infiniband::make_ib_hook},
 };
 
 }  // namespace

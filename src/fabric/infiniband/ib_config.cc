@@ -115,8 +115,8 @@ Status parse_guid_range(std::string_view text, uint64_t& first, uint64_t& count)
   const uint64_t lo = parse_unsigned(text.substr(0, dash), 16).value_or(0);
   const uint64_t hi = dash == std::string_view::npos ? 0 : parse_unsigned(text.substr(dash + 1), 16).value_or(0);
   if (lo == 0 || hi < lo)
-    return invalid(fmt::format("'{}' is not a GUID range (FIRST-LAST in hex, such as 0x0002c90300a00000-0x0002c90300afffff)",
-                               text));
+    return invalid(fmt::format(
+        "'{}' is not a GUID range (FIRST-LAST in hex, such as 0x0002c90300a00000-0x0002c90300afffff)", text));
   if (hi - lo >= kMaxGuids) return invalid(fmt::format("'{}': at most {} GUIDs", text, kMaxGuids));
   first = lo;
   count = hi - lo + 1;
@@ -131,8 +131,7 @@ Result<IbConfig> parse_ib_settings(const hook::Settings& settings) {
     auto t = hook::table_key(s.key);
     if (auto st = t ? apply_table(c, *t, s) : apply_plain(c, s); !st) return st.error();
   }
-  if (auto f = Fabrics::create(c.fabrics, c.default_fabric); !f)
-    return invalid("infiniband.fabric: " + f.message());
+  if (auto f = Fabrics::create(c.fabrics, c.default_fabric); !f) return invalid("infiniband.fabric: " + f.message());
   if (auto st = check_partitions(c); !st) return st.error();
   if (c.subnet_manager == "ufm" && (c.ufm_url.empty() || c.ufm_credentials.empty()))
     return invalid("infiniband: subnet-manager = \"ufm\" needs ufm-url and ufm-credentials");

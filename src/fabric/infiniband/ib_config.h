@@ -28,15 +28,15 @@ struct IbConfig {
   std::string default_fabric = kDefaultFabric;
   std::vector<FabricDef> fabrics;
   std::vector<NamedPartition> partitions;
-  std::string pkey_pool;  // RFC 22 id set of keys for partition=job ("0x2000-0x2fff" as hex)
+  std::string pkey_pool;                    // RFC 22 id set of keys for partition=job ("0x2000-0x2fff" as hex)
   uint64_t guid_first = 0, guid_count = 0;  // virtual functions' port GUIDs
-  std::string subnet_manager = "none";     // ufm, opensm, none
-  std::string ufm_url;                     // "https://ufm.example.org"
-  std::string ufm_credentials;             // file with "user:password" (root-only)
-  std::string ufm_ca;                      // CA bundle; empty: the system's
-  std::string opensm_partitions;           // the partitions.conf corral writes
-  std::string opensm_reload;               // command run after each write (e.g. "pkill -HUP opensm")
-  std::string command;                     // corral-infiniband on the nodes (default: beside corrald)
+  std::string subnet_manager = "none";      // ufm, opensm, none
+  std::string ufm_url;                      // "https://ufm.example.org"
+  std::string ufm_credentials;              // file with "user:password" (root-only)
+  std::string ufm_ca;                       // CA bundle; empty: the system's
+  std::string opensm_partitions;            // the partitions.conf corral writes
+  std::string opensm_reload;                // command run after each write (e.g. "pkill -HUP opensm")
+  std::string command;                      // corral-infiniband on the nodes (default: beside corrald)
   double prolog_timeout = 60;
 };
 

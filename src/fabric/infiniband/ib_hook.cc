@@ -1,0 +1,454 @@
+#include "fabric/infiniband/ib_hook.h"
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+#include <nlohmann/json.hpp>
+
+#include "fabric/infiniband/ib_capabilities.h"
+#include "fabric/infiniband/ib_node_ops.h"
+#include "fabric/infiniband/ib_select.h"
+#include "fabric/infiniband/ib_sysfs.h"
+#include "hook/perilog_text.h"
+
+namespace corral::fabric::infiniband {
+
+using hook::HookContext;
+using hook::JobView;
+using hook::PerilogOutcome;
+using nlohmann::json;
+
+namespace {
+
+constexpr const char* kAction = "infiniband";
+constexpr const char* kProlog = "ib-prolog";
+constexpr const char* kEpilog = "ib-epilog";
+constexpr double kEpilogTimeout = 120;
+
+std::string property(const std::string& fabric, const std::string& model, unsigned instance) {
+  return fmt::format("ib:{}/{}/{}", fabric, model, instance);
+}
+
+std::string state_key(uint64_t jobid) { return "job-" + std::to_string(jobid); }
+
+std::vector<std::string> node_names(const JobView& job) {
+  std::vector<std::string> out;
+  if (job.R)
+    for (const auto& n : job.R->nodes) out.push_back(n.name);
+  return out;
+}
+
+unsigned vf_interfaces(const std::vector<IbRequest>& reqs) {
+  unsigned n = 0;
+  for (const auto& r : reqs) n += r.virtual_function ? 1 : 0;
+  return n;
+}
+
+}  // namespace
+
+Result<std::unique_ptr<IbHook>> IbHook::create(IbConfig cfg) {
+  auto fabrics = Fabrics::create(cfg.fabrics, cfg.default_fabric);
+  if (!fabrics) return fabrics.error();
+  if (cfg.subnet_manager != "none")
+    return invalid(
+        fmt::format("infiniband.subnet-manager = \"{}\": only \"none\" is supported yet (keys are "
+                    "reserved and shown to jobs; applying them through UFM or OpenSM is not built)",
+                    cfg.subnet_manager));
+  std::optional<QuarantinePool> pool;
+  if (!cfg.pkey_pool.empty()) {
+    auto set = pkey_range_idset(cfg.pkey_pool);
+    if (!set) return set.error();
+    auto p = QuarantinePool::create(*set, "infiniband.pkey-pool", "partition key", 0x7ffe);
+    if (!p) return p.error();
+    pool = std::move(*p);
+  }
+  std::unique_ptr<IbHook> hook(new IbHook(std::move(cfg), std::move(*fabrics), std::move(pool)));
+  for (const auto& p : hook->cfg_.partitions) hook->named_[p.name] = p.pkey;
+  return hook;
+}
+
+Result<std::unique_ptr<hook::JobHook>> make_ib_hook(const hook::Settings& settings, const hook::HookSetup& setup) {
+  auto cfg = parse_ib_settings(settings);
+  if (!cfg) return cfg.error();
+  if (!cfg->enabled) return std::unique_ptr<hook::JobHook>();
+  if (cfg->command.empty())
+    cfg->command = setup.program_dir.empty() ? "corral-infiniband" : setup.program_dir + "/corral-infiniband";
+  auto hook = IbHook::create(std::move(*cfg));
+  if (!hook) return hook.error();
+  return std::unique_ptr<hook::JobHook>(std::move(*hook));
+}
+
+// ------------------------------------------------------------------ nodes and submit
+
+void IbHook::node_properties(HookContext&, const std::string& node, const std::map<std::string, std::string>& hardware,
+                             std::vector<std::string>& out) {
+  auto it = hardware.find(std::string(name()));
+  if (it == hardware.end()) {
+    devices_.erase(node);
+    return;
+  }
+  auto list = json::parse(it->second, nullptr, false);
+  std::vector<IbDevice> devices;
+  if (list.is_array() && list.size() <= kMaxIbDevices) {
+    for (const auto& j : list) {
+      auto d = device_from_json(j);
+      if (!d) {
+        spdlog::warn("infiniband: node {} reported a device the controller cannot read: {}", node, d.message());
+        continue;
+      }
+      // The fabric is the site's mapping of the port's subnet prefix, not the node's say.
+      d->fabric = d->ports.empty() ? fabrics_.default_name() : fabrics_.of_prefix(d->ports.front().subnet_prefix);
+      devices.push_back(std::move(*d));
+    }
+  }
+  sort_by_slot(devices);
+  std::map<std::pair<std::string, std::string>, unsigned> seen;  // (fabric, model) -> instances so far
+  for (const auto& d : devices) {
+    unsigned instance = seen[{d.fabric, d.model}]++;
+    if (d.active()) out.push_back(property(d.fabric, d.model, instance));
+  }
+  devices_[node] = std::move(devices);
+}
+
+Result<std::vector<IbRequest>> IbHook::requests_of(const job::Jobspec& spec) const {
+  std::vector<IbRequest> reqs;
+  if (!spec.document) return reqs;
+  const auto& sys = (*spec.document)["attributes"]["system"];
+  if (!sys.contains("infiniband")) return reqs;
+  auto parsed = requests_from_json(sys["infiniband"]);
+  if (!parsed) return parsed.error();
+  reqs = std::move(*parsed);
+  for (auto& r : reqs)
+    if (r.fabric.empty()) r.fabric = fabrics_.default_name();
+  return reqs;
+}
+
+bool IbHook::partition_known(const std::string& p) const {
+  return p.empty() || p == "default" || (p == "job" && pkeys_) || named_.contains(p);
+}
+
+Status IbHook::validate(HookContext&, const job::Jobspec& spec, uint32_t) {
+  auto reqs = requests_of(spec);
+  if (!reqs || reqs->empty()) return reqs.status();
+  for (size_t i = 0; i < reqs->size(); ++i) {
+    const IbRequest& r = (*reqs)[i];
+    if (r.partition == "job" && !pkeys_)
+      return invalid("--ib partition=job: this site has no infiniband.pkey-pool for per-job partitions");
+    if (!partition_known(r.partition)) {
+      std::string names = "default";
+      if (pkeys_) names += ", job";
+      for (const auto& [n, k] : named_) names += ", " + n;
+      return invalid(fmt::format("--ib: unknown partition '{}' (known: {})", r.partition, names));
+    }
+    if (r.virtual_function && cfg_.guid_count == 0)
+      return invalid("--ib vf: this site has no infiniband.guid-pool to give virtual functions their GUIDs");
+  }
+  if (devices_.empty()) return invalid("--ib: no node has reported Infiniband devices");
+  // One node of each distinct hardware: enough to tell whether any node can ever run it.
+  std::map<std::string, const std::string*> distinct;
+  for (const auto& [node, devs] : devices_) distinct.try_emplace(to_json(capabilities_of(devs)).dump(), &node);
+  std::string first_error;
+  SelectContext ctx{&fabrics_, [this](const std::string& p) { return partition_known(p); }, ""};
+  for (const auto& [sig, node] : distinct) {
+    ctx.node = *node;
+    auto chosen = select_devices(devices_.at(*node), *reqs, ctx);
+    if (chosen) return {};
+    if (first_error.empty()) first_error = chosen.message();
+  }
+  return invalid(
+      fmt::format("--ib: no node can give this ({} kinds of node tried; e.g. {})", distinct.size(), first_error));
+}
+
+Status IbHook::required_properties(const job::Jobspec& spec, std::vector<std::string>& out) const {
+  auto reqs = requests_of(spec);
+  if (!reqs) return reqs.status();
+  for (const auto& r : *reqs) out.push_back(property(r.fabric, r.device, r.instance));
+  return {};
+}
+
+// ------------------------------------------------------------------ RUN
+
+void IbHook::on_event(HookContext& ctx, const JobView& job, const job::Event& ev) {
+  if (ev.name == "alloc")
+    on_alloc(ctx, job);
+  else if (ev.name == "release")
+    on_release(ctx, job);
+}
+
+bool IbHook::take_guids(uint64_t jobid, uint64_t count) {
+  std::map<uint64_t, uint64_t> used;  // offset -> count
+  for (const auto& [id, h] : held_)
+    if (h.guid_count > 0) used[h.guid_offset] = h.guid_count;
+  uint64_t at = 0;
+  for (const auto& [off, n] : used) {
+    if (off >= at + count) break;
+    at = std::max(at, off + n);
+  }
+  if (at + count > cfg_.guid_count) return false;
+  held_[jobid].guid_offset = at;
+  held_[jobid].guid_count = count;
+  return true;
+}
+
+void IbHook::on_alloc(HookContext& ctx, const JobView& job) {
+  auto reqs = requests_of(*job.spec);
+  if (!reqs || reqs->empty() || !job.R) return;
+  json ev = json::object();
+  bool wants_job_key = false;
+  for (const auto& r : *reqs) wants_job_key = wants_job_key || r.partition == "job";
+  if (wants_job_key) {
+    auto key = pkeys_->reserve(job.id, 1);
+    if (!key) {
+      ctx.raise_exception(job.id, kAction, 0, "partition key reservation failed: " + key.message());
+      return;
+    }
+    ev["pkey"] = key->front();
+  }
+  const uint64_t per_node = vf_interfaces(*reqs);
+  Held& held = held_[job.id];
+  if (per_node > 0) {
+    if (!take_guids(job.id, per_node * job.R->nodes.size())) {
+      if (pkeys_) pkeys_->release(job.id, {});
+      held_.erase(job.id);
+      ctx.raise_exception(job.id, kAction, 0,
+                          fmt::format("virtual function GUIDs: {} needed, the pool (infiniband.guid-pool) has no run "
+                                      "that long free",
+                                      per_node * job.R->nodes.size()));
+      return;
+    }
+    uint64_t next = cfg_.guid_first + held.guid_offset;
+    for (const auto& n : job.R->nodes) {
+      held.node_guids[n.name] = next;
+      next += per_node;
+    }
+    ev["guid_offset"] = held.guid_offset;
+    ev["guid_count"] = held.guid_count;
+  }
+  ctx.post_event(job.id, kAction, ev.dump());
+  ctx.set_task_env(job.id, "CORRAL_IB_INTERFACES", std::to_string(reqs->size()));
+  ctx.prolog_start(job.id, kAction);
+  start_prolog(ctx, job, *reqs);
+}
+
+// One run per node: each learns its own VF GUIDs.
+void IbHook::start_prolog(HookContext& ctx, const JobView& job, const std::vector<IbRequest>& reqs) {
+  const Held& held = held_[job.id];
+  PrologRun& run = prologs_[job.id];
+  run = PrologRun{};
+  json fabrics = json::array();
+  for (const auto& f : cfg_.fabrics) fabrics.push_back({{"name", f.name}, {"subnet_prefix", f.subnet_prefix}});
+  const auto* job_keys = pkeys_ ? pkeys_->reservation(job.id) : nullptr;
+  for (const auto& node : node_names(job)) run.pending.insert(node);
+  for (const auto& node : node_names(job)) {
+    NodeJob nj{job.id, job.userid, reqs, {}, {}};
+    auto first = held.node_guids.find(node);
+    uint64_t next = first == held.node_guids.end() ? 0 : first->second;
+    for (const auto& r : reqs) {
+      uint16_t key = 0;
+      if (r.partition == "job" && job_keys && !job_keys->empty()) key = job_keys->front();
+      if (auto it = named_.find(r.partition); it != named_.end()) key = it->second;
+      nj.pkeys.push_back(key);
+      nj.vf_guids.push_back(r.virtual_function && next ? next++ : 0);
+    }
+    std::map<std::string, std::string> env{{"CORRAL_IB_JOB", to_json(nj).dump()},
+                                           {"CORRAL_IB_FABRICS", fabrics.dump()},
+                                           {"CORRAL_IB_DEFAULT_FABRIC", fabrics_.default_name()}};
+    ctx.run_on_nodes(job.id, kProlog, cfg_.command + " prolog", cfg_.prolog_timeout, {node}, env);
+  }
+}
+
+void IbHook::prolog_result(HookContext& ctx, const JobView& job, const PerilogOutcome& o) {
+  auto it = prologs_.find(job.id);
+  if (it == prologs_.end() || !it->second.pending.erase(o.node)) return;
+  PrologRun& run = it->second;
+  if (!hook::succeeded(o)) {
+    std::string why = hook::line_after(o.output, "error: ");
+    if (why.empty()) why = hook::last_line(o.output);
+    std::string status = hook::describe_outcome(o, cfg_.prolog_timeout);
+    run.failures.push_back(
+        fmt::format("Infiniband setup failed on {}: {}", o.node, why.empty() ? status : why + " (" + status + ")"));
+  }
+  if (!run.pending.empty()) return;
+  std::vector<std::string> failures = std::move(run.failures);
+  prologs_.erase(it);
+  std::string summary;
+  for (const auto& f : failures) summary += (summary.empty() ? "" : "; ") + f;
+  if (!failures.empty()) ctx.raise_exception(job.id, kAction, 0, summary);
+  ctx.prolog_finish(job.id, kAction, failures.empty() ? 0 : 1);
+}
+
+// ------------------------------------------------------------------ CLEANUP
+
+void IbHook::on_release(HookContext& ctx, const JobView& job) {
+  auto it = held_.find(job.id);
+  if (it == held_.end() || it->second.released) return;
+  std::vector<std::string> nodes = node_names(job);
+  it->second.released = true;
+  it->second.pending = {nodes.begin(), nodes.end()};
+  if (pkeys_) pkeys_->release(job.id, nodes);
+  save_held(ctx, job.id);
+  if (nodes.empty()) {
+    confirm(ctx, job.id, "");
+    return;
+  }
+  ctx.run_on_nodes(job.id, kEpilog, fmt::format("{} epilog --job {}", cfg_.command, job.id), kEpilogTimeout, nodes, {});
+}
+
+void IbHook::epilog_result(HookContext& ctx, uint64_t jobid, const PerilogOutcome& o) {
+  if (hook::succeeded(o)) {
+    confirm(ctx, jobid, o.node);
+    return;
+  }
+  std::string why = hook::line_after(o.output, "error: ");
+  if (why.empty()) why = hook::describe_outcome(o, kEpilogTimeout);
+  // Its VFs may still carry the job's GUIDs and key: nothing reuses them until an admin
+  // resumes the node.
+  ctx.drain_node(o.node, fmt::format("infiniband: undoing job {} failed: {}", jobid, why));
+}
+
+void IbHook::confirm(HookContext& ctx, uint64_t jobid, const std::string& node) {
+  auto it = held_.find(jobid);
+  if (it == held_.end()) return;
+  it->second.pending.erase(node);
+  if (pkeys_ && !node.empty()) pkeys_->confirm(jobid, node);
+  if (it->second.pending.empty()) held_.erase(it);
+  save_held(ctx, jobid);
+}
+
+void IbHook::save_held(HookContext& ctx, uint64_t jobid) {
+  auto it = held_.find(jobid);
+  const auto* q = pkeys_ ? pkeys_->quarantine(jobid) : nullptr;
+  if (it == held_.end() || !it->second.released) {
+    ctx.erase_state(name(), state_key(jobid));
+    return;
+  }
+  json v{
+      {"guid_offset", it->second.guid_offset}, {"guid_count", it->second.guid_count}, {"pending", it->second.pending}};
+  if (q) v["pkeys"] = q->ids;
+  ctx.save_state(name(), state_key(jobid), v.dump());
+}
+
+void IbHook::on_perilog(HookContext& ctx, const JobView& job, const PerilogOutcome& o) {
+  if (o.kind == kProlog)
+    prolog_result(ctx, job, o);
+  else if (o.kind == kEpilog)
+    epilog_result(ctx, job.id, o);
+}
+
+void IbHook::on_perilog_inactive(HookContext& ctx, uint64_t jobid, const PerilogOutcome& o) {
+  if (o.kind == kEpilog) epilog_result(ctx, jobid, o);
+}
+
+void IbHook::on_node_resume(HookContext& ctx, const std::string& node) {
+  std::vector<uint64_t> jobs;
+  for (const auto& [id, h] : held_)
+    if (h.released && h.pending.contains(node)) jobs.push_back(id);
+  for (uint64_t id : jobs) confirm(ctx, id, node);
+}
+
+// ------------------------------------------------------------------ restart
+
+void IbHook::on_load(HookContext& ctx, const hook::SavedState& saved) {
+  for (const auto& [key, value] : saved) {
+    if (!key.starts_with("job-")) continue;
+    const uint64_t jobid = std::strtoull(key.c_str() + 4, nullptr, 10);
+    auto v = json::parse(value, nullptr, false);
+    if (jobid == 0 || !v.is_object()) continue;
+    Held h;
+    h.released = true;
+    h.guid_offset = v.value("guid_offset", uint64_t{0});
+    h.guid_count = v.value("guid_count", uint64_t{0});
+    for (const auto& n : v.value("pending", json::array()))
+      if (n.is_string()) h.pending.insert(n.get<std::string>());
+    std::vector<uint16_t> keys;
+    for (const auto& k : v.value("pkeys", json::array()))
+      if (k.is_number_unsigned() && k.get<uint64_t>() <= 0x7fff) keys.push_back(k.get<uint16_t>());
+    if (pkeys_ && !keys.empty()) (void)pkeys_->restore_quarantine(jobid, keys, h.pending);
+    if (h.pending.empty()) continue;
+    std::vector<std::string> nodes(h.pending.begin(), h.pending.end());
+    held_[jobid] = std::move(h);
+    // Epilogs still running lost their outcomes: ask again (the epilog is idempotent).
+    ctx.run_on_nodes(jobid, kEpilog, fmt::format("{} epilog --job {}", cfg_.command, jobid), kEpilogTimeout, nodes, {});
+  }
+}
+
+void IbHook::on_restart(HookContext& ctx, const JobView& job) {
+  const json* found = nullptr;
+  json ev;
+  for (const auto& e : job.events)
+    if (e.name == kAction) {
+      ev = json::parse(e.context, nullptr, false);
+      found = &ev;
+    }
+  if (!found || !ev.is_object() || held_.contains(job.id)) return;
+  auto reqs = requests_of(*job.spec);
+  if (!reqs || reqs->empty()) return;
+  Held& h = held_[job.id];
+  h.guid_offset = ev.value("guid_offset", uint64_t{0});
+  h.guid_count = ev.value("guid_count", uint64_t{0});
+  const uint64_t per_node = vf_interfaces(*reqs);
+  uint64_t next = cfg_.guid_first + h.guid_offset;
+  if (per_node > 0)
+    for (const auto& n : node_names(job)) {
+      h.node_guids[n] = next;
+      next += per_node;
+    }
+  if (ev.contains("pkey") && pkeys_) {
+    if (auto st = pkeys_->restore(job.id, {ev["pkey"].get<uint16_t>()}); !st.ok())
+      ctx.raise_exception(job.id, kAction, 1, "partition key not restored: " + st.message());
+  }
+  if (job.status.released) {
+    on_release(ctx, job);
+    return;
+  }
+  ctx.set_task_env(job.id, "CORRAL_IB_INTERFACES", std::to_string(reqs->size()));
+  if (job.status.prolog_actions.count(kAction)) start_prolog(ctx, job, *reqs);
+}
+
+// ------------------------------------------------------------------ show and queries
+
+void IbHook::describe_job(const JobView& job, std::map<std::string, std::string>& out) const {
+  auto reqs = requests_of(*job.spec);
+  if (!reqs || reqs->empty()) return;
+  std::string line = fmt::format("{} interface{}", reqs->size(), reqs->size() == 1 ? "" : "s");
+  if (const auto* keys = pkeys_ ? pkeys_->reservation(job.id) : nullptr; keys && !keys->empty())
+    line += fmt::format(", partition key {:#06x}", keys->front());
+  out["Infiniband"] = line;
+}
+
+Result<std::string> IbHook::query(HookContext&, const hook::HookQuery& q) {
+  if (q.what == "classes") return query_classes();
+  if (q.what == "pool") return query_pool();
+  return not_found(fmt::format("infiniband answers 'classes' and 'pool', not '{}'", q.what));
+}
+
+Result<std::string> IbHook::query_classes() const {
+  std::map<std::string, std::vector<IbCapability>> by_node;
+  for (const auto& [node, devs] : devices_) by_node[node] = capabilities_of(devs);
+  json classes = json::array();
+  for (const auto& c : node_classes(by_node))
+    classes.push_back({{"capabilities", to_json(c.hardware)}, {"nodes", c.nodes}, {"degraded", c.degraded}});
+  json nodes = json::object();
+  for (const auto& [node, caps] : by_node) nodes[node] = to_json(caps);
+  return json{{"classes", classes}, {"nodes", nodes}, {"fabrics", fabrics_.names()}}.dump();
+}
+
+Result<std::string> IbHook::query_pool() const {
+  json reserved = json::array(), quarantined = json::array();
+  json j{{"partitions", json::object()}, {"guid_pool_size", cfg_.guid_count}};
+  for (const auto& [n, k] : named_) j["partitions"][n] = fmt::format("{:#06x}", k);
+  if (pkeys_) {
+    for (const auto& r : pkeys_->reservations()) reserved.push_back({{"jobid", r.jobid}, {"pkeys", r.ids}});
+    for (const auto& qr : pkeys_->quarantines())
+      quarantined.push_back({{"jobid", qr.jobid}, {"pkeys", qr.ids}, {"nodes", qr.nodes}});
+    j["pkey_pool"] = cfg_.pkey_pool;
+    j["free"] = pkeys_->free_count();
+  }
+  uint64_t guids = 0;
+  for (const auto& [id, h] : held_) guids += h.guid_count;
+  j["reserved"] = reserved;
+  j["quarantined"] = quarantined;
+  j["guids_held"] = guids;
+  return j.dump();
+}
+
+}  // namespace corral::fabric::infiniband
