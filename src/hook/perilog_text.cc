@@ -40,4 +40,19 @@ std::string last_line(const std::string& text) {
   return all.empty() ? "" : all.back();
 }
 
+std::string failure_reason(const PerilogOutcome& o, double timeout) {
+  std::string why = line_after(o.output, "error: ");
+  if (why.empty()) why = last_line(o.output);
+  std::string status = describe_outcome(o, timeout);
+  return why.empty() ? status : why + " (" + status + ")";
+}
+
+void finish_prolog(HookContext& ctx, uint64_t jobid, const std::string& action,
+                   const std::vector<std::string>& failures) {
+  std::string summary;
+  for (const auto& f : failures) summary += (summary.empty() ? "" : "; ") + f;
+  if (!failures.empty()) ctx.raise_exception(jobid, action, 0, summary);
+  ctx.prolog_finish(jobid, action, failures.empty() ? 0 : 1);
+}
+
 }  // namespace corral::hook

@@ -260,20 +260,13 @@ void IbHook::prolog_result(HookContext& ctx, const JobView& job, const PerilogOu
   auto it = prologs_.find(job.id);
   if (it == prologs_.end() || !it->second.pending.erase(o.node)) return;
   PrologRun& run = it->second;
-  if (!hook::succeeded(o)) {
-    std::string why = hook::line_after(o.output, "error: ");
-    if (why.empty()) why = hook::last_line(o.output);
-    std::string status = hook::describe_outcome(o, cfg_.prolog_timeout);
+  if (!hook::succeeded(o))
     run.failures.push_back(
-        fmt::format("Infiniband setup failed on {}: {}", o.node, why.empty() ? status : why + " (" + status + ")"));
-  }
+        fmt::format("Infiniband setup failed on {}: {}", o.node, hook::failure_reason(o, cfg_.prolog_timeout)));
   if (!run.pending.empty()) return;
   std::vector<std::string> failures = std::move(run.failures);
   prologs_.erase(it);
-  std::string summary;
-  for (const auto& f : failures) summary += (summary.empty() ? "" : "; ") + f;
-  if (!failures.empty()) ctx.raise_exception(job.id, kAction, 0, summary);
-  ctx.prolog_finish(job.id, kAction, failures.empty() ? 0 : 1);
+  hook::finish_prolog(ctx, job.id, kAction, failures);
 }
 
 // ------------------------------------------------------------------ CLEANUP

@@ -210,21 +210,13 @@ void SlingshotHook::prolog_result(HookContext& ctx, const JobView& job, const Pe
   PrologRun& run = it->second;
   for (const auto& l : lines(o.output))
     if (l.starts_with("warning: ")) warn(ctx, job.id, o.node, l.substr(9), true);
-  if (!succeeded(o)) {
-    std::string why = line_after(o.output, "error: ");
-    if (why.empty()) why = last_line(o.output);
-    std::string status = describe(o, cfg_.prolog_timeout);
-    run.failures.push_back(fmt::format("CXI service allocation failed on {}: {}", o.node,
-                                       why.empty() ? status : why + " (" + status + ")"));
-  }
+  if (!succeeded(o))
+    run.failures.push_back(
+        fmt::format("CXI service allocation failed on {}: {}", o.node, hook::failure_reason(o, cfg_.prolog_timeout)));
   if (!run.pending.empty()) return;
   std::vector<std::string> failures = std::move(run.failures);
   prologs_.erase(it);
-  std::string summary;
-  for (const auto& f : failures) summary += (summary.empty() ? "" : "; ") + f;
-  // The exception first, so the job can never start between the two events.
-  if (!failures.empty()) ctx.raise_exception(job.id, kAction, 0, summary);
-  ctx.prolog_finish(job.id, kAction, failures.empty() ? 0 : 1);
+  hook::finish_prolog(ctx, job.id, kAction, failures);
 }
 
 // ------------------------------------------------------------------ CLEANUP
