@@ -224,10 +224,11 @@ class Controller final : private HookContext {
   uint64_t create_job(const Caller& c, std::shared_ptr<const job::Jobspec> spec, unsigned urgency) CORRAL_REQUIRES(mu_);
   // `jobid` 0: at submit, where a request no node can satisfy is an error; for a queued job it
   // waits instead (nodes register after a restart).
-  Result<topology::Request> make_request(const job::Jobspec& spec, uint64_t jobid) const CORRAL_REQUIRES(mu_);
-  std::vector<std::string> required_properties(const job::Jobspec& spec) const CORRAL_REQUIRES(mu_);
-  Status restrict_to_properties(const job::Jobspec& spec, const std::string& part, topology::Request& r) const
+  // `restricted` (when given) learns whether hooks narrowed the nodes by their properties.
+  Result<topology::Request> make_request(const job::Jobspec& spec, uint64_t jobid, bool* restricted = nullptr) const
       CORRAL_REQUIRES(mu_);
+  Status restrict_to_properties(const job::Jobspec& spec, const std::string& part, topology::Request& r,
+                                bool* restricted) const CORRAL_REQUIRES(mu_);
   std::string partition_of(const job::Jobspec& spec) const CORRAL_REQUIRES(mu_);
   double effective_time_limit(const job::Jobspec& spec) const CORRAL_REQUIRES(mu_);
 
@@ -252,6 +253,7 @@ class Controller final : private HookContext {
   // Asks the hooks what `node` offers; pending jobs that need properties are planned again
   // when it changed.
   void update_properties(NodeEntry& node) CORRAL_REQUIRES(mu_);
+  void replan_property_jobs() CORRAL_REQUIRES(mu_);
   void persist_node(const NodeEntry& node) CORRAL_REQUIRES(mu_);
   std::string node_state(const NodeEntry& node) const CORRAL_REQUIRES(mu_);
   void check_heartbeats() CORRAL_REQUIRES(mu_);
@@ -300,7 +302,9 @@ class Controller final : private HookContext {
   std::unordered_map<uint64_t, std::unique_ptr<JobRecord>> jobs_ CORRAL_GUARDED_BY(mu_);
   ListingRows listing_ CORRAL_GUARDED_BY(mu_);  // what `corral queue` shows of jobs_, kept as they change
   NodeTable nodes_ CORRAL_GUARDED_BY(mu_){cfg_.partitions};
-  NodeProperties node_props_ CORRAL_GUARDED_BY(mu_);  // what hooks say each node offers
+  NodeProperties node_props_ CORRAL_GUARDED_BY(mu_);         // what hooks say each node offers
+  std::set<uint64_t> property_jobs_ CORRAL_GUARDED_BY(mu_);  // queued jobs whose nodes hooks restrict
+  bool properties_changed_ CORRAL_GUARDED_BY(mu_) = false;   // a node's properties changed since the last pass
   std::map<std::string, std::shared_ptr<AgentLink>> links_ CORRAL_GUARDED_BY(mu_);
   // Per agent id, the last output number taken from each of its latest two processes.
   std::map<std::string, std::vector<std::pair<std::string, uint64_t>>> output_seen_ CORRAL_GUARDED_BY(mu_);

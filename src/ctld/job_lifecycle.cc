@@ -626,12 +626,13 @@ void Controller::node_lost(NodeEntry& node, const std::string& why) {
 }
 
 void Controller::enqueue(JobRecord& job) {
-  auto req = make_request(*job.spec, job.id);
+  bool restricted = false;
+  auto req = make_request(*job.spec, job.id, &restricted);
   if (!req) {
     raise_exception(job.id, "alloc", 0, req.message());
     return;
   }
-  job.needs_properties = !required_properties(*job.spec).empty();
+  if (restricted) property_jobs_.insert(job.id);
   sched::PendingJob pj;
   pj.req = std::move(*req);
   pj.urgency = job.status.urgency;
@@ -654,6 +655,7 @@ void Controller::enqueue(JobRecord& job) {
 }
 
 void Controller::run_schedule() {
+  if (properties_changed_) replan_property_jobs();
   sched_dirty_ = false;
   auto decisions = sched_.schedule(now());
   for (auto& d : decisions) {

@@ -41,7 +41,6 @@ struct JobRecord : hook::JobView {
 
   std::string reason;  // Dependency / BeginTime / JobHeldUser, or "" (ask the scheduler)
   bool in_scheduler = false;
-  bool needs_properties = false;   // hooks restrict its nodes (planned again when nodes change)
   bool counts_as_running = false;  // against limits.max-running-jobs (queued or holding resources)
   bool unsaved = false;            // just submitted, not yet durable: never scheduled until it is
   bool dirty = false;

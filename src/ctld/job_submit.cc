@@ -89,7 +89,7 @@ std::string Controller::partition_of(const job::Jobspec& spec) const {
   return spec.partition.empty() ? nodes_.default_partition() : spec.partition;
 }
 
-Result<topology::Request> Controller::make_request(const job::Jobspec& spec, uint64_t jobid) const {
+Result<topology::Request> Controller::make_request(const job::Jobspec& spec, uint64_t jobid, bool* restricted) const {
   topology::Request r;
   r.jobid = jobid;
   r.nnodes = spec.nnodes;
@@ -119,7 +119,7 @@ Result<topology::Request> Controller::make_request(const job::Jobspec& spec, uin
   }
   for (uint32_t i : *members)
     if (!excluded.count(i)) r.allowed_nodes.push_back(i);
-  if (auto st = restrict_to_properties(spec, part, r); !st.ok()) return st.error();
+  if (auto st = restrict_to_properties(spec, part, r, restricted); !st.ok()) return st.error();
   if (!nodelist->empty()) {
     auto hl = Hostlist::parse(*nodelist);
     if (!hl) return invalid("nodelist: " + hl.message());
@@ -148,11 +148,12 @@ Result<topology::Request> Controller::make_request(const job::Jobspec& spec, uin
 
 // What the hooks need of every node (an Infiniband device, say) narrows the allowed nodes.
 // At submit (jobid 0) none left is an error; a queued job waits for a node to offer them.
-Status Controller::restrict_to_properties(const job::Jobspec& spec, const std::string& part,
-                                          topology::Request& r) const {
+Status Controller::restrict_to_properties(const job::Jobspec& spec, const std::string& part, topology::Request& r,
+                                          bool* restricted) const {
   std::vector<std::string> required;
   for (const auto& h : hooks_)
     if (auto st = h->required_properties(spec, required); !st.ok()) return st;
+  if (restricted) *restricted = !required.empty();
   if (required.empty()) return {};
   std::sort(required.begin(), required.end());
   required.erase(std::unique(required.begin(), required.end()), required.end());
@@ -162,12 +163,6 @@ Status Controller::restrict_to_properties(const job::Jobspec& spec, const std::s
     return invalid(fmt::format("no node of partition {} offers {}", part, fmt::join(required, " and ")));
   r.allowed_nodes = {topology::kNoNode};
   return {};
-}
-
-std::vector<std::string> Controller::required_properties(const job::Jobspec& spec) const {
-  std::vector<std::string> required;
-  for (const auto& h : hooks_) (void)h->required_properties(spec, required);  // errors were refused at submit
-  return required;
 }
 
 double Controller::effective_time_limit(const job::Jobspec& spec) const {

@@ -103,12 +103,22 @@ void Controller::update_properties(NodeEntry& node) {
   if (size_t dropped = node_props_.set(node.index, offered, &changed))
     spdlog::warn("node {}: {} properties over the limits were left out", node.name, dropped);
   if (!changed) return;
-  // Queued jobs planned without this node's new properties are planned again.
-  for (auto& [id, job] : jobs_) {
-    if (!job->in_scheduler || !job->needs_properties) continue;
+  // Queued jobs planned without this node's new properties are planned again, once per
+  // scheduling pass however many nodes registered (replan_property_jobs).
+  properties_changed_ = true;
+  poke_scheduler();
+}
+
+void Controller::replan_property_jobs() {
+  properties_changed_ = false;
+  const std::vector<uint64_t> ids(property_jobs_.begin(), property_jobs_.end());
+  property_jobs_.clear();
+  for (uint64_t id : ids) {
+    auto it = jobs_.find(id);
+    if (it == jobs_.end() || !it->second->in_scheduler) continue;
     sched_.dequeue(id);
-    job->in_scheduler = false;
-    enqueue(*job);
+    it->second->in_scheduler = false;
+    enqueue(*it->second);  // back into property_jobs_
   }
 }
 

@@ -323,9 +323,9 @@ def test_nodes_show_the_nics_the_agents_found(make_cluster, tmp_path):
     many = subprocess.run([probe, "--register", c.uri, "greedy", "17", "8"], capture_output=True, text=True,
                           timeout=30)
     assert many.returncode == 1 and "'greedy' reports more than 16 hardware entries" in many.stdout, many.stdout
-    long = subprocess.run([probe, "--register", c.uri, "wordy", "1", "2000"], capture_output=True, text=True,
+    long = subprocess.run([probe, "--register", c.uri, "wordy", "1", "9000"], capture_output=True, text=True,
                           timeout=30)
-    assert long.returncode == 1 and "node 'wordy'" in long.stdout and "1024" in long.stdout, long.stdout
+    assert long.returncode == 1 and "node 'wordy'" in long.stdout and "8192" in long.stdout, long.stdout
     assert {n["name"] for n in json.loads(c.corral("nodes", "--json").stdout)} == {"node0", "node1"}
     fine = subprocess.run([probe, "--register", c.uri, "modest", "2", "16"], capture_output=True, text=True,
                           timeout=30)

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "fabric/infiniband/ib_capabilities.h"
+#include "fabric/infiniband/ib_config.h"
 #include "fabric/infiniband/ib_select.h"
 #include "fabric/infiniband/ib_sysfs.h"
 
@@ -372,4 +373,65 @@ TEST(IbNodeClasses, IdenticalNodesShareAClassAndBrokenOnesAreFlagged) {
   EXPECT_EQ(small.nodes, std::vector<std::string>{"n4"});
   ASSERT_EQ(small.degraded.count("n4"), 1u);
   EXPECT_NE(small.degraded.at("n4").find("missing MT2910 Family [ConnectX-7] x1 on IbFabric2"), std::string::npos);
+}
+
+namespace {
+
+corral::hook::Setting text(const std::string& key, const std::string& value) {
+  return {key, corral::hook::Setting::Kind::string, value, "corral.toml: infiniband." + key};
+}
+corral::hook::Setting flag(const std::string& key, bool value) {
+  return {key, corral::hook::Setting::Kind::boolean, value ? "true" : "false", "corral.toml: infiniband." + key};
+}
+
+}  // namespace
+
+TEST(IbConfig, ReadsFabricsPartitionsAndPools) {
+  auto c =
+      parse_ib_settings({flag("enabled", true), text("fabric[0].name", "IbFabric1"),
+                         text("fabric[0].subnet-prefix", "fe80:0000:0000:0001"), text("fabric[1].name", "IbFabric2"),
+                         text("fabric[1].subnet-prefix", "fe80:0:0:2"), text("partition[0].name", "storage"),
+                         text("partition[0].pkey", "0x8100"), text("pkey-pool", "0x2000-0x2fff"),
+                         text("guid-pool", "0x0002c90300a00000-0x0002c90300a000ff")});
+  ASSERT_TRUE(c) << c.message();
+  EXPECT_TRUE(c->enabled);
+  ASSERT_EQ(c->fabrics.size(), 2u);
+  EXPECT_EQ(c->fabrics[1].name, "IbFabric2");
+  ASSERT_EQ(c->partitions.size(), 1u);
+  EXPECT_EQ(c->partitions[0].pkey, 0x0100);  // the full-membership bit is not part of the key
+  EXPECT_EQ(c->guid_first, 0x0002c90300a00000u);
+  EXPECT_EQ(c->guid_count, 256u);
+  EXPECT_EQ(*pkey_range_idset("0x2000-0x2fff"), "8192-12287");
+}
+
+TEST(IbConfig, RefusesWhatCannotWork) {
+  auto err = [](corral::hook::Settings s) {
+    auto c = parse_ib_settings(s);
+    return c ? std::string() : c.message();
+  };
+  EXPECT_NE(err({text("pkey-pool", "0x7fff")}).find("default partition"), std::string::npos);
+  EXPECT_NE(err({text("pkey-pool", "0x30-0x20")}).find("ends before"), std::string::npos);
+  EXPECT_NE(err({text("guid-pool", "0x1-0x200000")}).find("at most"), std::string::npos);
+  EXPECT_NE(err({text("guid-pool", "banana")}).find("GUID range"), std::string::npos);
+  EXPECT_NE(err({text("partition[0].name", "job"), text("partition[0].pkey", "0x10")}).find("other than 'job'"),
+            std::string::npos);
+  EXPECT_NE(err({text("partition[0].name", "a"), text("partition[0].pkey", "0x10"), text("partition[1].name", "b"),
+                 text("partition[1].pkey", "0x10")})
+                .find("used twice"),
+            std::string::npos);
+  EXPECT_NE(
+      err({text("partition[0].name", "a"), text("partition[0].pkey", "0x2001"), text("pkey-pool", "0x2000-0x2fff")})
+          .find("named partition"),
+      std::string::npos);
+  EXPECT_NE(err({text("fabric[0].name", "A"), text("fabric[0].subnet-prefix", "fe80:0:0:1"),
+                 text("fabric[1].name", "A"), text("fabric[1].subnet-prefix", "fe80:0:0:2")})
+                .find("named twice"),
+            std::string::npos);
+  EXPECT_NE(err({text("subnet-manager", "ufm")}).find("ufm-url"), std::string::npos);
+  EXPECT_NE(err({text("fabric[0].colour", "red")}).find("fabric[0].colour"), std::string::npos);
+  EXPECT_FALSE(corral::hook::table_key("fabric[x].name"));
+  EXPECT_FALSE(corral::hook::table_key("[0].name"));
+  EXPECT_FALSE(corral::hook::table_key("fabric[0]."));
+  EXPECT_FALSE(corral::hook::table_key("fabric[99999999999999999999].name"));
+  EXPECT_EQ(corral::hook::table_key("fabric[12].subnet-prefix")->index, 12u);
 }

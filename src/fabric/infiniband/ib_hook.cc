@@ -83,7 +83,7 @@ void IbHook::node_properties(HookContext&, const std::string& node, const std::m
                              std::vector<std::string>& out) {
   auto it = hardware.find(std::string(name()));
   if (it == hardware.end()) {
-    devices_.erase(node);
+    set_devices(node, {});
     return;
   }
   auto list = json::parse(it->second, nullptr, false);
@@ -106,6 +106,23 @@ void IbHook::node_properties(HookContext&, const std::string& node, const std::m
     unsigned instance = seen[{d.fabric, d.model}]++;
     if (d.active()) out.push_back(property(d.fabric, d.model, instance));
   }
+  set_devices(node, std::move(devices));
+}
+
+void IbHook::set_devices(const std::string& node, std::vector<IbDevice> devices) {
+  if (auto old = kind_of_.find(node); old != kind_of_.end()) {
+    auto members = nodes_of_kind_.find(old->second);
+    members->second.erase(node);
+    if (members->second.empty()) nodes_of_kind_.erase(members);
+    kind_of_.erase(old);
+  }
+  if (devices.empty()) {
+    devices_.erase(node);
+    return;
+  }
+  std::string kind = to_json(capabilities_of(devices)).dump();
+  nodes_of_kind_[kind].insert(node);
+  kind_of_[node] = std::move(kind);
   devices_[node] = std::move(devices);
 }
 
@@ -143,19 +160,17 @@ Status IbHook::validate(HookContext&, const job::Jobspec& spec, uint32_t) {
       return invalid("--ib vf: this site has no infiniband.guid-pool to give virtual functions their GUIDs");
   }
   if (devices_.empty()) return invalid("--ib: no node has reported Infiniband devices");
-  // One node of each distinct hardware: enough to tell whether any node can ever run it.
-  std::map<std::string, const std::string*> distinct;
-  for (const auto& [node, devs] : devices_) distinct.try_emplace(to_json(capabilities_of(devs)).dump(), &node);
+  // One node of each kind: enough to tell whether any node can ever run it.
   std::string first_error;
   SelectContext ctx{&fabrics_, [this](const std::string& p) { return partition_known(p); }, ""};
-  for (const auto& [sig, node] : distinct) {
-    ctx.node = *node;
-    auto chosen = select_devices(devices_.at(*node), *reqs, ctx);
+  for (const auto& [kind, nodes] : nodes_of_kind_) {
+    ctx.node = *nodes.begin();
+    auto chosen = select_devices(devices_.at(ctx.node), *reqs, ctx);
     if (chosen) return {};
     if (first_error.empty()) first_error = chosen.message();
   }
   return invalid(
-      fmt::format("--ib: no node can give this ({} kinds of node tried; e.g. {})", distinct.size(), first_error));
+      fmt::format("--ib: no node can give this ({} kinds of node tried; e.g. {})", nodes_of_kind_.size(), first_error));
 }
 
 Status IbHook::required_properties(const job::Jobspec& spec, std::vector<std::string>& out) const {
@@ -215,11 +230,6 @@ void IbHook::on_alloc(HookContext& ctx, const JobView& job) {
                                       per_node * job.R->nodes.size()));
       return;
     }
-    uint64_t next = cfg_.guid_first + held.guid_offset;
-    for (const auto& n : job.R->nodes) {
-      held.node_guids[n.name] = next;
-      next += per_node;
-    }
     ev["guid_offset"] = held.guid_offset;
     ev["guid_count"] = held.guid_count;
   }
@@ -237,11 +247,13 @@ void IbHook::start_prolog(HookContext& ctx, const JobView& job, const std::vecto
   json fabrics = json::array();
   for (const auto& f : cfg_.fabrics) fabrics.push_back({{"name", f.name}, {"subnet_prefix", f.subnet_prefix}});
   const auto* job_keys = pkeys_ ? pkeys_->reservation(job.id) : nullptr;
-  for (const auto& node : node_names(job)) run.pending.insert(node);
-  for (const auto& node : node_names(job)) {
+  const std::vector<std::string> nodes = node_names(job);
+  run.pending.insert(nodes.begin(), nodes.end());
+  const uint64_t per_node = vf_interfaces(reqs);
+  for (size_t n = 0; n < nodes.size(); ++n) {
+    const std::string& node = nodes[n];
     NodeJob nj{job.id, job.userid, reqs, {}, {}};
-    auto first = held.node_guids.find(node);
-    uint64_t next = first == held.node_guids.end() ? 0 : first->second;
+    uint64_t next = held.guid_count > 0 ? cfg_.guid_first + held.guid_offset + n * per_node : 0;
     for (const auto& r : reqs) {
       uint16_t key = 0;
       if (r.partition == "job" && job_keys && !job_keys->empty()) key = job_keys->front();
@@ -378,13 +390,6 @@ void IbHook::on_restart(HookContext& ctx, const JobView& job) {
   Held& h = held_[job.id];
   h.guid_offset = ev.value("guid_offset", uint64_t{0});
   h.guid_count = ev.value("guid_count", uint64_t{0});
-  const uint64_t per_node = vf_interfaces(*reqs);
-  uint64_t next = cfg_.guid_first + h.guid_offset;
-  if (per_node > 0)
-    for (const auto& n : node_names(job)) {
-      h.node_guids[n] = next;
-      next += per_node;
-    }
   if (ev.contains("pkey") && pkeys_) {
     if (auto st = pkeys_->restore(job.id, {ev["pkey"].get<uint16_t>()}); !st.ok())
       ctx.raise_exception(job.id, kAction, 1, "partition key not restored: " + st.message());

@@ -59,13 +59,14 @@ class IbHook final : public hook::JobHook {
   void save_held(hook::HookContext& ctx, uint64_t jobid);
   // First fit in the GUID pool; false when no run of `count` is free.
   bool take_guids(uint64_t jobid, uint64_t count);
+  void set_devices(const std::string& node, std::vector<IbDevice> devices);
   Result<std::string> query_classes() const;
   Result<std::string> query_pool() const;
 
   struct Held {
-    uint64_t guid_offset = 0, guid_count = 0;    // in the GUID pool
-    std::map<std::string, uint64_t> node_guids;  // node -> its first VF GUID
-    std::set<std::string> pending;               // nodes still to confirm the undo (after release)
+    // A run of the GUID pool: the job's N-th node (in R's order) has the N-th share.
+    uint64_t guid_offset = 0, guid_count = 0;
+    std::set<std::string> pending;  // nodes still to confirm the undo (after release)
     bool released = false;
   };
   struct PrologRun {
@@ -80,6 +81,9 @@ class IbHook final : public hook::JobHook {
   std::map<uint64_t, Held> held_;          // by job
   std::map<uint64_t, PrologRun> prologs_;
   std::map<std::string, std::vector<IbDevice>> devices_;  // node -> its devices (last report)
+  // Nodes by their capabilities (as JSON): submit checks one node of each kind, not every node.
+  std::map<std::string, std::string> kind_of_;                  // node -> its capabilities
+  std::map<std::string, std::set<std::string>> nodes_of_kind_;  // capabilities -> nodes
 };
 
 }  // namespace corral::fabric::infiniband

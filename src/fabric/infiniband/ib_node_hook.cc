@@ -18,6 +18,8 @@ using nlohmann::json;
 
 // What a node reports stays under the controller's limit for one hardware entry.
 constexpr size_t kMaxReport = 8000;
+// A job's document: 64 interfaces of a few hundred bytes each.
+constexpr size_t kMaxDocument = 64 * 1024;
 
 class IbNodeHook final : public hook::NodeHook {
  public:
@@ -64,8 +66,12 @@ class IbNodeHook final : public hook::NodeHook {
     auto jobid = parse_unsigned(env["CORRAL_JOBID"], 10);
     if (!jobid) return invalid("no CORRAL_JOBID for the job's Infiniband document");
     const std::string path = job_document_path(state_, *jobid);
+    // The file is the job's user's (0400), who could make it anything: read a bounded prefix.
     std::ifstream in(path);
-    json doc = json::parse(in, nullptr, false);
+    std::string text(kMaxDocument + 1, '\0');
+    in.read(text.data(), static_cast<std::streamsize>(text.size()));
+    text.resize(static_cast<size_t>(in.gcount()));
+    json doc = text.size() > kMaxDocument ? json() : json::parse(text, nullptr, false);
     if (!doc.is_object() || !doc.contains("interfaces"))
       return Error{Errc::unavailable, fmt::format("the job's Infiniband document {} is missing or unreadable", path)};
     std::string names, ucx, nccl;

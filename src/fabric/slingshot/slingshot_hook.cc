@@ -38,10 +38,8 @@ std::string state_key(uint64_t jobid) { return "job-" + std::to_string(jobid); }
 
 using hook::last_line;
 using hook::line_after;
+using hook::output_lines;
 using hook::succeeded;
-
-std::string describe(const PerilogOutcome& o, double timeout) { return hook::describe_outcome(o, timeout); }
-std::vector<std::string> lines(const std::string& text) { return hook::output_lines(text); }
 
 std::vector<std::string> node_names(const JobView& job) {
   std::vector<std::string> nodes;
@@ -208,7 +206,7 @@ void SlingshotHook::prolog_result(HookContext& ctx, const JobView& job, const Pe
   auto it = prologs_.find(job.id);
   if (it == prologs_.end() || !it->second.pending.erase(o.node)) return;
   PrologRun& run = it->second;
-  for (const auto& l : lines(o.output))
+  for (const auto& l : output_lines(o.output))
     if (l.starts_with("warning: ")) warn(ctx, job.id, o.node, l.substr(9), true);
   if (!succeeded(o))
     run.failures.push_back(
@@ -263,11 +261,12 @@ void SlingshotHook::cleanup_result(HookContext& ctx, uint64_t jobid, const Peril
   if (o.kind == kEpilog) {
     std::string busy = busy_service(o.output);
     std::string what =
-        busy.empty() ? describe(o, cfg_.epilog_retry) + ": " + last_line(o.output) : busy + " still busy";
+        busy.empty() ? hook::describe_outcome(o, cfg_.epilog_retry) + ": " + last_line(o.output) : busy + " still busy";
     bool is_busy = !o.timed_out && WIFEXITED(o.waitstatus) && WEXITSTATUS(o.waitstatus) == kExitBusy;
     warn(ctx, jobid, o.node,
          fmt::format("epilog: {}{}; housekeeping retries for {}s", what,
-                     is_busy ? "" : " (" + describe(o, cfg_.epilog_retry) + ")", cfg_.housekeeping_timeout),
+                     is_busy ? "" : " (" + hook::describe_outcome(o, cfg_.epilog_retry) + ")",
+                     cfg_.housekeeping_timeout),
          false);
     run_housekeeping(ctx, jobid, {o.node});
     return;
@@ -277,7 +276,7 @@ void SlingshotHook::cleanup_result(HookContext& ctx, uint64_t jobid, const Peril
   std::string vnis = vni_list(q->ids);
   std::string reason = busy.empty()
                            ? fmt::format("cray-slingshot: CXI services of job {} (VNIs {}) not destroyed: {}{}", jobid,
-                                         vnis, describe(o, cfg_.housekeeping_timeout + kRunSlack),
+                                         vnis, hook::describe_outcome(o, cfg_.housekeeping_timeout + kRunSlack),
                                          last_line(o.output).empty() ? "" : ": " + last_line(o.output))
                            : fmt::format("cray-slingshot: {} still busy after {}s", busy, cfg_.housekeeping_timeout);
   // The VNIs stay quarantined until an admin cleans or resumes the node.

@@ -86,27 +86,24 @@ void add_ib_command(CLI::App& app, Globals& g) {
   CLI::App* ib = app.add_subcommand("ib", "Infiniband: node classes, partition keys, a job's interfaces");
   ib->require_subcommand(1);
   auto as_json = std::make_shared<bool>(false);
-  CLI::App* classes = ib->add_subcommand("classes",
-                                         "Nodes grouped by identical Infiniband capabilities (model, vendor, fabric, "
-                                         "count); members with a port down or a card missing are flagged");
-  classes->add_flag("--json", *as_json, "Print the controller's JSON document");
-  classes->callback([&g, as_json] {
-    auto doc =
-        expect_ok("ib classes", cli::hook_query_json(resolve_uri(g.uri), "infiniband", "classes", json::object()));
-    if (*as_json)
-      fmt::print("{}\n", doc.dump(2));
-    else
-      print_classes(doc);
-  });
-  CLI::App* pool = ib->add_subcommand("pool", "Partition keys (named, and per-job from the pool) and VF GUIDs in use");
-  pool->add_flag("--json", *as_json, "Print the controller's JSON document");
-  pool->callback([&g, as_json] {
-    auto doc = expect_ok("ib pool", cli::hook_query_json(resolve_uri(g.uri), "infiniband", "pool", json::object()));
-    if (*as_json)
-      fmt::print("{}\n", doc.dump(2));
-    else
-      print_pool(doc);
-  });
+  // A subcommand that asks the hook one query and prints its answer, or the JSON with --json.
+  auto query = [&g, ib, as_json](const char* what, const char* help, void (*print)(const json&)) {
+    CLI::App* sub = ib->add_subcommand(what, help);
+    sub->add_flag("--json", *as_json, "Print the controller's JSON document");
+    sub->callback([&g, as_json, what, print] {
+      auto doc = expect_ok(fmt::format("ib {}", what),
+                           cli::hook_query_json(resolve_uri(g.uri), "infiniband", what, json::object()));
+      if (*as_json)
+        fmt::print("{}\n", doc.dump(2));
+      else
+        print(doc);
+    });
+  };
+  query("classes",
+        "Nodes grouped by identical Infiniband capabilities (model, vendor, fabric, count); members with a port down "
+        "or a card missing are flagged",
+        print_classes);
+  query("pool", "Partition keys (named, and per-job from the pool) and VF GUIDs in use", print_pool);
   CLI::App* sh = ib->add_subcommand("show", "Inside a job: its Infiniband interfaces ($CORRAL_IB_CONFIG)");
   sh->add_flag("--json", *as_json, "Print the document as the job has it");
   sh->callback([as_json] { std::exit(show(*as_json)); });
