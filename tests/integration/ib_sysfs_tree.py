@@ -54,10 +54,17 @@ def virtual_function(root, name, slot, pf_slot, vf, prefix):
                os.path.join(pci(root, pf_slot), f"virtfn{vf}"))
 
 
-def two_fabric_node(root, fabric2_up=True):
-    """mlx5_0 on IbFabric1, mlx5_1 (SR-IOV, two VFs present) on IbFabric2."""
-    device(root, "mlx5_0", "0000:ca:00.0", FABRIC1, guid="946d:ae03:002a:c100")
-    device(root, "mlx5_1", "0000:ca:00.1", FABRIC2, active=fabric2_up, sriov=4, guid="946d:ae03:002a:c101")
+def node_guid(index, function):
+    """The node GUID of a node's PCI function: unique across the cluster, as on a fabric."""
+    value = 0xc100 + 16 * index + function
+    return f"946d:ae03:002a:{value:04x}"
+
+
+def two_fabric_node(root, fabric2_up=True, index=0):
+    """mlx5_0 on IbFabric1, mlx5_1 (SR-IOV, two VFs present) on IbFabric2; `index` makes
+    the GUIDs the node's own."""
+    device(root, "mlx5_0", "0000:ca:00.0", FABRIC1, guid=node_guid(index, 0))
+    device(root, "mlx5_1", "0000:ca:00.1", FABRIC2, active=fabric2_up, sriov=4, guid=node_guid(index, 1))
     virtual_function(root, "mlx5_2", "0000:ca:00.2", "0000:ca:00.1", 0, FABRIC2)
     virtual_function(root, "mlx5_3", "0000:ca:00.3", "0000:ca:00.1", 1, FABRIC2)
 

@@ -38,6 +38,7 @@ Status apply_plain(IbConfig& c, const hook::Setting& s) {
   if (s.key == "ufm-ca") return hook::read_string(s, c.ufm_ca);
   if (s.key == "opensm-partitions") return hook::read_string(s, c.opensm_partitions);
   if (s.key == "opensm-reload") return hook::read_string(s, c.opensm_reload);
+  if (s.key == "opensm-base") return hook::read_string(s, c.opensm_base);
   if (s.key == "command") return hook::read_string(s, c.command);
   if (s.key == "prolog-timeout") return hook::read_duration(s, c.prolog_timeout);
   return hook::unknown_key(s);

@@ -36,6 +36,7 @@ struct IbConfig {
   std::string ufm_ca;                       // CA bundle; empty: the system's
   std::string opensm_partitions;            // the partitions.conf corral writes
   std::string opensm_reload;                // command run after each write (e.g. "pkill -HUP opensm")
+  std::string opensm_base;                  // the site's own partitions.conf lines, copied first
   std::string command;                      // corral-infiniband on the nodes (default: beside corrald)
   double prolog_timeout = 60;
 };

@@ -48,11 +48,8 @@ unsigned vf_interfaces(const std::vector<IbRequest>& reqs) {
 Result<std::unique_ptr<IbHook>> IbHook::create(IbConfig cfg) {
   auto fabrics = Fabrics::create(cfg.fabrics, cfg.default_fabric);
   if (!fabrics) return fabrics.error();
-  if (cfg.subnet_manager != "none")
-    return invalid(
-        fmt::format("infiniband.subnet-manager = \"{}\": only \"none\" is supported yet (keys are "
-                    "reserved and shown to jobs; applying them through UFM or OpenSM is not built)",
-                    cfg.subnet_manager));
+  auto sm = make_subnet_manager(cfg);
+  if (!sm) return sm.error();
   std::optional<QuarantinePool> pool;
   if (!cfg.pkey_pool.empty()) {
     auto set = pkey_range_idset(cfg.pkey_pool);
@@ -61,7 +58,7 @@ Result<std::unique_ptr<IbHook>> IbHook::create(IbConfig cfg) {
     if (!p) return p.error();
     pool = std::move(*p);
   }
-  std::unique_ptr<IbHook> hook(new IbHook(std::move(cfg), std::move(*fabrics), std::move(pool)));
+  std::unique_ptr<IbHook> hook(new IbHook(std::move(cfg), std::move(*fabrics), std::move(pool), std::move(*sm)));
   for (const auto& p : hook->cfg_.partitions) hook->named_[p.name] = p.pkey;
   return hook;
 }
@@ -275,9 +272,16 @@ void IbHook::prolog_result(HookContext& ctx, const JobView& job, const PerilogOu
   if (!hook::succeeded(o))
     run.failures.push_back(
         fmt::format("Infiniband setup failed on {}: {}", o.node, hook::failure_reason(o, cfg_.prolog_timeout)));
+  else if (sm_)
+    members_from_output(o.output, run.members);
   if (!run.pending.empty()) return;
   std::vector<std::string> failures = std::move(run.failures);
+  Members members = std::move(run.members);
   prologs_.erase(it);
+  if (failures.empty() && !members.empty()) {
+    join_members(ctx, job, std::move(members));
+    return;
+  }
   hook::finish_prolog(ctx, job.id, kAction, failures);
 }
 
@@ -289,10 +293,15 @@ void IbHook::on_release(HookContext& ctx, const JobView& job) {
   std::vector<std::string> nodes = node_names(job);
   it->second.released = true;
   it->second.pending = {nodes.begin(), nodes.end()};
-  if (pkeys_) pkeys_->release(job.id, nodes);
+  const bool leaving = sm_ && !it->second.members.empty();
+  if (leaving) it->second.pending.insert(kSubnetManager);
+  std::vector<std::string> waiters = nodes;
+  if (leaving) waiters.push_back(kSubnetManager);
+  if (pkeys_) pkeys_->release(job.id, waiters);
   save_held(ctx, job.id);
+  if (leaving) leave_members(ctx, job.id);
   if (nodes.empty()) {
-    confirm(ctx, job.id, "");
+    if (!leaving) confirm(ctx, job.id, "");
     return;
   }
   ctx.run_on_nodes(job.id, kEpilog, fmt::format("{} epilog --job {}", cfg_.command, job.id), kEpilogTimeout, nodes, {});
@@ -326,8 +335,10 @@ void IbHook::save_held(HookContext& ctx, uint64_t jobid) {
     ctx.erase_state(name(), state_key(jobid));
     return;
   }
-  json v{
-      {"guid_offset", it->second.guid_offset}, {"guid_count", it->second.guid_count}, {"pending", it->second.pending}};
+  json v{{"guid_offset", it->second.guid_offset},
+         {"guid_count", it->second.guid_count},
+         {"pending", it->second.pending},
+         {"members", members_json(it->second.members)}};
   if (q) v["pkeys"] = q->ids;
   ctx.save_state(name(), state_key(jobid), v.dump());
 }
@@ -364,30 +375,42 @@ void IbHook::on_load(HookContext& ctx, const hook::SavedState& saved) {
     h.guid_count = v.value("guid_count", uint64_t{0});
     for (const auto& n : v.value("pending", json::array()))
       if (n.is_string()) h.pending.insert(n.get<std::string>());
+    h.members = members_of_json(v.value("members", json::object()));
     std::vector<uint16_t> keys;
     for (const auto& k : v.value("pkeys", json::array()))
       if (k.is_number_unsigned() && k.get<uint64_t>() <= 0x7fff) keys.push_back(k.get<uint16_t>());
     if (pkeys_ && !keys.empty()) (void)pkeys_->restore_quarantine(jobid, keys, h.pending);
     if (h.pending.empty()) continue;
-    std::vector<std::string> nodes(h.pending.begin(), h.pending.end());
+    const bool leaving = h.pending.contains(kSubnetManager);
+    std::vector<std::string> nodes;
+    for (const auto& n : h.pending)
+      if (n != kSubnetManager) nodes.push_back(n);
     held_[jobid] = std::move(h);
+    if (leaving) leave_members(ctx, jobid);
     // Epilogs still running lost their outcomes: ask again (the epilog is idempotent).
-    ctx.run_on_nodes(jobid, kEpilog, fmt::format("{} epilog --job {}", cfg_.command, jobid), kEpilogTimeout, nodes, {});
+    if (!nodes.empty())
+      ctx.run_on_nodes(jobid, kEpilog, fmt::format("{} epilog --job {}", cfg_.command, jobid), kEpilogTimeout, nodes,
+                       {});
   }
 }
 
 void IbHook::on_restart(HookContext& ctx, const JobView& job) {
   const json* found = nullptr;
   json ev;
+  Members members;
   for (const auto& e : job.events)
     if (e.name == kAction) {
       ev = json::parse(e.context, nullptr, false);
       found = &ev;
+    } else if (e.name == kJoinEvent) {
+      auto j = json::parse(e.context, nullptr, false);
+      if (j.is_object()) members = members_of_json(j.value("members", json::object()));
     }
   if (!found || !ev.is_object() || held_.contains(job.id)) return;
   auto reqs = requests_of(*job.spec);
   if (!reqs || reqs->empty()) return;
   Held& h = held_[job.id];
+  h.members = std::move(members);
   h.guid_offset = ev.value("guid_offset", uint64_t{0});
   h.guid_count = ev.value("guid_count", uint64_t{0});
   if (ev.contains("pkey") && pkeys_) {
@@ -446,6 +469,8 @@ Result<std::string> IbHook::query_pool() const {
   j["reserved"] = reserved;
   j["quarantined"] = quarantined;
   j["guids_held"] = guids;
+  j["subnet_manager"] = sm_ ? sm_->describe() : "none";
+  if (!sm_error_.empty()) j["subnet_manager_error"] = sm_error_;
   return j.dump();
 }
 

@@ -17,9 +17,12 @@
 
 #include "fabric/infiniband/ib_config.h"
 #include "fabric/infiniband/ib_device.h"
+#include "fabric/infiniband/ib_hook_members.h"
 #include "fabric/infiniband/ib_request.h"
+#include "fabric/infiniband/subnet_manager.h"
 #include "hook/hook.h"
 #include "util/quarantine_pool.h"
+#include "util/serial_worker.h"
 
 namespace corral::fabric::infiniband {
 
@@ -28,8 +31,11 @@ Result<std::unique_ptr<hook::JobHook>> make_ib_hook(const hook::Settings& settin
 class IbHook final : public hook::JobHook {
  public:
   static Result<std::unique_ptr<IbHook>> create(IbConfig cfg);
+  ~IbHook() override;
 
   std::string_view name() const override { return "infiniband"; }
+  void attach(hook::HookRunner& runner) override;
+  void stop() override;
   Status validate(hook::HookContext&, const job::Jobspec& spec, uint32_t userid) override;
   Status required_properties(const job::Jobspec& spec, std::vector<std::string>& out) const override;
   void node_properties(hook::HookContext&, const std::string& node, const std::map<std::string, std::string>& hardware,
@@ -44,8 +50,10 @@ class IbHook final : public hook::JobHook {
   Result<std::string> query(hook::HookContext& ctx, const hook::HookQuery& q) override;
 
  private:
-  IbHook(IbConfig cfg, Fabrics fabrics, std::optional<QuarantinePool> pkeys)
-      : cfg_(std::move(cfg)), fabrics_(std::move(fabrics)), pkeys_(std::move(pkeys)) {}
+  IbHook(IbConfig cfg, Fabrics fabrics, std::optional<QuarantinePool> pkeys, std::unique_ptr<SubnetManager> sm)
+      : cfg_(std::move(cfg)), fabrics_(std::move(fabrics)), pkeys_(std::move(pkeys)), sm_(std::move(sm)) {}
+
+  using Members = PkeyMembers;
 
   // A job's requests with the default fabric filled in; empty when it asks for none.
   Result<std::vector<IbRequest>> requests_of(const job::Jobspec& spec) const;
@@ -57,6 +65,21 @@ class IbHook final : public hook::JobHook {
   void epilog_result(hook::HookContext& ctx, uint64_t jobid, const hook::PerilogOutcome& o);
   void confirm(hook::HookContext& ctx, uint64_t jobid, const std::string& node);
   void save_held(hook::HookContext& ctx, uint64_t jobid);
+
+  // ib_hook_subnet.cc: partition membership through the subnet manager, off the lock.
+  void join_members(hook::HookContext& ctx, const hook::JobView& job, Members members);
+  void joined(hook::HookContext& ctx, uint64_t jobid, const Status& st);
+  void leave_members(hook::HookContext& ctx, uint64_t jobid, double retry_in = 1);
+  struct LeaveStep {
+    uint16_t pkey = 0;
+    std::vector<std::string> guids;
+    bool drop = false;  // the job's own key: the partition goes whole
+  };
+  // What to take out of each key when `jobid` ends: a job's own key goes whole; from a
+  // named one, the GUIDs no other running job still has in it.
+  std::vector<LeaveStep> leave_plan(uint64_t jobid) const;
+  void left(hook::HookContext& ctx, uint64_t jobid, const Status& st, double retry_in);
+  void back(std::function<void(hook::HookContext&)> fn);
   // First fit in the GUID pool; false when no run of `count` is free.
   bool take_guids(uint64_t jobid, uint64_t count);
   void set_devices(const std::string& node, std::vector<IbDevice> devices);
@@ -68,17 +91,23 @@ class IbHook final : public hook::JobHook {
     uint64_t guid_offset = 0, guid_count = 0;
     std::set<std::string> pending;  // nodes still to confirm the undo (after release)
     bool released = false;
+    Members members;  // joined through the subnet manager (after the prolog)
   };
   struct PrologRun {
     std::set<std::string> pending;
     std::vector<std::string> failures;
+    Members members;  // from each node's document
   };
 
   IbConfig cfg_;
   Fabrics fabrics_;
   std::map<std::string, uint16_t> named_;  // partition name -> key
   std::optional<QuarantinePool> pkeys_;    // partition=job keys; none without pkey-pool
-  std::map<uint64_t, Held> held_;          // by job
+  std::unique_ptr<SubnetManager> sm_;      // none for subnet-manager = "none"
+  hook::HookRunner* runner_ = nullptr;
+  std::unique_ptr<SerialWorker> worker_;  // the subnet manager's calls, in order
+  std::string sm_error_;                  // its last failure, for `corral ib pool`
+  std::map<uint64_t, Held> held_;         // by job
   std::map<uint64_t, PrologRun> prologs_;
   std::map<std::string, std::vector<IbDevice>> devices_;  // node -> its devices (last report)
   // Nodes by their capabilities (as JSON): submit checks one node of each kind, not every node.

@@ -4,6 +4,8 @@
 
 #include <fmt/format.h>
 
+#include "http/http_client.h"
+
 namespace corral::storage::dws {
 namespace {
 
@@ -12,25 +14,6 @@ using nlohmann::json;
 // A watch line longer than this is refused (an object is at most the API server's 3 MiB).
 constexpr size_t kMaxLine = 4 << 20;
 constexpr size_t kMaxBody = 64 << 20;
-
-Errc errc_of(long http) {
-  switch (http) {
-    case 400:
-    case 422:
-      return Errc::invalid_argument;
-    case 401:
-    case 403:
-      return Errc::permission_denied;
-    case 404:
-      return Errc::not_found;
-    case 409:
-      return Errc::already_exists;
-    case 429:
-      return Errc::resource_exhausted;
-    default:
-      return http >= 500 ? Errc::unavailable : Errc::internal;
-  }
-}
 
 size_t append_body(char* data, size_t size, size_t n, void* user) {
   auto* out = static_cast<std::string*>(user);
@@ -56,7 +39,7 @@ Error reply_error(const KubeReply& r, std::string_view what) {
   std::string msg;
   if (r.body.is_object()) msg = r.body.value("message", "");
   if (msg.empty()) msg = fmt::format("HTTP {}", r.http);
-  return Error{errc_of(r.http), fmt::format("kubernetes: {}: {} (HTTP {})", what, msg, r.http)};
+  return Error{http::errc_of_http(r.http), fmt::format("kubernetes: {}: {} (HTTP {})", what, msg, r.http)};
 }
 
 struct KubeClient::Curl {
