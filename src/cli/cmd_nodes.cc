@@ -9,6 +9,7 @@
 
 #include "cli/client/client.h"
 #include "cli/commands.h"
+#include "cli/hook_query.h"
 #include "cli/job_format.h"
 #include "cli/table.h"
 #include "cli/values.h"
@@ -25,6 +26,7 @@ struct NodesState {
   std::vector<std::string> states;
   bool json = false;
   bool noheader = false;
+  bool capabilities = false;
 };
 
 // Node states are matched here so a selection can use a group: "up" is every node with
@@ -83,6 +85,30 @@ void print_table(const pb::ListNodesReply& reply, bool header) {
   fmt::print("{}", t.render(header));
 }
 
+// What the hooks report of each node (hook query "capabilities", asked of every hook):
+// its class, a one-line summary, and why it differs from its class.
+void print_capabilities(const Globals& g, const pb::ListNodesReply& reply, const NodesState& st) {
+  auto doc = expect_ok("nodes", hook_query_json(resolve_uri(g.uri), "*", "capabilities", nlohmann::json::object()));
+  if (st.json) {
+    auto out = nlohmann::json::object();
+    for (const auto& n : reply.nodes()) {
+      auto& node = out[n.name()] = nlohmann::json::object();
+      for (const auto& [hook, answer] : doc.items())
+        if (answer.contains("nodes") && answer["nodes"].contains(n.name())) node[hook] = answer["nodes"][n.name()];
+    }
+    fmt::print("{}\n", out.dump(2));
+    return;
+  }
+  Table t({{"NODE"}, {"HOOK"}, {"CLASS"}, {"CAPABILITIES"}, {"DIFFERS"}});
+  for (const auto& n : reply.nodes())
+    for (const auto& [hook, answer] : doc.items()) {
+      if (!answer.contains("nodes") || !answer["nodes"].contains(n.name())) continue;
+      const auto& a = answer["nodes"][n.name()];
+      t.add_row({n.name(), hook, a.value("class", ""), a.value("summary", ""), a.value("differs", "")});
+    }
+  fmt::print("{}", t.render(!st.noheader));
+}
+
 void run_nodes(const Globals& g, const NodesState& st) {
   const std::set<std::string> wanted = parse_states(st.states);
   pb::ListNodesRequest req = make_request(st);
@@ -94,6 +120,7 @@ void run_nodes(const Globals& g, const NodesState& st) {
     if (state_matches(n.state(), wanted)) *reply.add_nodes() = n;
   std::sort(reply.mutable_nodes()->begin(), reply.mutable_nodes()->end(),
             [](const pb::NodeInfo& a, const pb::NodeInfo& b) { return natural_less(a.name(), b.name()); });
+  if (st.capabilities) return print_capabilities(g, reply, st);
   if (st.json) {
     auto arr = nlohmann::json::array();
     for (const auto& n : reply.nodes()) arr.push_back(node_to_json(n));
@@ -116,6 +143,9 @@ void add_nodes_command(CLI::App& app, Globals& g) {
       ->type_name("STATES");
   sub->add_flag("--json", st->json, "Print a JSON array of node objects");
   sub->add_flag("--noheader", st->noheader, "Leave out the header line");
+  sub->add_flag("--capabilities", st->capabilities,
+                "Show what the hooks report of each node (Infiniband devices by model, vendor and fabric): its "
+                "class of identical nodes, and why a node differs from its class (a port down, a card missing)");
   sub->callback([&g, st] { run_nodes(g, *st); });
 }
 

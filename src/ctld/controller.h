@@ -142,6 +142,7 @@ class Controller final : private HookContext {
   void save_state(std::string_view hook, const std::string& key, const std::string& value) override
       CORRAL_REQUIRES(mu_);
   void erase_state(std::string_view hook, const std::string& key) override CORRAL_REQUIRES(mu_);
+  Status hook_query_all(const HookQuery& q, v1::HookQueryReply* rep) CORRAL_REQUIRES(mu_);
 
   // HookRunner: a hook's own thread comes in under the lock (hook_context.cc).
   class Runner final : public HookRunner {

@@ -131,10 +131,30 @@ void Controller::erase_state(std::string_view hook, const std::string& key) {
   store_->erase_hook_state(std::string(hook), key);
 }
 
+// Hook "*": every hook that answers `q` (one that has no such query is left out), as
+// {"hook name": answer}; `corral nodes --capabilities` asks this way, naming no hook.
+Status Controller::hook_query_all(const HookQuery& q, v1::HookQueryReply* rep) {
+  json all = json::object();
+  for (auto& h : hooks_) {
+    auto r = h->query(*this, q);
+    if (!r) {
+      if (r.error().code == Errc::not_found) continue;
+      return r.error();
+    }
+    auto j = json::parse(*r, nullptr, false);
+    if (!j.is_discarded()) all[std::string(h->name())] = std::move(j);
+  }
+  drain_posts();
+  outbox_.seal();
+  rep->set_json(all.dump());
+  return {};
+}
+
 Status Controller::hook_query(const Caller& c, const v1::HookQueryRequest& req, v1::HookQueryReply* rep) {
   HookQuery q{req.what(), req.args_json().empty() ? "{}" : req.args_json(), c.uid, is_admin(c)};
   if (!json::accept(q.args_json)) return Error{Errc::invalid_argument, "hook query: the arguments are not valid JSON"};
   MutexLock lk(mu_);
+  if (req.hook() == "*") return hook_query_all(q, rep);
   for (auto& h : hooks_) {
     if (h->name() != req.hook()) continue;
     auto r = h->query(*this, q);

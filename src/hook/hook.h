@@ -131,6 +131,9 @@ class JobHook {
   // ("Storage" -> "PreRun ready (corral-12)"); nothing when the job is none of its business.
   virtual void describe_job(const JobView&, std::map<std::string, std::string>& /*out*/) const {}
   // Answers `corral <hook name> ...`: a JSON document, or an error the user can act on.
+  // Every hook may answer "capabilities" (`corral nodes --capabilities` asks all of them):
+  // {"nodes": {NODE: {"class": "...", "summary": "one line", "differs": "why it differs
+  // from its class (absent when it does not)", "capabilities": <the hook's own JSON>}}}.
   virtual Result<std::string> query(HookContext&, const HookQuery& q) {
     return not_found("hook " + std::string(name()) + " answers no query '" + q.what + "'");
   }

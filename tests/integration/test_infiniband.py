@@ -49,6 +49,16 @@ def test_classes_group_identical_nodes_and_flag_a_dead_port(ib_cluster):
     assert fabrics == {"IbFabric1": 1, "IbFabric2": 1}
     text = ib_cluster.corral("ib", "classes").stdout
     assert "degraded: node2" in text
+    # The same through `corral nodes --capabilities`, which asks every hook.
+    caps = json.loads(ib_cluster.corral("nodes", "--capabilities", "--json", user=65534).stdout)
+    assert set(caps) == {"node0", "node1", "node2", "node3"}
+    assert caps["node3"] == {}
+    assert caps["node0"]["infiniband"]["class"] == caps["node2"]["infiniband"]["class"] == "ib-1"
+    assert "differs" not in caps["node0"]["infiniband"] and "IbFabric2" in caps["node2"]["infiniband"]["differs"]
+    table = ib_cluster.corral("nodes", "--capabilities", "node[0-2]").stdout.splitlines()
+    assert table[0].split() == ["NODE", "HOOK", "CLASS", "CAPABILITIES", "DIFFERS"]
+    assert "1x MT28908 Family [ConnectX-6] on IbFabric1" in table[1] and table[3].startswith("node2")
+    assert "(1 inactive)" in table[3], table
 
 
 def test_job_lands_only_where_its_device_is_active_and_sees_it(ib_cluster):

@@ -439,7 +439,8 @@ void IbHook::describe_job(const JobView& job, std::map<std::string, std::string>
 Result<std::string> IbHook::query(HookContext&, const hook::HookQuery& q) {
   if (q.what == "classes") return query_classes();
   if (q.what == "pool") return query_pool();
-  return not_found(fmt::format("infiniband answers 'classes' and 'pool', not '{}'", q.what));
+  if (q.what == "capabilities") return query_capabilities();
+  return not_found(fmt::format("infiniband answers 'classes', 'pool' and 'capabilities', not '{}'", q.what));
 }
 
 Result<std::string> IbHook::query_classes() const {
@@ -451,6 +452,36 @@ Result<std::string> IbHook::query_classes() const {
   json nodes = json::object();
   for (const auto& [node, caps] : by_node) nodes[node] = to_json(caps);
   return json{{"classes", classes}, {"nodes", nodes}, {"fabrics", fabrics_.names()}}.dump();
+}
+
+namespace {
+
+// "2x MT28908 Family [ConnectX-6] on IbFabric1 (instance 1 down)"
+std::string summary_of(const std::vector<IbCapability>& caps) {
+  std::string out;
+  for (const auto& c : caps) {
+    out += fmt::format("{}{}x {} on {}", out.empty() ? "" : ", ", c.count, c.name, c.fabric);
+    if (!c.inactive.empty()) out += fmt::format(" ({} inactive)", c.inactive.size());
+  }
+  return out;
+}
+
+}  // namespace
+
+Result<std::string> IbHook::query_capabilities() const {
+  std::map<std::string, std::vector<IbCapability>> by_node;
+  for (const auto& [node, devs] : devices_) by_node[node] = capabilities_of(devs);
+  json nodes = json::object();
+  const auto classes = node_classes(by_node);
+  for (size_t i = 0; i < classes.size(); ++i)
+    for (const auto& node : classes[i].nodes) {
+      json n{{"class", fmt::format("ib-{}", i + 1)},
+             {"summary", summary_of(by_node[node])},
+             {"capabilities", to_json(by_node[node])}};
+      if (auto d = classes[i].degraded.find(node); d != classes[i].degraded.end()) n["differs"] = d->second;
+      nodes[node] = std::move(n);
+    }
+  return json{{"nodes", nodes}}.dump();
 }
 
 Result<std::string> IbHook::query_pool() const {

@@ -85,6 +85,7 @@ class IbHook final : public hook::JobHook {
   void set_devices(const std::string& node, std::vector<IbDevice> devices);
   Result<std::string> query_classes() const;
   Result<std::string> query_pool() const;
+  Result<std::string> query_capabilities() const;
 
   struct Held {
     // A run of the GUID pool: the job's N-th node (in R's order) has the N-th share.

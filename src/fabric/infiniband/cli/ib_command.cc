@@ -33,7 +33,7 @@ void print_classes(const json& doc) {
   for (const auto& c : doc["classes"]) {
     Hostlist hl;
     for (const auto& n : c["nodes"]) hl.append(n.get<std::string>());
-    fmt::print("class {}: {} node{} {}\n", ++i, c["nodes"].size(), c["nodes"].size() == 1 ? "" : "s", hl.encode());
+    fmt::print("class ib-{}: {} node{} {}\n", ++i, c["nodes"].size(), c["nodes"].size() == 1 ? "" : "s", hl.encode());
     for (const auto& cap : c["capabilities"]) fmt::print("  {}\n", capability_text(cap));
     for (const auto& [node, why] : c["degraded"].items())
       fmt::print("  degraded: {}: {}\n", node, why.get<std::string>());
