@@ -5,10 +5,11 @@ active, the prolog configures VFs and writes the job's document, the epilog undo
 import json
 import os
 import re
+import subprocess
 
 import pytest
 
-from conftest import Cluster, wait_until
+from conftest import SOURCE_DIR, Cluster, wait_until
 from ib_sysfs_tree import CX6_NAME, FABRIC_CONFIG, pci, two_fabric_node
 
 
@@ -110,3 +111,20 @@ def test_pool_shows_keys(ib_cluster):
     doc = json.loads(ib_cluster.corral("ib", "pool", "--json").stdout)
     assert doc["partitions"] == {"storage": "0x0100"}
     assert doc["pkey_pool"] == "0x2000-0x2003"
+
+
+def test_mpi_job_on_two_nodes_sees_its_selected_devices(ib_cluster):
+    prog = ib_cluster.shared_dir("mpi") / "pmi_ring"
+    subprocess.run(["mpicc", "-o", str(prog), str(SOURCE_DIR / "tests" / "data" / "mpi" / "pmi_ring.c")],
+                   check=True)
+    out = ib_cluster.corral("run", "-N2", "-n4", "--ib", ib(fabric="IbFabric2", instance=0), "--ib",
+                            ib(fabric="IbFabric1", instance=0), "sh", "-c",
+                            f'echo "env $CORRAL_NODENAME $CORRAL_IB_DEVICES $UCX_NET_DEVICES"; exec {prog}',
+                            user=65534, timeout=120).stdout
+    lines = out.splitlines()
+    envs = sorted(l for l in lines if l.startswith("env "))
+    # node2's IbFabric2 port is down: the job lands on node0 and node1 only.
+    assert [l.split()[1] for l in envs] == ["node0", "node0", "node1", "node1"], out
+    assert all(l.split()[2:] == ["mlx5_1,mlx5_0", "mlx5_1:1,mlx5_0:1"] for l in envs), out
+    assert sorted(l for l in lines if l.startswith("rank")) == [f"rank {r} of 4" for r in range(4)], out
+    assert "ring and allreduce ok" in lines, out
