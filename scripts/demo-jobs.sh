@@ -55,5 +55,34 @@ corral show job "$long" | grep -E 'JobState|Result|Exception' || true
 say "The eventlog of job $first"
 corral eventlog "$first"
 
+ufm_pkeys() {
+  python3 -c 'import base64, json, sys, urllib.request
+req = urllib.request.Request(sys.argv[1] + "/ufmRest/resources/pkeys?guids_data=true")
+req.add_header("Authorization", "Basic " + base64.b64encode(b"demo:demo").decode())
+keys = json.load(urllib.request.urlopen(req))
+for key, p in keys.items():
+    print("UFM: partition key", key, "members", " ".join(g["guid"] for g in p["guids"]))
+if not keys:
+    print("UFM: no partition keys")' "$CORRAL_DEMO_UFM"
+}
+
+# demo.sh starts the cluster with Infiniband sysfs trees and the UFM emulator.
+if [ -n "${CORRAL_DEMO_UFM:-}" ]; then
+  say "Infiniband: node classes, and a node whose IbFabric2 port is down"
+  corral ib classes
+  corral nodes --capabilities 'node[2-4]'
+
+  say "Infiniband: a 2-node job on IbFabric2 in a partition of its own (its key is made in UFM first)"
+  corral run -N2 --ib 'device="MT28908 Family [ConnectX-6]",fabric=IbFabric2,partition=job' sh -c \
+    'echo "$CORRAL_NODENAME: CORRAL_IB_DEVICES=$CORRAL_IB_DEVICES UCX_NET_DEVICES=$UCX_NET_DEVICES"
+     if [ "$CORRAL_NODENAME" = node0 ]; then corral ib show; fi; sleep 3' &
+  sleep 2
+  ufm_pkeys
+  wait
+  sleep 0.5
+  echo "after the job:"
+  ufm_pkeys
+fi
+
 say "All jobs"
 corral queue -a

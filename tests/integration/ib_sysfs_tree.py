@@ -87,3 +87,23 @@ subnet-prefix = "{FABRIC2}"
 name = "storage"
 pkey = "0x0100"
 """
+
+
+def main():
+    """For the demo: `ib_sysfs_tree.py DIR NODES [--down N]...` builds DIR/node0..: a
+    two-fabric node each (node N with its IbFabric2 port down), and prints the fabric
+    configuration for corrald."""
+    import argparse
+    parser = argparse.ArgumentParser(description=main.__doc__)
+    parser.add_argument("dir")
+    parser.add_argument("nodes", type=int)
+    parser.add_argument("--down", type=int, action="append", default=[],
+                        help="a node whose IbFabric2 port is down")
+    args = parser.parse_args()
+    for i in range(args.nodes):
+        two_fabric_node(os.path.join(args.dir, f"node{i}"), fabric2_up=i not in args.down, index=i)
+    print(FABRIC_CONFIG)
+
+
+if __name__ == "__main__":
+    main()

@@ -75,7 +75,8 @@ subnet-manager = "ufm"
 ufm-url = "{ufm.url}"
 ufm-credentials = "{ufm.credentials}"
 """, 1))
-    c = Cluster(size=3, config=config, agent_args=["--ib-sysfs", str(trees)])
+    # One agent hosts all three nodes: their prologs and documents must not collide.
+    c = Cluster(size=3, agents=1, config=config, agent_args=["--ib-sysfs", str(trees)])
     c.ufm = ufm
     c.start()
     yield c
@@ -94,6 +95,12 @@ def job_pkey(c, jobid):
     return None
 
 
+def wait_started(c, jobid):
+    """Until the job's tasks started (RUN begins at the allocation, before the prologs)."""
+    c.wait_job(jobid, "RUN")
+    wait_until(lambda: "start" in [e["name"] for e in c.eventlog(jobid)], what=f"job {jobid} to start", cluster=c)
+
+
 def pool(c):
     return json.loads(c.corral("ib", "pool", "--json").stdout)
 
@@ -102,7 +109,7 @@ def test_job_key_is_made_with_the_jobs_ports_and_removed_after(ufm_cluster):
     c = ufm_cluster
     jobid = c.submit("-N2", "-w", "node[0-1]", "--ib", ib(fabric="IbFabric2", partition="job"), "sleep", "60",
                      user=65534)
-    c.wait_job(jobid, "RUN")
+    wait_started(c, jobid)
     key = f"{job_pkey(c, jobid):#x}"
     # Both nodes' ports are full members before the job's tasks started.
     assert c.ufm.members(key) == [pf_guid(0), pf_guid(1)]
@@ -158,7 +165,7 @@ def test_job_key_survives_a_controller_restart(ufm_cluster):
     c = ufm_cluster
     jobid = c.submit("-N2", "-w", "node[1-2]", "--ib", ib(fabric="IbFabric2", partition="job"), "sleep", "60",
                      user=65534)
-    c.wait_job(jobid, "RUN")
+    wait_started(c, jobid)
     key = job_pkey(c, jobid)
     c.kill_controller()
     c.restart_controller()
@@ -195,7 +202,7 @@ def test_opensm_partitions_file_has_the_jobs_ports_while_it_runs(opensm_cluster)
     c = opensm_cluster
     jobid = c.submit("-N2", "--ib", ib(fabric="IbFabric2", partition="job"), "--ib",
                      ib(fabric="IbFabric1", partition="storage"), "sleep", "60", user=65534)
-    c.wait_job(jobid, "RUN")
+    wait_started(c, jobid)
     key = job_pkey(c, jobid)
     text = c.partitions.read_text()
     assert "Default=0x7fff, ipoib : ALL=full ;" in text

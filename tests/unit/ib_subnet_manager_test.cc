@@ -68,6 +68,15 @@ TEST(OpenSmPartitions, WritesRereadsAndPicksUpAfterARestart) {
     ASSERT_TRUE(sm.join(0x2001, {"0000000000000001"}).ok());  // nothing new: not rewritten
     EXPECT_EQ(read(marks), "x\n");
   }
+  {
+    OpenSmPartitions two(file, "", "", {{0x0100, "storage"}});
+    ASSERT_TRUE(two.join(0x0100, {"0000000000000005"}).ok());
+    ASSERT_TRUE(two.join(0x2003, {"0000000000000006"}).ok());
+    EXPECT_NE(read(file).find("storage=0x0100"), std::string::npos) << read(file);
+    EXPECT_NE(read(file).find("corral_2003=0x2003"), std::string::npos) << read(file);
+    ASSERT_TRUE(two.leave(0x0100, {"0000000000000005"}, false).ok());
+    ASSERT_TRUE(two.leave(0x2003, {}, true).ok());
+  }
   OpenSmPartitions again(file, "", "", {});  // a restarted controller
   ASSERT_TRUE(again.leave(0x2001, {"0000000000000001"}, false).ok());
   EXPECT_NE(read(file).find("0x0000000000000002"), std::string::npos);

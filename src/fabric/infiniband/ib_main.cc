@@ -46,7 +46,8 @@ int main(int argc, char** argv) {
       "The node agent runs it (as root). Exit status: 0 done, 1 failed, 2 bad input."};
   app.require_subcommand(1);
   app.add_option("--sysfs", paths.sysfs_root, "sysfs root (default $CORRAL_IB_SYSFS, else /sys)");
-  app.add_option("--state", paths.state_dir, "where job documents are kept (default $CORRAL_IB_STATE)");
+  app.add_option("--state", paths.state_dir,
+                 "where job documents are kept, in a directory per node (default $CORRAL_IB_STATE)");
   app.add_option("--node", paths.node, "this node's name (default $CORRAL_NODENAME)");
   auto* prolog = app.add_subcommand(
       "prolog",
@@ -58,6 +59,7 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
   if (paths.state_dir.empty()) return fail("no state directory (--state or $CORRAL_IB_STATE)", 2);
   paths.sysfs_root = ib::sysfs_root_for(paths.sysfs_root, paths.node);
+  paths.state_dir = ib::node_state_dir(paths.state_dir, paths.node);
   if (*epilog) {
     auto st = ib::node_epilog(paths, jobid);
     return st.ok() ? 0 : fail(st.message());

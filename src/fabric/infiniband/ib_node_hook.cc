@@ -65,7 +65,7 @@ class IbNodeHook final : public hook::NodeHook {
     if (!req.from_controller->contains("CORRAL_IB_INTERFACES") || state_.empty()) return {};
     auto jobid = parse_unsigned(env["CORRAL_JOBID"], 10);
     if (!jobid) return invalid("no CORRAL_JOBID for the job's Infiniband document");
-    const std::string path = job_document_path(state_, *jobid);
+    const std::string path = job_document_path(node_state_dir(state_, std::string(req.node)), *jobid);
     // The file is the job's user's (0400), who could make it anything: read a bounded prefix.
     std::ifstream in(path);
     std::string text(kMaxDocument + 1, '\0');

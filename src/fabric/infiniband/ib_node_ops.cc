@@ -133,6 +133,11 @@ std::string sysfs_root_for(const std::string& root, const std::string& node) {
   return root;
 }
 
+std::string node_state_dir(const std::string& state_dir, const std::string& node) {
+  if (node.empty() || node == "." || node == ".." || node.find('/') != std::string::npos) return state_dir;
+  return state_dir + "/" + node;
+}
+
 std::string job_document_path(const std::string& state_dir, uint64_t jobid) {
   return fmt::format("{}/job-{}.json", state_dir, jobid);
 }
@@ -169,8 +174,11 @@ Result<json> node_prolog(const NodePaths& p, const Fabrics& fabrics, const NodeJ
   SelectContext ctx{&fabrics, [](const std::string&) { return true; }, p.node};
   auto chosen = select_devices(found->devices, job.requests, ctx);
   if (!chosen) return chosen.error();
-  if (::mkdir(p.state_dir.c_str(), 0711) != 0 && errno != EEXIST)
-    return Error{Errc::unavailable, fmt::format("cannot create {}: {}", p.state_dir, std::strerror(errno))};
+  // The hook's directory, then the node's (0711 both: a job's user reaches its own
+  // document by name and lists nothing).
+  for (const auto& dir : {fs::path(p.state_dir).parent_path().string(), p.state_dir})
+    if (::mkdir(dir.c_str(), 0711) != 0 && errno != EEXIST)
+      return Error{Errc::unavailable, fmt::format("cannot create {}: {}", dir, std::strerror(errno))};
   json undo{{"numvfs", json::array()}, {"guids", json::array()}};
   json doc{{"jobid", job.jobid}, {"node", p.node}, {"interfaces", json::array()}};
   const fs::path root(p.sysfs_root);

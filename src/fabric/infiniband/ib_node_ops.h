@@ -21,7 +21,10 @@ namespace corral::fabric::infiniband {
 // The sysfs tree of `node` under `root`: ROOT/NODE when that exists (a test cluster's
 // virtual nodes), else ROOT.
 std::string sysfs_root_for(const std::string& root, const std::string& node);
-// The job's document under the hook's state directory.
+// A node's own directory under the hook's state directory (STATE/NODE): one agent may host
+// several (virtual) nodes, each with its jobs' documents. STATE when the name is unsafe.
+std::string node_state_dir(const std::string& state_dir, const std::string& node);
+// The job's document under a node's state directory.
 std::string job_document_path(const std::string& state_dir, uint64_t jobid);
 
 // What the controller sends for one node (CORRAL_IB_JOB, JSON).

@@ -1,5 +1,7 @@
 #include "fabric/infiniband/cli/ib_command.h"
 
+#include <algorithm>
+
 #include <cstdlib>
 #include <fstream>
 #include <memory>
@@ -13,6 +15,7 @@
 #include "cli/hook_query.h"
 #include "cli/table.h"
 #include "util/hostlist.h"
+#include "util/natural_sort.h"
 
 namespace corral::fabric::infiniband {
 namespace {
@@ -31,8 +34,11 @@ std::string capability_text(const json& c) {
 void print_classes(const json& doc) {
   size_t i = 0;
   for (const auto& c : doc["classes"]) {
+    std::vector<std::string> names;
+    for (const auto& n : c["nodes"]) names.push_back(n.get<std::string>());
+    std::sort(names.begin(), names.end(), natural_less);
     Hostlist hl;
-    for (const auto& n : c["nodes"]) hl.append(n.get<std::string>());
+    for (const auto& n : names) hl.append(n);
     fmt::print("class ib-{}: {} node{} {}\n", ++i, c["nodes"].size(), c["nodes"].size() == 1 ? "" : "s", hl.encode());
     for (const auto& cap : c["capabilities"]) fmt::print("  {}\n", capability_text(cap));
     for (const auto& [node, why] : c["degraded"].items())
