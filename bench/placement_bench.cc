@@ -36,6 +36,7 @@
 
 #include "placers/free_core_index.h"
 #include "placers/placers.h"
+#include "sched/node_properties.h"
 #include "sched/scheduler.h"
 #include "topology/topology.h"
 #include "topology/topology_generate.h"
@@ -66,6 +67,10 @@ struct Options {
   bool backfill = false;
   unsigned pending = 10000;
   uint64_t seed = 1;
+  // With --properties F: every node offers four Infiniband-style properties, and a
+  // fraction F of them also the one each decision requires (the rest have that port
+  // down); each decision first narrows the allowed nodes as the controller does.
+  double properties = 0;
 };
 
 [[noreturn]] void usage(const std::string& why) {
@@ -73,7 +78,8 @@ struct Options {
             << "usage: corral-placement-bench [--topology fattree|dragonfly|block] [--file F]\n"
                "  [--nodes N] [--cores C] [--leaf-nodes N] [--radix R] [--groups G]\n"
                "  [--switches-per-group S] [--nodes-per-switch N] [--base-block N]\n"
-               "  [--busy F] [--decisions N] [--backfill-pass] [--pending N] [--seed S]\n";
+               "  [--busy F] [--decisions N] [--backfill-pass] [--pending N] [--seed S]\n"
+               "  [--properties F]\n";
   std::exit(2);
 }
 
@@ -109,6 +115,8 @@ Options parse(int argc, char** argv) {
       o.base_block = number();
     else if (a == "--busy")
       o.busy = std::stod(value());
+    else if (a == "--properties")
+      o.properties = std::stod(value());
     else if (a == "--decisions")
       o.decisions = number();
     else if (a == "--backfill-pass")
@@ -329,6 +337,24 @@ json percentiles(std::vector<double> us) {
           {"max_us", round2(us.back())}};
 }
 
+// The properties of --properties: what an Infiniband node with two dual-port cards
+// offers, with the required one missing on a (1 - F) share of the nodes.
+constexpr const char* kRequired = "ib:IbFabric2/MT28908 Family [ConnectX-6]/0";
+
+corral::sched::NodeProperties make_properties(size_t nodes, double fraction, std::mt19937_64& rng) {
+  corral::sched::NodeProperties props;
+  std::uniform_real_distribution<double> u(0, 1);
+  for (uint32_t n = 0; n < nodes; ++n) {
+    std::vector<std::string> names{"ib:IbFabric1/MT28908 Family [ConnectX-6]/0",
+                                   "ib:IbFabric1/MT28908 Family [ConnectX-6]/1",
+                                   "ib:IbFabric2/MT28908 Family [ConnectX-6]/1", "gpu:H100"};
+    if (u(rng) < fraction) names.push_back(kRequired);
+    bool changed = false;
+    props.set(n, names, &changed);
+  }
+  return props;
+}
+
 json time_decisions(const Machine& m, const Options& o, std::mt19937_64& rng) {
   const std::vector<NodeState> states = m.snapshot();
   corral::topology::FreeCoreIndex index;
@@ -337,9 +363,29 @@ json time_decisions(const Machine& m, const Options& o, std::mt19937_64& rng) {
   std::vector<double> all, cpu;
   std::map<std::string, std::vector<double>> by_class;
   std::map<std::string, unsigned> placed;
+  std::vector<uint32_t> members(states.size());
+  for (uint32_t n = 0; n < members.size(); ++n) members[n] = n;
+  const auto props = make_properties(o.properties > 0 ? states.size() : 0, o.properties, rng);
+  const std::vector<std::string> required{kRequired};
+  // The controller narrows a job's nodes once, when it plans the job, not at every
+  // placement: both costs are reported.
+  std::vector<double> filter_us;
+  std::vector<uint32_t> allowed;
+  if (o.properties > 0)
+    for (int k = 0; k < 20; ++k) {
+      auto f0 = Clock::now();
+      allowed = props.filter(members, required);
+      filter_us.push_back(seconds_since(f0) * 1e6);
+    }
   for (unsigned i = 0; i < o.decisions; ++i) {
     auto [cls, r] = draw(rng, o, states.size());
     r.jobid = 1u << 30 | i;
+    // As Controller::restrict_to_properties planned it: the nodes that offer what the job
+    // requires.
+    if (o.properties > 0) {
+      r.allowed_nodes = allowed;
+      r.allowed_sorted = true;
+    }
     double cpu0 = thread_cpu_seconds();
     auto t0 = Clock::now();
     auto alloc = placer.place_indexed(r, states, index);
@@ -350,6 +396,7 @@ json time_decisions(const Machine& m, const Options& o, std::mt19937_64& rng) {
     placed[cls] += alloc ? 1 : 0;
   }
   json out = percentiles(all);
+  if (!filter_us.empty()) out["property_filter"] = percentiles(filter_us);
   // CPU time of the deciding thread: what the decision costs when the machine is shared.
   out["cpu"] = percentiles(cpu);
   for (auto& [cls, v] : by_class) {
@@ -477,6 +524,13 @@ int main(int argc, char** argv) {
   } else {
     out["mode"] = "decisions";
     out["method"] = "Placer::place_indexed on a snapshot of the busy pool; not committed";
+    if (o.properties > 0)
+      out["properties"] = {
+          {"required", kRequired},
+          {"nodes_offering", o.properties},
+          {"method",
+           "NodeProperties::filter of all nodes once (decisions.property_filter), then each decision with "
+           "the allowed nodes"}};
     out["decisions"] = time_decisions(m, o, rng);
     out["empty_machine"] = empty_machine_check(topo, o);
   }

@@ -22,7 +22,6 @@
 #include "ctld/config.h"
 #include "ctld/hook_names.h"
 #include "ctld/listing_rows.h"
-#include "ctld/node_properties.h"
 #include "ctld/node_table.h"
 #include "ctld/outbox.h"
 #include "ctld/privacy.h"
@@ -30,6 +29,7 @@
 #include "ctld/topology_routing.h"
 #include "ctld/user_limits.h"
 #include "ctld/watch_hub.h"
+#include "sched/node_properties.h"
 #include "sched/scheduler.h"
 #include "store/store.h"
 #include "topology/topology.h"
@@ -228,8 +228,10 @@ class Controller final : private HookContext {
   // `restricted` (when given) learns whether hooks narrowed the nodes by their properties.
   Result<topology::Request> make_request(const job::Jobspec& spec, uint64_t jobid, bool* restricted = nullptr) const
       CORRAL_REQUIRES(mu_);
-  Status restrict_to_properties(const job::Jobspec& spec, const std::string& part, topology::Request& r,
-                                bool* restricted) const CORRAL_REQUIRES(mu_);
+  Status restrict_to_properties(const job::Jobspec& spec, const std::vector<uint32_t>& members, const std::string& part,
+                                topology::Request& r, bool* restricted) const CORRAL_REQUIRES(mu_);
+  // No node offers `required`: an error at submit (jobid 0), else the job waits for one.
+  Status not_offered(topology::Request& r, const std::string& part, const std::vector<std::string>& required) const;
   std::string partition_of(const job::Jobspec& spec) const CORRAL_REQUIRES(mu_);
   double effective_time_limit(const job::Jobspec& spec) const CORRAL_REQUIRES(mu_);
 
@@ -303,7 +305,7 @@ class Controller final : private HookContext {
   std::unordered_map<uint64_t, std::unique_ptr<JobRecord>> jobs_ CORRAL_GUARDED_BY(mu_);
   ListingRows listing_ CORRAL_GUARDED_BY(mu_);  // what `corral queue` shows of jobs_, kept as they change
   NodeTable nodes_ CORRAL_GUARDED_BY(mu_){cfg_.partitions};
-  NodeProperties node_props_ CORRAL_GUARDED_BY(mu_);         // what hooks say each node offers
+  sched::NodeProperties node_props_ CORRAL_GUARDED_BY(mu_);  // what hooks say each node offers
   std::set<uint64_t> property_jobs_ CORRAL_GUARDED_BY(mu_);  // queued jobs whose nodes hooks restrict
   bool properties_changed_ CORRAL_GUARDED_BY(mu_) = false;   // a node's properties changed since the last pass
   std::map<std::string, std::shared_ptr<AgentLink>> links_ CORRAL_GUARDED_BY(mu_);

@@ -117,9 +117,13 @@ Result<topology::Request> Controller::make_request(const job::Jobspec& spec, uin
     for (const auto& h : hl->hosts())
       if (auto i = sched_.node_index(h)) excluded.insert(*i);
   }
-  for (uint32_t i : *members)
-    if (!excluded.count(i)) r.allowed_nodes.push_back(i);
-  if (auto st = restrict_to_properties(spec, part, r, restricted); !st.ok()) return st.error();
+  // A partition of every node without exclusions allows any node: no list (a list of
+  // 100,000 nodes in every job costs memory and sends placement down its slow path).
+  if (!excluded.empty() || members->size() != sched_.node_count())
+    for (uint32_t i : *members)
+      if (!excluded.count(i)) r.allowed_nodes.push_back(i);
+  r.allowed_sorted = true;  // the partition's members are ascending, and filtering keeps their order
+  if (auto st = restrict_to_properties(spec, *members, part, r, restricted); !st.ok()) return st.error();
   if (!nodelist->empty()) {
     auto hl = Hostlist::parse(*nodelist);
     if (!hl) return invalid("nodelist: " + hl.message());
@@ -148,8 +152,8 @@ Result<topology::Request> Controller::make_request(const job::Jobspec& spec, uin
 
 // What the hooks need of every node (an Infiniband device, say) narrows the allowed nodes.
 // At submit (jobid 0) none left is an error; a queued job waits for a node to offer them.
-Status Controller::restrict_to_properties(const job::Jobspec& spec, const std::string& part, topology::Request& r,
-                                          bool* restricted) const {
+Status Controller::restrict_to_properties(const job::Jobspec& spec, const std::vector<uint32_t>& members,
+                                          const std::string& part, topology::Request& r, bool* restricted) const {
   std::vector<std::string> required;
   for (const auto& h : hooks_)
     if (auto st = h->required_properties(spec, required); !st.ok()) return st;
@@ -157,8 +161,14 @@ Status Controller::restrict_to_properties(const job::Jobspec& spec, const std::s
   if (required.empty()) return {};
   std::sort(required.begin(), required.end());
   required.erase(std::unique(required.begin(), required.end()), required.end());
-  r.allowed_nodes = node_props_.filter(r.allowed_nodes, required);
-  if (!r.allowed_nodes.empty()) return {};
+  r.allowed_nodes = node_props_.filter(r.allowed_nodes.empty() ? members : r.allowed_nodes, required);
+  if (r.allowed_nodes.empty()) return not_offered(r, part, required);
+  if (r.allowed_nodes.size() == sched_.node_count()) r.allowed_nodes.clear();  // every node offers them
+  return {};
+}
+
+Status Controller::not_offered(topology::Request& r, const std::string& part,
+                               const std::vector<std::string>& required) const {
   if (r.jobid == 0)
     return invalid(fmt::format("no node of partition {} offers {}", part, fmt::join(required, " and ")));
   r.allowed_nodes = {topology::kNoNode};

@@ -1,5 +1,7 @@
 #include "ctld/node_table.h"
 
+#include <algorithm>
+
 #include "util/hostlist.h"
 
 namespace corral::ctld {
@@ -26,6 +28,15 @@ const NodeEntry* NodeTable::find(std::string_view name) const {
   return it == index_.end() ? nullptr : &nodes_[it->second];
 }
 
+namespace {
+
+// Members stay ascending: requests take them as their allowed nodes (Request::allowed_sorted).
+void insert_sorted(std::vector<uint32_t>& members, uint32_t index) {
+  members.insert(std::upper_bound(members.begin(), members.end(), index), index);
+}
+
+}  // namespace
+
 NodeEntry& NodeTable::add(const v1::NodeResources& res, uint32_t index) {
   NodeEntry& e = nodes_.emplace_back();
   e.name = res.name();
@@ -35,7 +46,7 @@ NodeEntry& NodeTable::add(const v1::NodeResources& res, uint32_t index) {
   e.memory_mb = res.memory_mb();
   index_[e.name] = index;
   if (config_.empty()) {
-    partitions_[default_partition_].push_back(index);
+    insert_sorted(partitions_[default_partition_], index);
     e.partitions.push_back(default_partition_);
   }
   for (const auto& p : config_) {
@@ -43,7 +54,7 @@ NodeEntry& NodeTable::add(const v1::NodeResources& res, uint32_t index) {
     if (!member)
       if (auto hl = Hostlist::parse(p.nodes)) member = hl->contains(e.name);
     if (member) {
-      partitions_[p.name].push_back(index);
+      insert_sorted(partitions_[p.name], index);
       e.partitions.push_back(p.name);
     }
   }

@@ -31,6 +31,9 @@ struct Request {
   bool exclusive = false;
   std::vector<uint32_t> required_nodes;  // node indices that must all be used (-w)
   std::vector<uint32_t> allowed_nodes;   // empty: any; else only these (partition minus -x)
+  // The producer guarantees allowed_nodes is ascending without repeats (the controller's
+  // lists are): placers then skip checking a list as long as the machine.
+  bool allowed_sorted = false;
   // --switches=COUNT: at most this many leaf switches (tree, dragonfly) or base blocks
   // (block) may be used; 0 = no limit. Flat and torus placers ignore it.
   unsigned max_leaves = 0;

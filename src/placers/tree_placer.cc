@@ -224,7 +224,10 @@ class TreePlacer final : public Placer {
       uint32_t n = req.required_nodes.front();
       return holds(n) ? std::optional<uint32_t>(n) : std::nullopt;
     }
-    if (!req.allowed_nodes.empty()) return best_allowed(req, nodes, capacity);
+    // A short allowed list is searched whole; a long one (most of the machine offers what
+    // the job needs) through the index like an unrestricted job, skipping what is not allowed.
+    if (!req.allowed_nodes.empty() && req.allowed_nodes.size() * 8 < index_.node_count())
+      return best_allowed(req, nodes, capacity);
     const uint64_t need = uint64_t{req.ntasks} * cores_per_task(req);
     const auto& leaves = index_.leaves();
     std::optional<uint32_t> found;
@@ -245,16 +248,21 @@ class TreePlacer final : public Placer {
     return std::nullopt;
   }
 
-  std::optional<uint32_t> best_allowed(const Request& req, const std::vector<NodeState>& nodes,
+  // The same best fit over the allowed nodes alone: the index's free counts rank them, and
+  // only a node that would be the new best is asked whether it really holds the job.
+  std::optional<uint32_t> best_allowed(const Request& req, const std::vector<NodeState>&,
                                        const Capacity& capacity) const {
+    const uint64_t need = uint64_t{req.ntasks} * cores_per_task(req);
     std::optional<uint32_t> best;
-    auto rank = [&](uint32_t n) {
-      bool whole = index_.leaves()[index_.leaf_of(n)].busy == 0;
-      return std::tuple(nodes[n].free_cores.count(), whole, n);
-    };
+    std::tuple<unsigned, bool, uint32_t> best_rank{};
     for (uint32_t n : req.allowed_nodes) {
-      if (capacity.cap(n) < req.ntasks) continue;
-      if (!best || rank(n) < rank(*best)) best = n;
+      if (n >= index_.node_count() || index_.leaf_of(n) == TreeIndex::kNone) continue;
+      const auto& info = index_.node(n);
+      if (info.free < need || !(req.exclusive ? info.idle : info.eligible)) continue;
+      const std::tuple<unsigned, bool, uint32_t> rank{info.free, index_.leaves()[info.leaf].busy == 0, n};
+      if ((best && !(rank < best_rank)) || capacity.cap(n) < req.ntasks) continue;
+      best = n;
+      best_rank = rank;
     }
     return best;
   }

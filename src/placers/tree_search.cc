@@ -10,6 +10,9 @@ namespace {
 uint64_t key(uint64_t units, uint32_t pos) {
   return (std::min<uint64_t>(units, 0xffffffffu) << 32) | (~pos & 0xffffffffu);
 }
+// Questions answered by binary search before the allowed set becomes a bit mask.
+constexpr uint32_t kMaskAfter = 256;
+
 uint32_t pos_of(uint64_t key) { return ~static_cast<uint32_t>(key & 0xffffffffu); }
 uint64_t units_of(uint64_t key) { return key >> 32; }
 
@@ -18,9 +21,8 @@ uint64_t units_of(uint64_t key) { return key >> 32; }
 Capacity::Capacity(const TreeIndex& index, const Request& req, const std::vector<NodeState>* nodes)
     : index_(index), req_(req), nodes_(nodes), allowed_(&req.allowed_nodes) {
   const auto& a = req.allowed_nodes;
-  if (std::is_sorted(a.begin(), a.end()) && std::adjacent_find(a.begin(), a.end()) == a.end()) {
+  if (req.allowed_sorted || (std::is_sorted(a.begin(), a.end()) && std::adjacent_find(a.begin(), a.end()) == a.end()))
     return;
-  }
   own_allowed_ = a;
   std::sort(own_allowed_.begin(), own_allowed_.end());
   own_allowed_.erase(std::unique(own_allowed_.begin(), own_allowed_.end()), own_allowed_.end());
@@ -30,7 +32,15 @@ Capacity::Capacity(const TreeIndex& index, const Request& req, const std::vector
 bool Capacity::allowed(uint32_t n) const {
   if (n >= index_.node_count() || index_.leaf_of(n) == TreeIndex::kNone) return false;
   if (nodes_ && n >= nodes_->size()) return false;
-  return allowed_->empty() || std::binary_search(allowed_->begin(), allowed_->end(), n);
+  if (allowed_->empty()) return true;
+  if (!mask_.empty()) return mask_[n];
+  if (++asked_ > kMaskAfter) {
+    mask_.assign(index_.node_count(), false);
+    for (uint32_t a : *allowed_)
+      if (a < mask_.size()) mask_[a] = true;
+    return mask_[n];
+  }
+  return std::binary_search(allowed_->begin(), allowed_->end(), n);
 }
 
 unsigned Capacity::cap(uint32_t n) const {

@@ -46,6 +46,10 @@ class Capacity {
   // Sorted, unique; empty: all. Points at the request's list when it is already so.
   const std::vector<uint32_t>* allowed_ = nullptr;
   std::vector<uint32_t> own_allowed_;
+  // A bit per node, made once a placement asks about many nodes (a scan of every leaf):
+  // then each question costs one load instead of a binary search of a long list.
+  mutable std::vector<bool> mask_;
+  mutable uint32_t asked_ = 0;
 };
 
 class LeafChooser {

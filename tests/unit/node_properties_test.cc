@@ -1,10 +1,10 @@
 // NodeProperties: what hooks say nodes offer, and the nodes that offer all a job needs.
-#include "ctld/node_properties.h"
+#include "sched/node_properties.h"
 
 #include <gtest/gtest.h>
 
-using corral::ctld::kMaxPropertiesPerNode;
-using corral::ctld::NodeProperties;
+using corral::sched::kMaxPropertiesPerNode;
+using corral::sched::NodeProperties;
 
 TEST(NodeProperties, FiltersCandidatesByEveryRequiredName) {
   NodeProperties p;

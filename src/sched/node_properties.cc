@@ -1,8 +1,8 @@
-#include "ctld/node_properties.h"
+#include "sched/node_properties.h"
 
 #include <algorithm>
 
-namespace corral::ctld {
+namespace corral::sched {
 
 size_t NodeProperties::set(uint32_t node, const std::vector<std::string>& names, bool* changed) {
   std::vector<uint32_t> ids;
@@ -57,4 +57,4 @@ std::vector<std::string> NodeProperties::names(uint32_t node) const {
   return out;
 }
 
-}  // namespace corral::ctld
+}  // namespace corral::sched

@@ -9,7 +9,7 @@
 #include <unordered_map>
 #include <vector>
 
-namespace corral::ctld {
+namespace corral::sched {
 
 // Per node, at most this many properties are kept; across the cluster, this many names.
 inline constexpr size_t kMaxPropertiesPerNode = 512;
@@ -32,4 +32,4 @@ class NodeProperties {
   std::vector<std::vector<uint32_t>> of_node_;  // node -> sorted ids
 };
 
-}  // namespace corral::ctld
+}  // namespace corral::sched
