@@ -128,3 +128,33 @@ def test_mpi_job_on_two_nodes_sees_its_selected_devices(ib_cluster):
     assert all(l.split()[2:] == ["mlx5_1,mlx5_0", "mlx5_1:1,mlx5_0:1"] for l in envs), out
     assert sorted(l for l in lines if l.startswith("rank")) == [f"rank {r} of 4" for r in range(4)], out
     assert "ring and allreduce ok" in lines, out
+
+
+def hostile_jobspec(c, infiniband):
+    """A jobspec written by hand (not by --ib) with `infiniband` as its Infiniband list."""
+    spec = json.loads(c.corral("submit", "--dry-run", "true").stdout)
+    spec["attributes"]["system"]["infiniband"] = infiniband
+    path = c.shared_dir("specs") / f"spec-{len(json.dumps(infiniband)) % 100000}.json"
+    path.write_text(json.dumps(spec))
+    os.chmod(path, 0o644)
+    return path
+
+
+@pytest.mark.parametrize("infiniband, message", [
+    ([{"device": CX6_NAME}] * 65, "64"),                                  # too many interfaces
+    ("device=x", "list"),                                                 # not a list
+    ([{"device": CX6_NAME, "device_instance": -1}], "'device_instance' must be a string or a number from 0 up"),
+    ([{"device": CX6_NAME, "device_instance": 2 ** 40}], "device_instance"),
+    ([{"device": CX6_NAME, "virtual_function_id": 1 << 20}], "virtual_function_id"),
+    ([{"device": "x" * 100000}], "device"),                               # a long name
+    ([{"device": CX6_NAME, "fabric": {"nested": [[[[]]]]}}], "fabric"),   # wrong type
+    ([{"device": CX6_NAME, "surprise": 1}], "surprise"),                  # unknown key
+    ([7], "object"),
+])
+def test_hand_written_infiniband_lists_are_refused_with_a_reason(ib_cluster, infiniband, message):
+    path = hostile_jobspec(ib_cluster, infiniband)
+    r = ib_cluster.corral("submit", "--jobspec", path, check=False, user=65534)
+    assert r.returncode != 0, r.stdout
+    assert message in r.stderr and "infiniband" in r.stderr.lower(), r.stderr
+    # The controller is still there and still places --ib jobs.
+    assert ib_cluster.corral("run", "-w", "node0", "--ib", ib(fabric="IbFabric1"), "true", user=65534).returncode == 0

@@ -128,7 +128,7 @@ Result<std::vector<IbRequest>> requests_from_json(const nlohmann::json& j) {
       else if (v.is_number_unsigned())
         text = std::to_string(v.get<uint64_t>());
       else
-        return invalid(fmt::format("infiniband: '{}' must be a string or a number", k.substr(0, 32)));
+        return invalid(fmt::format("infiniband: '{}' must be a string or a number from 0 up", k.substr(0, 32)));
       if (auto st = apply(r, k, text); !st) return invalid("infiniband: " + st.message());
       had_device = had_device || k == "device";
     }
