@@ -19,6 +19,15 @@ Reply error(int status, std::string message) { return Reply{status, json{{"error
 
 std::string key_text(uint16_t k) { return fmt::format("{:#x}", k); }
 
+// The request's "pkey", or the refusal of a request that has none UFM takes.
+std::optional<Reply> key_of(const json& req, uint16_t& key) {
+  if (!req.is_object()) return error(400, "the request body is not a JSON object");
+  auto k = parse_ufm_pkey(req.value("pkey", json()));
+  if (!k) return error(400, "pkey: want a hexadecimal string between \"0x0\" and \"0x7fff\" (exclusive)");
+  key = *k;
+  return std::nullopt;
+}
+
 }  // namespace
 
 std::optional<uint16_t> parse_ufm_pkey(const json& v) {
@@ -58,21 +67,19 @@ json PkeyTable::view(uint16_t, const Pkey& p, bool guids_data) const {
 }
 
 Reply PkeyTable::create(const json& req) {
-  if (!req.is_object()) return error(400, "the request body is not a JSON object");
-  auto key = parse_ufm_pkey(req.value("pkey", json()));
-  if (!key) return error(400, "pkey: want a hexadecimal string between \"0x0\" and \"0x7fff\" (exclusive)");
+  uint16_t key = 0;
+  if (auto bad = key_of(req, key)) return *bad;
   std::lock_guard lock(mu_);
-  if (!pkeys_.contains(*key) && pkeys_.size() >= kMaxPkeys) return error(400, "no more partition keys");
-  Pkey& p = pkeys_[*key];
+  if (!pkeys_.contains(key) && pkeys_.size() >= kMaxPkeys) return error(400, "no more partition keys");
+  Pkey& p = pkeys_[key];
   if (req.contains("partition_name") && req["partition_name"].is_string()) p.name = req["partition_name"];
   if (req.contains("ip_over_ib") && req["ip_over_ib"].is_boolean()) p.ip_over_ib = req["ip_over_ib"];
   return Reply{};
 }
 
 Reply PkeyTable::add_guids(const json& req) {
-  if (!req.is_object()) return error(400, "the request body is not a JSON object");
-  auto key = parse_ufm_pkey(req.value("pkey", json()));
-  if (!key) return error(400, "pkey: want a hexadecimal string between \"0x0\" and \"0x7fff\" (exclusive)");
+  uint16_t key = 0;
+  if (auto bad = key_of(req, key)) return *bad;
   const json& guids = req.value("guids", json());
   if (!guids.is_array() || guids.empty()) return error(400, "guids: want a list of port GUIDs");
   if (guids.size() > kMaxGuidsPerCall) return error(400, "guids: too many in one request");
@@ -87,22 +94,21 @@ Reply PkeyTable::add_guids(const json& req) {
     add[*guid] = Member{membership, index0.get<bool>()};
   }
   std::lock_guard lock(mu_);
-  if (!pkeys_.contains(*key) && pkeys_.size() >= kMaxPkeys) return error(400, "no more partition keys");
-  Pkey& p = pkeys_[*key];
+  if (!pkeys_.contains(key) && pkeys_.size() >= kMaxPkeys) return error(400, "no more partition keys");
+  Pkey& p = pkeys_[key];
   if (req.contains("ip_over_ib") && req["ip_over_ib"].is_boolean()) p.ip_over_ib = req["ip_over_ib"];
   for (auto& [g, m] : add) p.guids[g] = m;
   return Reply{};
 }
 
 Reply PkeyTable::remove_guids(const json& req) {
-  if (!req.is_object()) return error(400, "the request body is not a JSON object");
-  auto key = parse_ufm_pkey(req.value("pkey", json()));
-  if (!key) return error(400, "pkey: want a hexadecimal string between \"0x0\" and \"0x7fff\" (exclusive)");
+  uint16_t key = 0;
+  if (auto bad = key_of(req, key)) return *bad;
   const json& guids = req.value("guids", json());
   if (!guids.is_array()) return error(400, "guids: want a list of port GUIDs");
   std::lock_guard lock(mu_);
-  auto it = pkeys_.find(*key);
-  if (it == pkeys_.end()) return error(404, fmt::format("PKey {} does not exist", key_text(*key)));
+  auto it = pkeys_.find(key);
+  if (it == pkeys_.end()) return error(404, fmt::format("PKey {} does not exist", key_text(key)));
   for (const auto& g : guids)
     if (auto guid = parse_ufm_guid(g)) it->second.guids.erase(*guid);
   return Reply{};
