@@ -2,7 +2,10 @@
 #include <algorithm>
 #include <cstdio>
 #include <exception>
+#include <set>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 #include <fmt/format.h>
@@ -17,8 +20,47 @@ namespace {
 
 using corral::cli::Globals;
 
-void build_app(CLI::App& app, Globals& g) {
-  using namespace corral::cli;
+using AddCommand = void (*)(CLI::App&, Globals&);
+
+void add_hostlist(CLI::App& app, Globals&) { corral::add_hostlist_command(app); }
+
+// What builds each command, in `corral --help`'s order. Setting up CLI11 for every command
+// costs more than running most of them, so `corral X` builds X alone.
+constexpr std::pair<std::string_view, AddCommand> kCommands[] = {
+    {"start", corral::cli::add_start_command},
+    {"submit", corral::cli::add_submit_command},
+    {"run", corral::cli::add_run_command},
+    {"alloc", corral::cli::add_alloc_command},
+    {"steps", corral::cli::add_steps_command},
+    {"batch", corral::cli::add_batch_command},
+    {"queue", corral::cli::add_queue_command},
+    {"cancel", corral::cli::add_cancel_command},
+    {"show", corral::cli::add_show_command},
+    {"eventlog", corral::cli::add_eventlog_command},
+    {"wait", corral::cli::add_wait_command},
+    {"history", corral::cli::add_history_command},
+    {"nodes", corral::cli::add_nodes_command},
+    {"drain", corral::cli::add_drain_commands},
+    {"resume", corral::cli::add_drain_commands},
+    {"topo", corral::cli::add_topo_command},
+    {"sim", corral::cli::add_sim_command},
+    {"slingshot", corral::cli::add_hook_commands},
+    {"dws", corral::cli::add_hook_commands},
+    {"ib", corral::cli::add_hook_commands},
+    {"hostlist", add_hostlist},
+};
+
+// Only --version asked, no command and no help: nothing but the global options is needed.
+bool only_version(const std::vector<std::string>& args) {
+  bool version = false;
+  for (const auto& a : args) {
+    if (a == "-h" || a == "--help" || a == "--help-all") return false;
+    version = version || a == "--version";
+  }
+  return version;
+}
+
+void build_app(CLI::App& app, Globals& g, const std::vector<std::string>& args) {
   app.set_version_flag("--version", std::string("corral ") + CORRAL_VERSION);
   app.add_option("--uri", g.uri,
                  "Controller address: unix:PATH or HOST:PORT (default: $CORRAL_URI, else "
@@ -27,24 +69,15 @@ void build_app(CLI::App& app, Globals& g) {
   app.require_subcommand(1);
   app.fallthrough();
   app.footer("Run 'corral COMMAND --help' for the options of a command.");
-  add_start_command(app, g);
-  add_submit_command(app, g);
-  add_run_command(app, g);
-  add_alloc_command(app, g);
-  add_steps_command(app, g);
-  add_batch_command(app, g);
-  add_queue_command(app, g);
-  add_cancel_command(app, g);
-  add_show_command(app, g);
-  add_eventlog_command(app, g);
-  add_wait_command(app, g);
-  add_history_command(app, g);
-  add_nodes_command(app, g);
-  add_drain_commands(app, g);
-  add_topo_command(app, g);
-  add_sim_command(app, g);
-  add_hook_commands(app, g);
-  corral::add_hostlist_command(app);
+  const size_t at = corral::cli::find_positional(app, args, 0);
+  if (at < args.size())
+    for (const auto& [name, add] : kCommands)
+      if (args[at] == name) return add(app, g);
+  if (at >= args.size() && only_version(args)) return;
+  // No command, or not one of ours: all of them, for the list and for the error.
+  std::set<AddCommand> done;
+  for (const auto& [name, add] : kCommands)
+    if (done.insert(add).second) add(app, g);
 }
 
 // The name to blame in an error: the deepest subcommand that was recognised.
@@ -94,8 +127,8 @@ bool check_command_name(const CLI::App& app, const std::vector<std::string>& arg
 int main(int argc, char** argv) {
   Globals g;
   CLI::App app{"corral: run and manage jobs on a corral cluster", "corral"};
-  build_app(app, g);
   std::vector<std::string> args(argv + 1, argv + argc);
+  build_app(app, g, args);
   if (!check_command_name(app, args)) return corral::cli::kExitUsage;
   g.command = corral::cli::split_trailing_command(app, g.takes_command, args);
   std::reverse(args.begin(), args.end());  // CLI11 consumes a vector from the back
