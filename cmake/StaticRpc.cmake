@@ -39,7 +39,7 @@ if(CORRAL_RPC_ARCHIVES)
     $<TARGET_PROPERTY:gRPC::grpc++,INTERFACE_INCLUDE_DIRECTORIES>
     $<TARGET_PROPERTY:protobuf::libprotobuf,INTERFACE_INCLUDE_DIRECTORIES>)
   target_link_libraries(corral_rpc_static INTERFACE
-    "-Wl,--start-group" ${CORRAL_RPC_ARCHIVES} "-Wl,--end-group" OpenSSL::SSL OpenSSL::Crypto Threads::Threads dl m rt)
+    "-Wl,--start-group" ${CORRAL_RPC_ARCHIVES} "-Wl,--end-group" corral_ssl corral_crypto Threads::Threads dl m rt)
 else()
   target_link_libraries(corral_rpc_static INTERFACE corral_rpc_shared)
 endif()
@@ -48,3 +48,30 @@ endif()
 add_library(corral_rpc INTERFACE)
 target_link_libraries(corral_rpc INTERFACE
   $<IF:$<BOOL:$<TARGET_PROPERTY:CORRAL_STATIC_RPC>>,corral_rpc_static,corral_rpc_shared>)
+
+# The corral command's other shared libraries (OpenSSL, MUNGE, yaml-cpp) cost the loader
+# about 0.8 ms per start (docs/performance.md, "Command start-up"): CORRAL_STATIC_RPC
+# executables take their archives too. Libraries link corral_ssl, corral_crypto,
+# corral_munge and corral_yaml instead of the packages' targets, so one executable never
+# gets both copies.
+# corral_static_or_shared(NAME SHARED_TARGET ARCHIVE...): NAME links the archives (in this
+# order: an archive before what it needs) into CORRAL_STATIC_RPC executables, else the target.
+function(corral_static_or_shared name shared)
+  add_library(${name} INTERFACE)
+  target_include_directories(${name} INTERFACE $<TARGET_PROPERTY:${shared},INTERFACE_INCLUDE_DIRECTORIES>)
+  set(static "$<BOOL:$<TARGET_PROPERTY:CORRAL_STATIC_RPC>>")
+  set(archives "")
+  foreach(a IN LISTS ARGN)
+    find_library(CORRAL_ARCHIVE_${a} NAMES lib${a}.a)
+    if(NOT CORRAL_ARCHIVE_${a} OR NOT CORRAL_RPC_ARCHIVES)
+      target_link_libraries(${name} INTERFACE ${shared})
+      return()
+    endif()
+    list(APPEND archives "$<${static}:${CORRAL_ARCHIVE_${a}}>")
+  endforeach()
+  target_link_libraries(${name} INTERFACE ${archives} "$<$<NOT:${static}>:${shared}>" Threads::Threads dl)
+endfunction()
+corral_static_or_shared(corral_crypto OpenSSL::Crypto crypto)
+corral_static_or_shared(corral_ssl OpenSSL::SSL ssl crypto)
+corral_static_or_shared(corral_munge PkgConfig::MUNGE munge)
+corral_static_or_shared(corral_yaml yaml-cpp yaml-cpp)
