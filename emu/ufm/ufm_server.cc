@@ -9,6 +9,7 @@
 
 #include <fmt/format.h>
 
+#include "fabric/infiniband/ib_config.h"
 #include "fabric/infiniband/ib_sysfs.h"
 
 namespace corral::emu::ufm {
@@ -39,11 +40,6 @@ std::string read_line(const fs::path& p) {
   std::string s;
   std::getline(in, s);
   return s;
-}
-
-std::string plain_guid(std::string g) {
-  std::erase(g, ':');
-  return g;
 }
 
 // The nodes of the test cluster's trees: DIR/NODE when DIR has such trees, else DIR.
@@ -118,7 +114,7 @@ json UfmServer::ports() const {
     if (!found) continue;
     for (const auto& d : found->devices) {
       for (const auto& p : d.ports) {
-        const std::string guid = plain_guid(d.node_guid);
+        const std::string guid = ib::plain_guid(d.node_guid);
         json port{{"guid", guid},
                   {"name", fmt::format("{}_{}", guid, p.num)},
                   {"system_name", node},
@@ -136,7 +132,7 @@ json UfmServer::ports() const {
       std::error_code ec;
       const fs::path sriov = root / "class" / "infiniband" / d.name / "device" / "sriov";
       for (const auto& vf : fs::directory_iterator(sriov, ec)) {
-        const std::string guid = plain_guid(read_line(vf.path() / "port"));
+        const std::string guid = ib::plain_guid(read_line(vf.path() / "port"));
         if (guid.empty() || guid.find_first_not_of('0') == std::string::npos) continue;
         out.push_back({{"guid", guid},
                        {"name", fmt::format("{}_vf{}", guid, vf.path().filename().string())},

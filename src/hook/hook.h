@@ -87,6 +87,9 @@ class HookRunner {
 // What a hook's factory gets besides its configuration section (settings.h).
 struct HookSetup {
   std::string program_dir;  // corrald's own directory: a hook's node command is installed beside it
+  // A node command's default path: `name` beside corrald (just `name`, from PATH, when the
+  // directory is unknown).
+  std::string beside(const std::string& name) const { return program_dir.empty() ? name : program_dir + "/" + name; }
 };
 
 // A request from `corral <hook> ...` (the HookQuery RPC).

@@ -1,7 +1,9 @@
 // Partition membership through a subnet manager: the OpenSM partitions.conf corral writes
 // and reads back, what the hook keeps of a job's members, the UFM emulator's checks of
 // what it is sent, and the UFM client against the emulator over HTTP.
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
@@ -83,6 +85,16 @@ TEST(OpenSmPartitions, WritesRereadsAndPicksUpAfterARestart) {
   EXPECT_EQ(read(file).find("0x0000000000000001"), std::string::npos);
   ASSERT_TRUE(again.leave(0x2001, {}, true).ok());
   EXPECT_EQ(read(file).find("corral_2001"), std::string::npos);
+  {
+    // The reload command gets no descriptor of the controller's beyond 0-2, even one
+    // opened without O_CLOEXEC.
+    const int leaky = ::open(file.c_str(), O_RDONLY);
+    // (An inner shell: the outer one keeps a copy of stdout for its own redirection.)
+    OpenSmPartitions fds(file, "sh -c 'ls /proc/$$/fd' > " + (dir / "fds").string(), "", {});
+    ASSERT_TRUE(fds.join(0x2004, {"0000000000000007"}).ok());
+    ::close(leaky);
+    EXPECT_EQ(read(dir / "fds"), "0\n1\n2\n");
+  }
   OpenSmPartitions failing(file, "exit 3", "", {});
   Status st = failing.join(0x2002, {"0000000000000003"});
   ASSERT_FALSE(st.ok());

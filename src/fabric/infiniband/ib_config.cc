@@ -1,5 +1,6 @@
 #include "fabric/infiniband/ib_config.h"
 
+#include <cctype>
 #include <set>
 
 #include <fmt/format.h>
@@ -125,6 +126,13 @@ Status parse_guid_range(std::string_view text, uint64_t& first, uint64_t& count)
 }
 
 std::string guid_hex(uint64_t guid) { return fmt::format("{:016x}", guid); }
+
+std::string plain_guid(std::string_view text) {
+  std::string out;
+  for (char c : text)
+    if (c != ':') out += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
 
 Result<IbConfig> parse_ib_settings(const hook::Settings& settings) {
   IbConfig c;

@@ -52,5 +52,7 @@ Result<std::string> pkey_range_idset(std::string_view text);
 Status parse_guid_range(std::string_view text, uint64_t& first, uint64_t& count);
 // A GUID as UFM writes it: 16 lower-case hex digits.
 std::string guid_hex(uint64_t guid);
+// A GUID as sysfs writes it ("0002:c903:00a0:0001", "00:02:c9:03:00:a0:00:01") the same way.
+std::string plain_guid(std::string_view text);
 
 }  // namespace corral::fabric::infiniband

@@ -67,8 +67,7 @@ Result<std::unique_ptr<hook::JobHook>> make_ib_hook(const hook::Settings& settin
   auto cfg = parse_ib_settings(settings);
   if (!cfg) return cfg.error();
   if (!cfg->enabled) return std::unique_ptr<hook::JobHook>();
-  if (cfg->command.empty())
-    cfg->command = setup.program_dir.empty() ? "corral-infiniband" : setup.program_dir + "/corral-infiniband";
+  if (cfg->command.empty()) cfg->command = setup.beside("corral-infiniband");
   auto hook = IbHook::create(std::move(*cfg));
   if (!hook) return hook.error();
   return std::unique_ptr<hook::JobHook>(std::move(*hook));
@@ -443,9 +442,14 @@ Result<std::string> IbHook::query(HookContext&, const hook::HookQuery& q) {
   return not_found(fmt::format("infiniband answers 'classes', 'pool' and 'capabilities', not '{}'", q.what));
 }
 
-Result<std::string> IbHook::query_classes() const {
+std::map<std::string, std::vector<IbCapability>> IbHook::capabilities_by_node() const {
   std::map<std::string, std::vector<IbCapability>> by_node;
   for (const auto& [node, devs] : devices_) by_node[node] = capabilities_of(devs);
+  return by_node;
+}
+
+Result<std::string> IbHook::query_classes() const {
+  const auto by_node = capabilities_by_node();
   json classes = json::array();
   for (const auto& c : node_classes(by_node))
     classes.push_back({{"capabilities", to_json(c.hardware)}, {"nodes", c.nodes}, {"degraded", c.degraded}});
@@ -469,15 +473,14 @@ std::string summary_of(const std::vector<IbCapability>& caps) {
 }  // namespace
 
 Result<std::string> IbHook::query_capabilities() const {
-  std::map<std::string, std::vector<IbCapability>> by_node;
-  for (const auto& [node, devs] : devices_) by_node[node] = capabilities_of(devs);
+  const auto by_node = capabilities_by_node();
   json nodes = json::object();
   const auto classes = node_classes(by_node);
   for (size_t i = 0; i < classes.size(); ++i)
     for (const auto& node : classes[i].nodes) {
       json n{{"class", fmt::format("ib-{}", i + 1)},
-             {"summary", summary_of(by_node[node])},
-             {"capabilities", to_json(by_node[node])}};
+             {"summary", summary_of(by_node.at(node))},
+             {"capabilities", to_json(by_node.at(node))}};
       if (auto d = classes[i].degraded.find(node); d != classes[i].degraded.end()) n["differs"] = d->second;
       nodes[node] = std::move(n);
     }

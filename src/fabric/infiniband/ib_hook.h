@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "fabric/infiniband/ib_capabilities.h"
 #include "fabric/infiniband/ib_config.h"
 #include "fabric/infiniband/ib_device.h"
 #include "fabric/infiniband/ib_hook_members.h"
@@ -83,6 +84,7 @@ class IbHook final : public hook::JobHook {
   // First fit in the GUID pool; false when no run of `count` is free.
   bool take_guids(uint64_t jobid, uint64_t count);
   void set_devices(const std::string& node, std::vector<IbDevice> devices);
+  std::map<std::string, std::vector<IbCapability>> capabilities_by_node() const;
   Result<std::string> query_classes() const;
   Result<std::string> query_pool() const;
   Result<std::string> query_capabilities() const;

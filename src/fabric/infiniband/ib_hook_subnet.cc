@@ -81,15 +81,15 @@ std::vector<IbHook::LeaveStep> IbHook::leave_plan(uint64_t jobid) const {
   for (const auto& [n, k] : named_) named.insert(k);
   for (const auto& [pkey, guids] : it->second.members) {
     LeaveStep step{pkey, {}, !named.contains(pkey)};
-    for (const auto& g : guids) {
-      // A port another running job still has in this (named) key stays in it.
-      const bool shared = !step.drop && std::any_of(held_.begin(), held_.end(), [&](const auto& other) {
-        if (other.first == jobid || other.second.released) return false;
-        auto m = other.second.members.find(pkey);
-        return m != other.second.members.end() && m->second.contains(g);
-      });
-      if (!shared) step.guids.push_back(g);
-    }
+    // A port another running job still has in this (named) key stays in it: one pass
+    // over the other jobs per key, not one per port.
+    std::set<std::string> kept;
+    if (!step.drop)
+      for (const auto& [other, h] : held_)
+        if (other != jobid && !h.released)
+          if (auto m = h.members.find(pkey); m != h.members.end()) kept.insert(m->second.begin(), m->second.end());
+    for (const auto& g : guids)
+      if (!kept.contains(g)) step.guids.push_back(g);
     if (step.drop || !step.guids.empty()) plan.push_back(std::move(step));
   }
   return plan;

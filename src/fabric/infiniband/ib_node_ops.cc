@@ -44,14 +44,6 @@ Status write_attr(const fs::path& p, const std::string& value) {
   return {};
 }
 
-// "0002:c903:00a0:0001" / "00:02:c9:03:00:a0:00:01" -> 16 hex digits.
-std::string plain_guid(const std::string& text) {
-  std::string out;
-  for (char c : text)
-    if (c != ':') out += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
-
 // 16 hex digits as the sriov/<vf>/{node,port} attributes take them: "00:02:c9:...".
 std::string colon_guid(uint64_t guid) {
   std::string hex = guid_hex(guid), out;

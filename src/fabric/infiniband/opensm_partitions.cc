@@ -52,11 +52,14 @@ Status write_file(const std::string& path, const std::string& text) {
   return {};
 }
 
-// Runs the site's reload command through /bin/sh, stdin from /dev/null, at most 30 s.
+// Runs the site's reload command through /bin/sh, stdin from /dev/null and no other
+// descriptor of corrald's beyond stdout and stderr, at most 30 s.
 Status run_reload(const std::string& command) {
   posix_spawn_file_actions_t fa;
   posix_spawn_file_actions_init(&fa);
   posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+  // None of corrald's descriptors (its database, sockets, logs) reaches the command.
+  posix_spawn_file_actions_addclosefrom_np(&fa, 3);
   const char* argv[] = {"/bin/sh", "-c", command.c_str(), nullptr};
   pid_t pid = 0;
   const int rc = posix_spawn(&pid, "/bin/sh", &fa, nullptr, const_cast<char**>(argv), environ);

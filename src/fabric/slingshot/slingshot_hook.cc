@@ -93,8 +93,7 @@ Result<std::unique_ptr<hook::JobHook>> make_slingshot_hook(const hook::Settings&
   auto cfg = parse_slingshot_settings(settings);
   if (!cfg) return cfg.error();
   if (!cfg->enabled) return std::unique_ptr<hook::JobHook>();
-  if (cfg->command.empty())
-    cfg->command = setup.program_dir.empty() ? "corral-slingshot" : setup.program_dir + "/corral-slingshot";
+  if (cfg->command.empty()) cfg->command = setup.beside("corral-slingshot");
   auto hook = SlingshotHook::create(std::move(*cfg));
   if (!hook) return hook.error();
   return std::unique_ptr<hook::JobHook>(std::move(*hook));
