@@ -133,7 +133,10 @@ void JobExecutor::start(const v1::StartJob& msg) {
   }
   std::shared_ptr<const job::Jobspec> spec = *parsed;
   job.contained = cgroups_ != nullptr && (msg.alloc() || spec->mock_duration < 0);  // not mock jobs
-  if (job.contained) limit_job(job, msg);
+  if (job.contained) {
+    cgroups_->open_job(job.id);
+    limit_job(job, msg);
+  }
   if (msg.alloc()) {
     start_alloc(job, msg);
   } else if (spec->mock_duration >= 0) {

@@ -69,7 +69,7 @@ def test_a_steps_daemon_dies_with_the_step_while_the_job_runs(cluster):
     daemons = [int(step.stdout.readline()) for _ in range(2)]
     for pid in daemons:
         assert alive(pid)
-        assert f"/job_{jobid}/step_0-" in cgroup_of(pid), cgroup_of(pid)
+        assert f"/job_{jobid}/step_slot_" in cgroup_of(pid), cgroup_of(pid)
     open(go, "w").close()
     step.communicate(timeout=30)
     assert step.returncode == 0

@@ -103,12 +103,13 @@ class TaskCgroupsTest : public ::testing::Test {
 TEST_F(TaskCgroupsTest, WhatATaskLeavesRunningDiesWithItsUnit) {
   auto dir = cgroups_->create(42, "step_0-1");
   ASSERT_TRUE(dir) << dir.message();
-  EXPECT_EQ(dir->front(), cgroups_->root() + "/job_42/step_0-1");
+  EXPECT_EQ(dir->front().rfind(cgroups_->root() + "/job_42/step_slot_", 0), 0u) << dir->front();
   const pid_t daemon = start_escaper(*dir);
   ASSERT_GT(daemon, 0);
   EXPECT_TRUE(alive(daemon));
   EXPECT_NE(::getpgid(daemon), ::getpgrp());
-  EXPECT_NE(cgroup_of(daemon).find("/job_42/step_0-1"), std::string::npos) << cgroup_of(daemon);
+  EXPECT_NE(cgroup_of(daemon).find(dir->front().substr(cgroups_->root().size())), std::string::npos)
+      << cgroup_of(daemon);
 
   auto other = cgroups_->create(42, "job_tasks");  // a sibling unit of the same job is not touched
   ASSERT_TRUE(other);
@@ -126,6 +127,84 @@ TEST_F(TaskCgroupsTest, WhatATaskLeavesRunningDiesWithItsUnit) {
   ASSERT_TRUE(test::run_loop_until(*loop_, [&] { return cgroups_->draining() == 0; }));
   EXPECT_FALSE(fs::exists(cgroups_->root() + "/job_42"));
   cgroups_->release(42, "never-created");  // nothing to do, nothing breaks
+}
+
+// The step slots of job `jobid` (its step cgroups, in use or free).
+std::vector<std::string> slots(const std::string& root, uint64_t jobid) {
+  std::vector<std::string> out;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(root + "/job_" + std::to_string(jobid), ec))
+    if (e.path().filename().string().rfind("step_slot_", 0) == 0) out.push_back(e.path().filename().string());
+  return out;
+}
+
+// Every hierarchy's line of /proc/PID/cgroup that names a unit of the job.
+std::vector<std::string> unit_lines(pid_t pid, uint64_t jobid) {
+  std::vector<std::string> out;
+  std::ifstream in("/proc/" + std::to_string(pid) + "/cgroup");
+  for (std::string line; std::getline(in, line);)
+    if (line.find("/job_" + std::to_string(jobid) + "/") != std::string::npos) out.push_back(line);
+  return out;
+}
+
+TEST_F(TaskCgroupsTest, AnOpenJobsEmptiedStepSlotsServeItsNextSteps) {
+  cgroups_->open_job(21);
+  ASSERT_TRUE(cgroups_->create(21, "job_tasks"));
+  auto first = cgroups_->create(21, "step_0-1");
+  ASSERT_TRUE(first) << first.message();
+  cgroups_->release(21, "step_0-1");  // nothing ran in it: empty, kept free
+  for (const auto& d : *first) EXPECT_TRUE(fs::exists(d)) << d;
+  ASSERT_EQ(slots(cgroups_->root(), 21).size(), 1u);
+
+  auto second = cgroups_->create(21, "step_1-2");
+  ASSERT_TRUE(second) << second.message();
+  EXPECT_EQ(*second, *first);
+  auto third = cgroups_->create(21, "step_2-3");  // at the same time: a slot of its own
+  ASSERT_TRUE(third) << third.message();
+  EXPECT_NE(third->front(), second->front());
+  // A task of the step is in its slot in every hierarchy (v1 ones on hybrid machines too).
+  SpawnRequest r = escaping_task();
+  r.cgroups = *second;
+  r.argv = {"/bin/sh", "-c", "echo started; sleep 1"};
+  auto p = spawn_process(r);
+  ASSERT_TRUE(p) << p.message();
+  test::read_line(p->stdout_pipe.get());
+  const auto lines = unit_lines(p->pid, 21);
+  EXPECT_EQ(lines.size(), second->size());
+  const std::string slot = fs::path(second->front()).filename().string();
+  for (const auto& l : lines) EXPECT_TRUE(l.ends_with("/job_21/" + slot)) << l;
+  int st = 0;
+  ::waitpid(p->pid, &st, 0);
+  cgroups_->release(21, "step_1-2");
+  cgroups_->release(21, "step_2-3");
+  EXPECT_EQ(slots(cgroups_->root(), 21).size(), 2u);
+
+  // The job's end takes its slots and its directory.
+  cgroups_->release(21, "job_tasks");
+  ASSERT_TRUE(test::run_loop_until(*loop_, [&] { return cgroups_->draining() == 0; }));
+  EXPECT_FALSE(fs::exists(cgroups_->root() + "/job_21"));
+  // A step ending after its job is removed, not kept.
+  ASSERT_TRUE(cgroups_->create(21, "step_3-4"));
+  cgroups_->release(21, "step_3-4");
+  EXPECT_FALSE(fs::exists(cgroups_->root() + "/job_21"));
+}
+
+TEST_F(TaskCgroupsTest, ASlotWithProcessesLeftIsKilledAndRemoved) {
+  cgroups_->open_job(22);
+  ASSERT_TRUE(cgroups_->create(22, "job_tasks"));
+  auto dir = cgroups_->create(22, "step_0-1");
+  ASSERT_TRUE(dir);
+  const pid_t daemon = start_escaper(*dir);
+  ASSERT_GT(daemon, 0);
+  cgroups_->release(22, "step_0-1");
+  EXPECT_TRUE(eventually_dead(daemon));
+  ASSERT_TRUE(test::run_loop_until(*loop_, [&] { return cgroups_->draining() == 0; }));
+  EXPECT_TRUE(slots(cgroups_->root(), 22).empty());
+  for (const auto& d : *dir) EXPECT_FALSE(fs::exists(d)) << d;
+  // Closed jobs keep nothing either (job 42's steps above).
+  cgroups_->release(22, "job_tasks");
+  ASSERT_TRUE(test::run_loop_until(*loop_, [&] { return cgroups_->draining() == 0; }));
+  EXPECT_FALSE(fs::exists(cgroups_->root() + "/job_22"));
 }
 
 TEST_F(TaskCgroupsTest, LaunchFailuresInACgroupReadAsWithoutOne) {
@@ -246,6 +325,33 @@ TEST_F(TaskCgroupsLimitsTest, ATaskPastItsMemoryIsKilledAndCounted) {
   auto small = run(12, "head -c 1000000 /dev/zero | tail -n 1 >/dev/null; echo survived $?");
   EXPECT_NE(small.out.find("survived 0"), std::string::npos) << small.out;
   EXPECT_EQ(small.oom_kills, 0u);
+}
+
+TEST_F(TaskCgroupsLimitsTest, OomKillsInReusedStepSlotsAreCountedOnce) {
+  if (lacks("memory")) GTEST_SKIP() << cgroups_->missing();
+  ASSERT_TRUE(cgroups_->limit_job(16, {.memory_bytes = 64 << 20, .pids = 0, .cpus = {}}));
+  cgroups_->open_job(16);
+  ASSERT_TRUE(cgroups_->create(16, "job_tasks"));
+  auto step = [&](const std::string& unit, const std::string& script) {
+    auto dir = cgroups_->create(16, unit);
+    ASSERT_TRUE(dir) << dir.message();
+    SpawnRequest r = escaping_task();
+    r.cgroups = *dir;
+    r.argv = {"/bin/sh", "-c", script};
+    auto p = spawn_process(r);
+    ASSERT_TRUE(p) << p.message();
+    int st = 0;
+    ::waitpid(p->pid, &st, 0);
+    cgroups_->release(16, unit);
+  };
+  step("step_0-1", "true");
+  step("step_1-2", "head -c 400000000 /dev/zero | tail -n 1 >/dev/null");  // in step_0-1's slot
+  const uint64_t kills = cgroups_->oom_kills(16);
+  EXPECT_GE(kills, 1u);
+  step("step_2-3", "true");
+  step("step_3-4", "true");
+  EXPECT_EQ(cgroups_->oom_kills(16), kills);
+  cgroups_->release(16, "job_tasks");
 }
 
 TEST_F(TaskCgroupsLimitsTest, AJobCannotForkPastItsPidsLimit) {

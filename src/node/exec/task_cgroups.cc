@@ -31,6 +31,7 @@ constexpr long kCgroup2Magic = 0x63677270;  // CGROUP2_SUPER_MAGIC
 constexpr double kDrainInterval = 0.05;
 constexpr int kDrainTries = 200;                       // 10 s: then it is left for the next start of the agent
 constexpr std::string_view kAgentSubgroup = "/agent";  // systemd's DelegateSubgroup= of our unit
+constexpr size_t kMaxFreeSlots = 32;                   // per job: emptied step cgroups kept for reuse
 
 std::string errno_text(int err) { return std::strerror(err); }
 
@@ -114,6 +115,21 @@ size_t kill_cgroup(const std::string& dir) {
     for (pid_t pid : pids) ::kill(pid, SIGKILL);
   }
   return pids.size();
+}
+
+// Whether no process is left in cgroup `dir` of `tree`: v2 says so in cgroup.events, v1
+// lists them in cgroup.procs. (Raw reads: this runs once per step.)
+bool is_empty(const CgroupTree& tree, const std::string& dir) {
+  const std::string file = dir + (tree.v2 ? "/cgroup.events" : "/cgroup.procs");
+  const int fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  char buf[256];
+  const ssize_t n = ::read(fd, buf, sizeof buf - 1);
+  ::close(fd);
+  if (n < 0) return false;
+  if (!tree.v2) return n == 0;
+  buf[n] = '\0';
+  return std::strstr(buf, "populated 0") != nullptr;
 }
 
 // rmdir of a cgroup: fails with EBUSY while processes (or child cgroups) remain.
@@ -231,11 +247,19 @@ Status TaskCgroups::make_dir(const CgroupTree& tree, const std::string& dir) {
   return init_cgroup_dir(tree, dir);
 }
 
+void TaskCgroups::open_job(uint64_t jobid) { free_slots_.try_emplace(jobid); }
+
 Result<std::vector<std::string>> TaskCgroups::create(uint64_t jobid, const std::string& unit) {
+  bool reused = false;
+  const std::string dir = take_dir(jobid, unit, reused);
   std::vector<std::string> out;
   for (const auto& tree : trees_) {
     const std::string job_dir = job_path(tree, jobid);
-    const std::string path = job_dir + "/" + unit;
+    std::string path = job_dir + "/" + dir;
+    if (reused) {  // a free slot of the job: both directories are there
+      out.push_back(std::move(path));
+      continue;
+    }
     for (const auto& d : {job_dir, path})
       if (auto st = make_dir(tree, d); !st) return st.error();
     out.push_back(path);
@@ -265,12 +289,55 @@ uint64_t TaskCgroups::oom_kills(uint64_t jobid) const {
   return n;
 }
 
+std::string TaskCgroups::take_dir(uint64_t jobid, const std::string& unit, bool& reused) {
+  reused = false;
+  if (unit == kJobUnit) return unit;
+  std::string slot;
+  if (auto it = free_slots_.find(jobid); it != free_slots_.end() && !it->second.empty()) {
+    slot = std::move(it->second.back());
+    it->second.pop_back();
+    reused = true;
+  } else {
+    slot = fmt::format("step_slot_{}", ++next_slot_);
+  }
+  slot_of_unit_[{jobid, unit}] = slot;
+  return slot;
+}
+
+bool TaskCgroups::keep_free(uint64_t jobid, const std::string& dir) {
+  auto it = free_slots_.find(jobid);
+  if (dir == kJobUnit || it == free_slots_.end() || it->second.size() >= kMaxFreeSlots) return false;
+  const CgroupTree& first = trees_.front();
+  if (!is_empty(first, job_path(first, jobid) + "/" + dir)) return false;
+  // (v1 OOM kills counted in the slot stay there, counted by oom_kills(), until it goes.)
+  it->second.push_back(dir);
+  return true;
+}
+
+void TaskCgroups::drop_free_slots(uint64_t jobid) {
+  auto it = free_slots_.find(jobid);
+  if (it == free_slots_.end()) return;
+  for (const auto& slot : it->second)
+    for (const auto& tree : trees_)
+      if (const std::string path = job_path(tree, jobid) + "/" + slot; !remove_dir(path)) {
+        draining_.emplace(path, 0);  // (no task can join a free slot: only as a safeguard)
+        if (!timer_) timer_ = loop_.add_timer(kDrainInterval, [this] { drain(); });
+      }
+  free_slots_.erase(it);
+}
+
 void TaskCgroups::release(uint64_t jobid, const std::string& unit) {
+  std::string dir = unit;
+  if (auto slot = slot_of_unit_.find({jobid, unit}); slot != slot_of_unit_.end()) {
+    dir = std::move(slot->second);
+    slot_of_unit_.erase(slot);
+  }
+  if (keep_free(jobid, dir)) return;
+  if (unit == kJobUnit) drop_free_slots(jobid);
   for (const auto& tree : trees_) {
-    const std::string path = job_path(tree, jobid) + "/" + unit;
-    bool hierarchical = true;
-    if (const uint64_t kills = node::oom_kills(tree, path, &hierarchical); kills > 0 && !hierarchical)
-      oom_released_[jobid] += kills;  // v1 keeps the count in the unit, which goes now
+    const std::string path = job_path(tree, jobid) + "/" + dir;
+    if (!tree.v2)  // v1 keeps the count in the unit, which goes now (v2 counts it in the job too)
+      if (const uint64_t kills = node::oom_kills(tree, path); kills > 0) oom_released_[jobid] += kills;
     // Usually every task is gone and the cgroup goes at once; EBUSY means something is left.
     if (!remove_dir(path)) {
       if (size_t n = kill_cgroup(path); n > 0 && &tree == &trees_.front())

@@ -8,8 +8,13 @@
 //
 //   ROOT/job_42                  the job's limits
 //   ROOT/job_42/job_tasks        the job's own tasks (batch script, command, alloc)
-//   ROOT/job_42/step_3-17        step 3, launch 17 of this agent
+//   ROOT/job_42/step_slot_5      a step's tasks (one launch of a step on this agent)
 //
+// Making a cgroup populates every controller's files and removing one tears them down:
+// on a hybrid machine (four hierarchies) that was a third of a short step's cost. So a
+// step's cgroup is a slot of its job: one that ends empty stays, free, and the job's next
+// step gets it (cgroup v2 cannot rename a cgroup, so slots are numbered, not named after
+// steps). Free slots go when the job's own unit is released.
 // The first hierarchy is cgroup v2 (tracking, killing, and the limit controllers it
 // delegates); a limit controller only a v1 hierarchy has here gets a ROOT of its own
 // there, with the same layout. ROOT is per agent (several agents may share a machine),
@@ -55,16 +60,21 @@ class TaskCgroups {
   // The limit controllers no hierarchy here gives us, and why (empty: none missing).
   const std::string& missing() const { return missing_; }
 
-  // Creates the unit's cgroup in every hierarchy: the directories a task joins, for
+  // Creates the unit's cgroup in every hierarchy (kJobUnit; any other unit is a step's and
+  // gets a free slot of the job, or a new one): the directories a task joins, for
   // SpawnRequest::cgroups.
   Result<std::vector<std::string>> create(uint64_t jobid, const std::string& unit);
+  // The job starts on this agent: its emptied step slots are kept for its next steps
+  // until its own unit (kJobUnit) is released.
+  void open_job(uint64_t jobid);
   // Sets the job's limits on this node (creating its directory when no unit has yet).
   Status limit_job(uint64_t jobid, const JobLimits& limits);
   // Processes of the job killed by the out-of-memory killer so far.
   uint64_t oom_kills(uint64_t jobid) const;
   // The unit ended: kills what is left in it, removes it (and the job's directory once
-  // empty). Safe to call for a unit that was never created. Releasing kJobUnit ends the
-  // job here: its OOM count is not asked for again.
+  // empty), or keeps a step's slot free for the job's next step when nothing is left in
+  // it and the job is open. Safe to call for a unit that was never created. Releasing
+  // kJobUnit ends the job here: its free slots go, and its OOM count is not asked for again.
   void release(uint64_t jobid, const std::string& unit);
   // Startup: kills and removes everything a previous run of this agent left. Returns how
   // many processes were still there.
@@ -86,13 +96,23 @@ class TaskCgroups {
   static std::string missing_limits(const std::vector<CgroupTree>& trees, const std::string& why);
   static std::string job_path(const CgroupTree& tree, uint64_t jobid);
   Status make_dir(const CgroupTree& tree, const std::string& dir);
+  // The directory name of a new unit: kJobUnit's own, a free slot of the job (`reused`),
+  // or a new slot.
+  std::string take_dir(uint64_t jobid, const std::string& unit, bool& reused);
+  // Keeps an ended step's slot free when the job is open, the slot empty and not too many
+  // are free; false: remove it.
+  bool keep_free(uint64_t jobid, const std::string& dir);
+  void drop_free_slots(uint64_t jobid);
   void drain();  // retries removal of draining_ cgroups
 
   EventLoop& loop_;
   std::vector<CgroupTree> trees_;  // never empty; [0] tracks and kills
   std::string missing_;
-  std::map<std::string, int> draining_;        // cgroup -> removal attempts
-  std::map<uint64_t, uint64_t> oom_released_;  // job -> OOM kills in v1 units already removed
+  std::map<std::string, int> draining_;                      // cgroup -> removal attempts
+  std::map<uint64_t, uint64_t> oom_released_;                // job -> OOM kills in v1 units already removed
+  std::map<uint64_t, std::vector<std::string>> free_slots_;  // open jobs -> their free slots
+  std::map<std::pair<uint64_t, std::string>, std::string> slot_of_unit_;  // (job, step unit) -> slot
+  uint64_t next_slot_ = 0;
   std::optional<EventLoop::TimerId> timer_;
 };
 
