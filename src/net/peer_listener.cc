@@ -8,8 +8,11 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <climits>
 #include <cstring>
+#include <vector>
 
 #include <fmt/format.h>
 #include <grpcpp/server.h>
@@ -46,6 +49,11 @@ PeerListener::~PeerListener() {
   ::unlink(path_.c_str());
 }
 
+void PeerListener::divert(std::string preface, Handler handler) {
+  preface_ = std::move(preface);
+  handler_ = std::move(handler);
+}
+
 void PeerListener::start(grpc::Server* server) {
   thread_ = std::thread([this, server] { accept_loop(server); });
 }
@@ -65,27 +73,68 @@ bool PeerListener::back_off(int err) {
   return ::poll(&wake, 1, 100) <= 0;  // only the wake descriptor stops the loop
 }
 
+bool PeerListener::decide(Undecided& u, grpc::Server* server) {
+  char buf[64];
+  const size_t want = std::min(preface_.size(), sizeof buf);
+  const ssize_t n = ::recv(u.fd.get(), buf, want, MSG_PEEK);
+  if (n < 0 && (errno == EAGAIN || errno == EINTR)) return false;
+  if (n <= 0) return true;  // gone before it said anything: closed with `u`
+  const auto got = static_cast<size_t>(n);
+  if (std::string_view(buf, got) != std::string_view(preface_).substr(0, got)) {
+    grpc::AddInsecureChannelFromFd(server, peers_.adopt(u.fd.release(), u.cred));
+    return true;
+  }
+  if (got < want) return false;  // the preface so far: wait for the rest
+  (void)!::recv(u.fd.get(), buf, want, 0);
+  handler_(std::move(u.fd), u.cred);
+  return true;
+}
+
 void PeerListener::accept_loop(grpc::Server* server) {
-  pollfd fds[2] = {{listen_fd_, POLLIN, 0}, {wake_fd_, POLLIN, 0}};
+  std::vector<Undecided> undecided;  // only with a handler: connections not yet told apart
+  std::vector<pollfd> fds;
   for (;;) {
-    if (::poll(fds, 2, -1) < 0) {
+    fds.assign({{listen_fd_, POLLIN, 0}, {wake_fd_, POLLIN, 0}});
+    auto now = std::chrono::steady_clock::now();
+    int timeout = -1;
+    for (const auto& u : undecided) {
+      fds.push_back({u.fd.get(), POLLIN, 0});
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(u.deadline - now).count();
+      timeout = std::clamp(static_cast<int>(left) + 1, 0, timeout < 0 ? INT_MAX : timeout);
+    }
+    if (::poll(fds.data(), fds.size(), timeout) < 0) {
       if (errno == EINTR) continue;
       spdlog::error("poll on {}: {}", path_, std::strerror(errno));
       return;
     }
     if (fds[1].revents) return;
+    now = std::chrono::steady_clock::now();
+    size_t kept = 0;
+    for (size_t i = 0; i < undecided.size(); ++i) {
+      Undecided& u = undecided[i];
+      const bool done = (fds[i + 2].revents != 0 && decide(u, server)) || now >= u.deadline;
+      if (!done) undecided[kept++] = std::move(u);
+    }
+    undecided.resize(kept);
+    if (!fds[0].revents) continue;
     int c = ::accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
     if (c < 0) {
       if ((errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) && !back_off(errno)) return;
       continue;
     }
+    UniqueFd conn(c);
     ucred uc{};
     socklen_t len = sizeof(uc);
-    if (::getsockopt(c, SOL_SOCKET, SO_PEERCRED, &uc, &len) < 0) {
-      ::close(c);
+    if (::getsockopt(c, SOL_SOCKET, SO_PEERCRED, &uc, &len) < 0) continue;
+    const PeerCred cred{uc.uid, uc.gid, uc.pid};
+    if (!handler_) {
+      grpc::AddInsecureChannelFromFd(server, peers_.adopt(conn.release(), cred));
       continue;
     }
-    grpc::AddInsecureChannelFromFd(server, peers_.adopt(c, PeerCred{uc.uid, uc.gid, uc.pid}));
+    Undecided u{std::move(conn), cred, now + kDecideWithin};
+    if (decide(u, server)) continue;  // a client that wrote before we accepted: decided at once
+    if (undecided.size() >= kMaxUndecided) undecided.erase(undecided.begin());
+    undecided.push_back(std::move(u));
   }
 }
 

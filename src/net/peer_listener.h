@@ -6,6 +6,8 @@
 
 #include <sys/types.h>
 
+#include <chrono>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -14,6 +16,7 @@
 
 #include "net/peer_table.h"
 #include "util/result.h"
+#include "util/unique_fd.h"
 
 namespace grpc {
 class Server;
@@ -31,6 +34,15 @@ class PeerListener {
   PeerListener(const PeerListener&) = delete;
   PeerListener& operator=(const PeerListener&) = delete;
 
+  // Connections that begin with `preface` go to `handler` (called on the accept thread,
+  // the preface already read off), all others to gRPC. Call before start(). A connection
+  // that sends nothing within kDecideWithin is closed; of more than kMaxUndecided such,
+  // the oldest is.
+  using Handler = std::function<void(UniqueFd fd, const PeerCred& cred)>;
+  void divert(std::string preface, Handler handler);
+  static constexpr auto kDecideWithin = std::chrono::seconds(10);
+  static constexpr size_t kMaxUndecided = 256;
+
   void start(grpc::Server* server);  // accept loop in a thread
   void stop();
   // Credentials of the connection gRPC calls `peer` ("fd:N").
@@ -39,6 +51,13 @@ class PeerListener {
  private:
   PeerListener(int fd, std::string path, size_t fd_limit);
   void accept_loop(grpc::Server* server);
+  struct Undecided {
+    UniqueFd fd;
+    PeerCred cred;
+    std::chrono::steady_clock::time_point deadline;
+  };
+  // Reads the start of `u`: true once it went to gRPC or the handler (or was closed).
+  bool decide(Undecided& u, grpc::Server* server);
   // Out of descriptors or memory: wait (or stop) rather than spin on a ready socket.
   bool back_off(int err);
 
@@ -47,6 +66,8 @@ class PeerListener {
   std::string path_;
   std::thread thread_;
   PeerTable peers_;
+  std::string preface_;
+  Handler handler_;
 };
 
 }  // namespace corral::net

@@ -27,6 +27,7 @@
 #include "job/hmac_key.h"
 #include "net/credentials.h"
 #include "net/peer_listener.h"
+#include "net/step_frames.h"
 #include "net/tls.h"
 #include "node/agent.h"
 #include "node/controller_link.h"
@@ -35,10 +36,12 @@
 #include "node/orphans.h"
 #include "node/state_lock.h"
 #include "node/steps/step_service.h"
+#include "node/steps/step_socket.h"
 #include "util/event_loop.h"
 #include "util/fd_hygiene.h"
 #include "util/hostlist.h"
 #include "util/stop_signals.h"
+#include "util/unique_fd.h"
 #include "util/units.h"
 
 namespace {
@@ -189,6 +192,7 @@ Result<std::string> step_address(const Options& o, const std::string& state_dir)
 struct StepServer {
   std::unique_ptr<net::PeerListener> peers;
   std::unique_ptr<StepService> service;
+  std::unique_ptr<StepSocketServer> socket;  // RunStep without gRPC on the Unix socket
   std::unique_ptr<grpc::Server> server;
 
   Status start(const std::string& address, const std::string& listen, const net::TlsServerFiles& tls, Agent& agent,
@@ -210,7 +214,13 @@ struct StepServer {
     builder.SetMaxSendMessageSize(kMaxStepMessage);
     server = builder.BuildAndStart();
     if (!server) return io_error("--listen: cannot serve StepService on " + listen);
-    if (peers) peers->start(server.get());
+    if (peers) {
+      socket = std::make_unique<StepSocketServer>(loop, agent.steps(), kMaxStepMessage);
+      peers->divert(std::string(net::kStepPreface), [&loop, to = socket.get()](UniqueFd fd, const net::PeerCred& c) {
+        loop.post([to, fd = fd.release(), uid = c.uid] { to->adopt(UniqueFd(fd), uid); });
+      });
+      peers->start(server.get());
+    }
     return {};
   }
 

@@ -49,6 +49,17 @@ void EventLoop::remove_fd(int fd) {
   tokens_.erase(it);
 }
 
+Status EventLoop::set_events(int fd, uint32_t events) {
+  auto it = tokens_.find(fd);
+  if (it == tokens_.end()) return invalid("fd " + std::to_string(fd) + " is not watched");
+  epoll_event ev{};
+  ev.events = events;
+  ev.data.u64 = it->second;
+  if (::epoll_ctl(epoll_.get(), EPOLL_CTL_MOD, fd, &ev) != 0)
+    return io_error("epoll_ctl mod fd " + std::to_string(fd) + ": " + std::strerror(errno));
+  return {};
+}
+
 EventLoop::TimerId EventLoop::add_timer(double seconds, Callback cb) {
   auto delay = std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds < 0 ? 0 : seconds));
   TimerId id{Clock::now() + delay, next_timer_++};

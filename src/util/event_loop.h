@@ -31,6 +31,8 @@ class EventLoop {
   // Level-triggered; `events` is an EPOLLIN/EPOLLOUT mask.
   Status add_fd(int fd, uint32_t events, FdCallback cb);
   void remove_fd(int fd);
+  // Changes what a registered fd is watched for (EPOLLHUP and EPOLLERR are always reported).
+  Status set_events(int fd, uint32_t events);
 
   TimerId add_timer(double seconds, Callback cb);
   void cancel_timer(const TimerId& id);

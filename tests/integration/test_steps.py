@@ -280,3 +280,86 @@ def test_steps_get_mpi_ports_from_their_jobs_share(cluster):
         assert hi - lo + 1 == 3 and 12000 <= lo and hi <= 12099, ranges
     (lo1, hi1), (lo2, hi2) = ranges
     assert hi1 < lo2 or hi2 < lo1, ranges  # steps running together never share a port
+
+
+# A client of the agent's own step protocol written by hand (net/step_frames.h), run as
+# another user: each exchange prints the status frame's code and message.
+RAW_CLIENT = r'''
+import socket, struct, sys, time
+path = sys.argv[1]
+PREFACE = b"CORRAL-STEP/1\n"
+
+def frame(kind, payload):
+    return bytes([kind]) + struct.pack(">I", len(payload)) + payload
+
+def varint(n):
+    out = b""
+    while True:
+        b = n & 0x7F
+        n >>= 7
+        out += bytes([b | (0x80 if n else 0)])
+        if not n:
+            return out
+
+def field(num, payload):  # a length-delimited protobuf field
+    return varint(num << 3 | 2) + varint(len(payload)) + payload
+
+def exchange(data, slowly=False):
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.connect(path)
+    if slowly:  # the preface a byte at a time
+        for i in range(len(PREFACE)):
+            s.send(PREFACE[i:i + 1])
+            time.sleep(0.01)
+        s.send(data)
+    else:
+        s.send(PREFACE + data)
+    buf = b""
+    while True:
+        chunk = s.recv(65536)
+        if not chunk:
+            return "closed"
+        buf += chunk
+        while len(buf) >= 5:
+            kind, n = buf[0], struct.unpack(">I", buf[1:5])[0]
+            if len(buf) < 5 + n:
+                break
+            payload, buf = buf[5:5 + n], buf[5 + n:]
+            if kind == 2:
+                return f"{payload[0]} {payload[1:].decode()}"
+
+jobid = int(sys.argv[2])
+spec = varint(1 << 3) + varint(jobid) + field(2, b"/bin/true")  # StepSpec{jobid, argv}
+create = field(1, spec)                                             # StepClientMessage{create}
+print(exchange(frame(1, create)))
+print(exchange(frame(1, create), slowly=True))
+print(exchange(b"\x01\xff\xff\xff\xff"))
+print(exchange(frame(7, b"")))
+print(exchange(frame(1, b"\xff\xff")))
+'''
+
+
+@pytest.mark.cluster(size=2, agents=1, cores=4)
+def test_the_agents_step_protocol_checks_hand_written_frames_from_other_users(cluster):
+    jobid = hold(cluster, "-N1")
+    verbose = step(cluster, jobid, "-v", "true", check=True)
+    where = verbose.stderr.split(" through ")[-1].split()[0]
+    assert where.startswith("unix:"), verbose.stderr
+    proc = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
+                           "/usr/bin/python3", "-c", RAW_CLIENT, where[5:], str(jobid)],
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert len(lines) == 5, proc.stdout
+    for refused in lines[:2]:  # root's job, asked by nobody (at once, and a byte at a time)
+        assert refused.startswith("7 ") and "belongs to" in refused, refused
+    assert lines[2] == "3 step protocol: a frame of 4294967295 bytes is over the limit of 67108864"
+    assert lines[3] == "3 step protocol: unknown frame type 7"
+    assert lines[4] == "3 step protocol: a malformed message"
+    # The owner's steps still run, over this protocol and over gRPC on the same socket.
+    assert step(cluster, jobid, "echo", "own", check=True).stdout == "own\n"
+    env = dict(cluster.env, CORRAL_STEP_TRANSPORT="grpc")
+    grpc = cluster.corral("run", f"--jobid={jobid}", "sh", "-c", "echo grpc; exit 3", env=env,
+                          check=False)
+    assert grpc.stdout == "grpc\n" and grpc.returncode == 3, grpc.stderr
+    cluster.corral("cancel", jobid)

@@ -1,7 +1,14 @@
-// StepClient against an in-process fake step manager on a Unix socket: the RunStep
-// conversation (create, waiting, created, output, a signal from another thread, exit),
+// StepClient against in-process fake step managers on a Unix socket, over both transports
+// (gRPC, and the agent's own step protocol of net/step_frames.h): the RunStep conversation
+// (create, waiting, created, output, a signal from another thread, exit), refusals,
 // ListSteps, and the message when nobody listens.
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
 #include <csignal>
+#include <cstdlib>
+#include <cstring>
 #include <thread>
 
 #include <grpcpp/grpcpp.h>
@@ -9,8 +16,10 @@
 
 #include "cli/client/step_client.h"
 #include "common.pb.h"
+#include "net/step_frames.h"
 #include "steps.grpc.pb.h"
 #include "temp_dir.h"
+#include "util/unique_fd.h"
 
 namespace corral::cli {
 namespace {
@@ -67,25 +76,140 @@ class FakeStepManager final : public pb::StepService::Service {
   }
 };
 
-class StepClientTest : public ::testing::Test {
+// The same conversation in the agent's own step protocol: one connection at a time, on a
+// thread, with blocking reads and writes.
+class FakeSocketStepManager {
+ public:
+  explicit FakeSocketStepManager(const std::string& path) {
+    listen_.reset(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
+    sockaddr_un addr{};
+    addr.sun_family = AF_UNIX;
+    std::strncpy(addr.sun_path, path.c_str(), sizeof addr.sun_path - 1);
+    EXPECT_EQ(::bind(listen_.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+    EXPECT_EQ(::listen(listen_.get(), 8), 0);
+    thread_ = std::thread([this] { serve(); });
+  }
+  ~FakeSocketStepManager() {
+    ::shutdown(listen_.get(), SHUT_RDWR);
+    thread_.join();
+  }
+  // Answers the next connection with `garbage` instead of the protocol.
+  void answer_with(std::string garbage) { garbage_ = std::move(garbage); }
+
+ private:
+  void serve() {
+    for (;;) {
+      UniqueFd c(::accept4(listen_.get(), nullptr, nullptr, SOCK_CLOEXEC));
+      if (!c.valid()) return;
+      if (!garbage_.empty()) {
+        (void)!::write(c.get(), garbage_.data(), garbage_.size());
+        continue;
+      }
+      converse(c.get());
+    }
+  }
+  bool next(int fd, pb::StepClientMessage& msg) {
+    for (;;) {
+      auto f = reader_.next();
+      if (!f || (*f && (*f)->type != net::kStepFrameMessage)) return false;
+      if (*f) return msg.ParseFromString((*f)->payload);
+      char buf[4096];
+      const ssize_t n = ::read(fd, buf, sizeof buf);
+      if (n <= 0) return false;
+      reader_.feed({buf, static_cast<size_t>(n)});
+    }
+  }
+  static void put(int fd, const pb::StepServerMessage& m) {
+    std::string out;
+    net::append_step_frame(out, net::kStepFrameMessage, m.SerializeAsString());
+    EXPECT_EQ(::write(fd, out.data(), out.size()), static_cast<ssize_t>(out.size()));
+  }
+  static void end(int fd, int code, const std::string& why) {
+    std::string out;
+    net::append_step_frame(out, net::kStepFrameStatus, net::step_status_payload(code, why));
+    EXPECT_EQ(::write(fd, out.data(), out.size()), static_cast<ssize_t>(out.size()));
+  }
+  void converse(int fd) {
+    char preface[net::kStepPreface.size()];
+    ASSERT_EQ(::read(fd, preface, sizeof preface), static_cast<ssize_t>(sizeof preface));
+    ASSERT_EQ(std::string_view(preface, sizeof preface), net::kStepPreface);
+    reader_ = net::StepFrameReader(1 << 20);
+    pb::StepClientMessage first;
+    if (!next(fd, first) || !first.has_create()) return end(fd, 3, "the first message must carry create");
+    if (first.create().argv_size() == 0) return end(fd, 3, "the step has no command");
+    pb::StepServerMessage waiting;
+    waiting.set_waiting("running steps hold the cores");
+    put(fd, waiting);
+    pb::StepServerMessage created;
+    created.mutable_created()->set_stepid(3);
+    created.mutable_created()->set_nodelist("node0");
+    created.mutable_created()->set_ntasks(1);
+    put(fd, created);
+    pb::StepServerMessage out;
+    auto* o = out.add_output();
+    o->set_jobid(first.create().jobid());
+    o->set_data("hello " + first.create().argv(0) + "\n");
+    put(fd, out);
+    pb::StepClientMessage msg;
+    int signal = 0;
+    std::string input;
+    while (signal == 0 && next(fd, msg)) {
+      input += msg.stdin();
+      signal = msg.signal();
+    }
+    pb::StepServerMessage echo;
+    echo.add_output()->set_data("stdin: " + input + "\n");
+    put(fd, echo);
+    pb::StepServerMessage exit;
+    exit.mutable_exit()->set_waitstatus(signal);
+    exit.mutable_exit()->set_state("CANCELED");
+    exit.mutable_exit()->add_tasks()->set_waitstatus(signal);
+    put(fd, exit);
+    end(fd, 0, "");
+  }
+
+  UniqueFd listen_;
+  std::thread thread_;
+  net::StepFrameReader reader_{1 << 20};
+  std::string garbage_;
+};
+
+// gRPC's RunStep (CORRAL_STEP_TRANSPORT=grpc) or the agent's own protocol (the default on
+// a Unix socket).
+class StepClientTest : public ::testing::TestWithParam<bool> {
  protected:
+  bool grpc() const { return GetParam(); }
   void SetUp() override {
     address_ = "unix:" + (dir_.path() / "step.sock").string();
-    grpc::ServerBuilder builder;
-    builder.AddListeningPort(address_, grpc::InsecureServerCredentials());
-    builder.RegisterService(&service_);
-    server_ = builder.BuildAndStart();
-    ASSERT_NE(server_, nullptr);
+    if (grpc()) {
+      ::setenv("CORRAL_STEP_TRANSPORT", "grpc", 1);
+      grpc::ServerBuilder builder;
+      builder.AddListeningPort(address_, grpc::InsecureServerCredentials());
+      builder.RegisterService(&service_);
+      server_ = builder.BuildAndStart();
+      ASSERT_NE(server_, nullptr);
+    } else {
+      ::unsetenv("CORRAL_STEP_TRANSPORT");
+      socket_ = std::make_unique<FakeSocketStepManager>(address_.substr(5));
+    }
   }
-  void TearDown() override { server_->Shutdown(); }
+  void TearDown() override {
+    if (server_) server_->Shutdown();
+    socket_.reset();
+    ::unsetenv("CORRAL_STEP_TRANSPORT");
+  }
 
   test::TempDir dir_;
   std::string address_;
   FakeStepManager service_;
   std::unique_ptr<grpc::Server> server_;
+  std::unique_ptr<FakeSocketStepManager> socket_;
 };
 
-TEST_F(StepClientTest, RunsAStepAndSendsStdinAndSignalsFromOtherThreads) {
+INSTANTIATE_TEST_SUITE_P(Transports, StepClientTest, ::testing::Values(true, false),
+                         [](const ::testing::TestParamInfo<bool>& p) { return p.param ? "Grpc" : "Socket"; });
+
+TEST_P(StepClientTest, RunsAStepAndSendsStdinAndSignalsFromOtherThreads) {
   StepClient client(address_, 42);
   pb::StepSpec spec;
   spec.set_jobid(42);
@@ -121,7 +245,7 @@ TEST_F(StepClientTest, RunsAStepAndSendsStdinAndSignalsFromOtherThreads) {
   EXPECT_TRUE((*stream)->finish().ok());
 }
 
-TEST_F(StepClientTest, ReportsTheStepManagersRefusalInItsOwnWords) {
+TEST_P(StepClientTest, ReportsTheStepManagersRefusalInItsOwnWords) {
   StepClient client(address_, 42);
   auto stream = client.run(pb::StepSpec{});  // no argv
   ASSERT_TRUE(stream.ok()) << stream.message();
@@ -132,7 +256,11 @@ TEST_F(StepClientTest, ReportsTheStepManagersRefusalInItsOwnWords) {
   EXPECT_EQ(st.message(), "the step has no command");
 }
 
-TEST_F(StepClientTest, ListsSteps) {
+// ListSteps is gRPC's on every socket.
+class StepClientListTest : public StepClientTest {};
+INSTANTIATE_TEST_SUITE_P(Grpc, StepClientListTest, ::testing::Values(true));
+
+TEST_P(StepClientListTest, ListsSteps) {
   StepClient client(address_, 42);
   auto reply = client.list_steps(42);
   ASSERT_TRUE(reply.ok()) << reply.message();
@@ -142,6 +270,23 @@ TEST_F(StepClientTest, ListsSteps) {
   ASSERT_FALSE(denied.ok());
   EXPECT_EQ(denied.error().code, Errc::permission_denied);
   EXPECT_EQ(denied.message(), "job 99 belongs to bob");
+}
+
+TEST(StepClientSocket, SaysWhenTheStepManagerDoesNotSpeakTheProtocol) {
+  test::TempDir dir;
+  const std::string path = (dir.path() / "old.sock").string();
+  FakeSocketStepManager old(path);
+  old.answer_with(std::string("\0\0\x12\x04\0\0\0\0\0", 9));  // an HTTP/2 SETTINGS frame
+  StepClient client("unix:" + path, 42);
+  pb::StepSpec spec;
+  spec.add_argv("true");
+  auto stream = client.run(spec);
+  ASSERT_TRUE(stream.ok()) << stream.message();
+  pb::StepServerMessage msg;
+  EXPECT_FALSE((*stream)->read(msg));
+  const Status st = (*stream)->finish();
+  EXPECT_NE(st.message().find("does not answer in corral's step protocol (an older corral-node?)"), std::string::npos)
+      << st.message();
 }
 
 TEST(StepClientUnreachable, SaysWhichStepManagerCannotBeReached) {

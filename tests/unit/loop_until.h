@@ -3,6 +3,7 @@
 
 #include <chrono>
 #include <functional>
+#include <thread>
 
 #include "util/event_loop.h"
 
@@ -25,6 +26,16 @@ inline bool run_loop_until(EventLoop& loop, const std::function<bool()>& done, d
   loop.add_timer(0, check);
   loop.run();
   return ok;
+}
+
+// Polls `done` every 5 ms from this thread (the loop runs elsewhere) for up to `seconds`.
+inline bool wait_until(const std::function<bool()>& done, double seconds = 10) {
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+  while (!done()) {
+    if (std::chrono::steady_clock::now() > deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  return true;
 }
 
 }  // namespace corral::test

@@ -18,15 +18,20 @@
 #include <thread>
 
 #include <grpcpp/grpcpp.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 
+#include "cli/client/step_client.h"
 #include "job/jobspec.h"
 #include "job/key_wrap.h"
 #include "job/step_cred.h"
 #include "job/step_id.h"
 #include "loop_until.h"
 #include "net/peer_listener.h"
+#include "net/step_frames.h"
 #include "node/agent.h"
 #include "node/steps/step_service.h"
+#include "node/steps/step_socket.h"
 
 namespace corral::node {
 namespace {
@@ -900,6 +905,11 @@ class StepServiceTest : public StepAgent {
     b.RegisterService(service_->service());
     server_ = b.BuildAndStart();
     ASSERT_TRUE(server_);
+    // As corral-node: the agent's own step protocol and gRPC on one socket.
+    socket_ = std::make_unique<StepSocketServer>(*loop_, agent_->steps(), 1 << 20);
+    peers_->divert(std::string(net::kStepPreface), [this](UniqueFd fd, const net::PeerCred& c) {
+      loop_->post([this, fd = fd.release(), uid = c.uid] { socket_->adopt(UniqueFd(fd), uid); });
+    });
     peers_->start(server_.get());
     loop_thread_ = std::thread([this] { loop_->run(); });
     stub_ =
@@ -910,6 +920,7 @@ class StepServiceTest : public StepAgent {
     server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(1));
     loop_->post([this] { loop_->stop(); });
     loop_thread_.join();
+    socket_.reset();
     server_.reset();
     service_.reset();
     peers_.reset();
@@ -956,6 +967,7 @@ class StepServiceTest : public StepAgent {
   std::unique_ptr<net::PeerListener> peers_;
   std::unique_ptr<StepService> service_;
   std::unique_ptr<grpc::Server> server_;
+  std::unique_ptr<StepSocketServer> socket_;
   std::thread loop_thread_;
   std::unique_ptr<v1::StepService::Stub> stub_;
 };
@@ -1042,6 +1054,142 @@ TEST_F(StepServiceTest, ClientGoneKillsTheStep) {
     s->set_jobid(7);
     s->set_signal(SIGKILL);
     agent_->handle(m);
+  });
+}
+
+// `corral`'s StepClient over the agent's own protocol (no gRPC), beside gRPC on one socket.
+TEST_F(StepServiceTest, RunStepOverTheAgentsOwnProtocol) {
+  job::JobRequest jr;
+  jr.command = {"sleep", "30"};
+  on_loop([&] { start(8, jr); });
+  cli::StepClient client(agent_->config().step_uri, 8);
+  auto stream = client.run(true_step(8, {"/bin/echo", "hello"}));
+  ASSERT_TRUE(stream) << stream.message();
+  std::string out, state;
+  bool created = false;
+  for (v1::StepServerMessage m; (*stream)->read(m);) {
+    created = created || m.has_created();
+    for (const auto& o : m.output()) out += o.data();
+    if (m.has_exit()) state = m.exit().state();
+  }
+  EXPECT_TRUE((*stream)->finish().ok());
+  EXPECT_TRUE(created);
+  EXPECT_EQ(out, "hello\n");
+  EXPECT_EQ(state, "COMPLETED");
+  auto r = run(true_step(8, {"/bin/echo", "grpc"}));  // gRPC on the same socket
+  ASSERT_TRUE(r.status.ok()) << r.status.error_message();
+  EXPECT_EQ(r.output(), "grpc\n");
+
+  // A client that goes away ends its step, as over gRPC.
+  auto sleeper = client.run(true_step(8, {"sleep", "30"}));
+  ASSERT_TRUE(sleeper) << sleeper.message();
+  v1::StepServerMessage m;
+  ASSERT_TRUE((*sleeper)->read(m));
+  EXPECT_TRUE(m.has_created());
+  (*sleeper)->cancel();
+  std::string sleeper_state;
+  ASSERT_TRUE(test::wait_until([&] {
+    on_loop([&] {
+      auto l = agent_->steps().list(::getuid(), 8);
+      if (l)
+        for (const auto& s : l->steps())
+          if (s.command() == "sleep 30") sleeper_state = s.state();
+    });
+    return sleeper_state == "CANCELED";
+  })) << sleeper_state;
+  on_loop([&] {
+    v1::ControllerMessage k;
+    auto* s = k.add_signal();
+    s->set_jobid(8);
+    s->set_signal(SIGKILL);
+    agent_->handle(k);
+  });
+}
+
+// Hand-written frames: each refusal is a status frame with the reason; the agent serves on.
+TEST_F(StepServiceTest, TheAgentsOwnProtocolRefusesMalformedFrames) {
+  auto exchange = [&](const std::string& bytes) {
+    UniqueFd fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
+    sockaddr_un addr{};
+    addr.sun_family = AF_UNIX;
+    std::strncpy(addr.sun_path, path_.c_str(), sizeof addr.sun_path - 1);
+    EXPECT_EQ(::connect(fd.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+    const std::string all = std::string(net::kStepPreface) + bytes;
+    EXPECT_EQ(::send(fd.get(), all.data(), all.size(), MSG_NOSIGNAL), static_cast<ssize_t>(all.size()));
+    net::StepFrameReader reader(1 << 20);
+    char buf[4096];
+    for (;;) {
+      auto f = reader.next();
+      if (!f) return std::string("bad frame from the agent: ") + f.message();
+      if (*f && (*f)->type == net::kStepFrameStatus) {
+        auto st = net::parse_step_status((*f)->payload);
+        return st ? std::to_string(st->code) + " " + st->message : st.message();
+      }
+      if (*f) continue;
+      const ssize_t n = ::recv(fd.get(), buf, sizeof buf, 0);
+      if (n <= 0) return std::string("closed without a status");
+      reader.feed({buf, static_cast<size_t>(n)});
+    }
+  };
+  std::string unknown(1, '\x09');
+  unknown += std::string("\0\0\0\0", 4);
+  EXPECT_EQ(exchange(unknown), "3 step protocol: unknown frame type 9");
+  EXPECT_EQ(exchange(std::string("\x01\xff\xff\xff\xff", 5)),
+            "3 step protocol: a frame of 4294967295 bytes is over the limit of 1048576");
+  std::string junk;
+  net::append_step_frame(junk, net::kStepFrameMessage, "\xff\xff\xff");
+  EXPECT_EQ(exchange(junk), "3 step protocol: a malformed message");
+  v1::StepClientMessage no_create;
+  no_create.set_signal(9);
+  std::string first;
+  net::append_step_frame(first, net::kStepFrameMessage, no_create.SerializeAsString());
+  EXPECT_EQ(exchange(first), "3 the first RunStep message must carry `create`");
+  v1::StepClientMessage unknown_job;
+  *unknown_job.mutable_create() = true_step(404);
+  std::string early;
+  net::append_step_frame(early, net::kStepFrameMessage, unknown_job.SerializeAsString());
+  // (job 404 never starts here: its request waits for it, as over gRPC, until the client goes)
+  UniqueFd idle(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  size_t before = 0, during = 0;
+  on_loop([&] { before = socket_->connections(); });
+  {
+    sockaddr_un addr{};
+    addr.sun_family = AF_UNIX;
+    std::strncpy(addr.sun_path, path_.c_str(), sizeof addr.sun_path - 1);
+    ASSERT_EQ(::connect(idle.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+    const std::string all = std::string(net::kStepPreface) + early;
+    ASSERT_EQ(::send(idle.get(), all.data(), all.size(), MSG_NOSIGNAL), static_cast<ssize_t>(all.size()));
+  }
+  ASSERT_TRUE(test::wait_until([&] {
+    on_loop([&] { during = socket_->connections(); });
+    return during == before + 1;
+  }));
+  idle.reset();  // gone: the connection and its parked request go
+  ASSERT_TRUE(test::wait_until([&] {
+    size_t parked = 1;
+    on_loop([&] {
+      during = socket_->connections();
+      parked = agent_->steps().parked_opens();
+    });
+    return during == before && parked == 0;
+  }));
+  // The agent still serves.
+  job::JobRequest jr;
+  jr.command = {"sleep", "30"};
+  on_loop([&] { start(9, jr); });
+  cli::StepClient client(agent_->config().step_uri, 9);
+  auto stream = client.run(true_step(9, {"/bin/echo", "still here"}));
+  ASSERT_TRUE(stream) << stream.message();
+  std::string out;
+  for (v1::StepServerMessage m; (*stream)->read(m);)
+    for (const auto& o : m.output()) out += o.data();
+  EXPECT_EQ(out, "still here\n");
+  on_loop([&] {
+    v1::ControllerMessage k;
+    auto* s = k.add_signal();
+    s->set_jobid(9);
+    s->set_signal(SIGKILL);
+    agent_->handle(k);
   });
 }
 

@@ -1,6 +1,7 @@
 #include "cli/client/step_client.h"
 
 #include <chrono>
+#include <cstdlib>
 #include <mutex>
 #include <utility>
 
@@ -8,7 +9,9 @@
 #include <grpcpp/grpcpp.h>
 
 #include "cli/client/client.h"
+#include "cli/client/step_socket_client.h"
 #include "common.pb.h"
+#include "net/message_limits.h"
 #include "steps.grpc.pb.h"
 
 namespace corral::cli {
@@ -61,45 +64,15 @@ Error step_rpc_error(int grpc_code, const std::string& message, uint64_t jobid, 
 
 // ---------------------------------------------------------------- StepStream
 
-struct StepStream::Impl {
-  uint64_t jobid = 0;
-  std::string address;
-  grpc::ClientContext ctx;
-  std::unique_ptr<grpc::ClientReaderWriter<pb::StepClientMessage, pb::StepServerMessage>> rw;
-  std::mutex write_mu;
-  bool write_closed = false;  // under write_mu
-  bool finished = false;
-};
-
 StepStream::StepStream(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 
-StepStream::~StepStream() {
-  if (impl_ && impl_->rw && !impl_->finished) {
-    impl_->ctx.TryCancel();
-    (void)impl_->rw->Finish();
-  }
-}
+StepStream::~StepStream() = default;
 
-bool StepStream::read(pb::StepServerMessage& msg) { return impl_->rw->Read(&msg); }
+bool StepStream::read(pb::StepServerMessage& msg) { return impl_->read(msg); }
 
-Status StepStream::finish() {
-  if (impl_->finished) return {};
-  {
-    std::lock_guard lock(impl_->write_mu);
-    impl_->write_closed = true;
-  }
-  impl_->finished = true;
-  grpc::Status st = impl_->rw->Finish();
-  if (st.ok()) return {};
-  return to_error(st, impl_->jobid, impl_->address);
-}
+Status StepStream::finish() { return impl_->finish(); }
 
-bool StepStream::send(const pb::StepClientMessage& msg) {
-  std::lock_guard lock(impl_->write_mu);
-  if (impl_->write_closed) return false;
-  if (!impl_->rw->Write(msg)) impl_->write_closed = true;
-  return !impl_->write_closed;
-}
+bool StepStream::send(const pb::StepClientMessage& msg) { return impl_->send(msg); }
 
 bool StepStream::send_stdin(std::string_view data) {
   pb::StepClientMessage msg;
@@ -126,14 +99,64 @@ bool StepStream::send_winsize(unsigned rows, unsigned cols) {
   return send(msg);
 }
 
-void StepStream::close_writes() {
-  std::lock_guard lock(impl_->write_mu);
-  if (impl_->write_closed) return;
-  impl_->write_closed = true;
-  (void)impl_->rw->WritesDone();
-}
+void StepStream::close_writes() { impl_->close_writes(); }
 
-void StepStream::cancel() { impl_->ctx.TryCancel(); }
+void StepStream::cancel() { impl_->cancel(); }
+
+namespace {
+
+// RunStep through gRPC: TCP step managers, and CORRAL_STEP_TRANSPORT=grpc.
+class GrpcStepStream final : public StepStream::Impl {
+ public:
+  GrpcStepStream(uint64_t jobid, std::string address) : jobid_(jobid), address_(std::move(address)) {}
+  ~GrpcStepStream() override {
+    if (rw_ && !finished_) {
+      ctx_.TryCancel();
+      (void)rw_->Finish();
+    }
+  }
+  Status open(pb::StepService::Stub& stub) {
+    if (auto st = authenticate(ctx_, address_); !st) return st;
+    rw_ = stub.RunStep(&ctx_);
+    return {};
+  }
+  bool read(pb::StepServerMessage& msg) override { return rw_->Read(&msg); }
+  Status finish() override {
+    if (finished_) return {};
+    {
+      std::lock_guard lock(write_mu_);
+      write_closed_ = true;
+    }
+    finished_ = true;
+    grpc::Status st = rw_->Finish();
+    if (st.ok()) return {};
+    return to_error(st, jobid_, address_);
+  }
+  bool send(const pb::StepClientMessage& msg) override {
+    std::lock_guard lock(write_mu_);
+    if (write_closed_) return false;
+    if (!rw_->Write(msg)) write_closed_ = true;
+    return !write_closed_;
+  }
+  void close_writes() override {
+    std::lock_guard lock(write_mu_);
+    if (write_closed_) return;
+    write_closed_ = true;
+    (void)rw_->WritesDone();
+  }
+  void cancel() override { ctx_.TryCancel(); }
+
+ private:
+  uint64_t jobid_;
+  std::string address_;
+  grpc::ClientContext ctx_;
+  std::unique_ptr<grpc::ClientReaderWriter<pb::StepClientMessage, pb::StepServerMessage>> rw_;
+  std::mutex write_mu_;
+  bool write_closed_ = false;  // under write_mu_
+  bool finished_ = false;
+};
+
+}  // namespace
 
 // ---------------------------------------------------------------- StepClient
 
@@ -142,8 +165,15 @@ struct StepClient::Stub {
   std::unique_ptr<pb::StepService::Stub> stub;
 };
 
-StepClient::StepClient(std::string address, uint64_t jobid)
-    : address_(std::move(address)), jobid_(jobid), stub_(std::make_unique<Stub>()) {
+StepClient::StepClient(std::string address, uint64_t jobid) : address_(std::move(address)), jobid_(jobid) {
+  const char* transport = std::getenv("CORRAL_STEP_TRANSPORT");
+  grpc_only_ = transport != nullptr && std::string_view(transport) == "grpc";
+}
+
+StepClient::~StepClient() = default;
+
+StepClient::Stub* StepClient::stub() {
+  if (stub_ || !setup_) return stub_.get();
   // Each StepClient gets its own connection: concurrent clients in one process (the
   // benchmark) are meant to measure independent callers. Without a channel every call
   // returns why (setup_).
@@ -151,21 +181,31 @@ StepClient::StepClient(std::string address, uint64_t jobid)
       client_channel(address_, true, [this](const std::string& why) { return unreachable(jobid_, address_, why); });
   if (!channel) {
     setup_ = channel.error();
-    return;
+    return nullptr;
   }
+  stub_ = std::make_unique<Stub>();
   stub_->channel = std::move(*channel);
   stub_->stub = pb::StepService::NewStub(stub_->channel);
+  return stub_.get();
 }
 
-StepClient::~StepClient() = default;
-
 Result<std::unique_ptr<StepStream>> StepClient::run(const pb::StepSpec& spec) {
-  auto impl = std::make_unique<StepStream::Impl>();
-  impl->jobid = jobid_;
-  impl->address = address_;
-  if (!setup_) return setup_.error();
-  if (auto st = authenticate(impl->ctx, address_); !st) return st.error();
-  impl->rw = stub_->stub->RunStep(&impl->ctx);
+  if (address_.rfind("unix:", 0) == 0 && !grpc_only_) {
+    auto impl = open_step_socket(address_.substr(5), jobid_, net::kMaxClientReply);
+    if (!impl) return Error{impl.error().code, unreachable(jobid_, address_, impl.message())};
+    auto stream = std::make_unique<StepStream>(std::move(*impl));
+    pb::StepClientMessage create;
+    *create.mutable_create() = spec;
+    if (!stream->send(create)) {
+      if (Status st = stream->finish(); !st.ok()) return st.error();
+      return Error{Errc::unavailable, unreachable(jobid_, address_, "the step manager closed the connection")};
+    }
+    return stream;
+  }
+  Stub* grpc_stub = stub();
+  if (grpc_stub == nullptr) return setup_.error();
+  auto impl = std::make_unique<GrpcStepStream>(jobid_, address_);
+  if (auto st = impl->open(*grpc_stub->stub); !st) return st.error();
   auto stream = std::make_unique<StepStream>(std::move(impl));
   pb::StepClientMessage create;
   *create.mutable_create() = spec;
@@ -179,7 +219,8 @@ Result<std::unique_ptr<StepStream>> StepClient::run(const pb::StepSpec& spec) {
 }
 
 Result<pb::ListStepsReply> StepClient::list_steps(uint64_t jobid, double timeout_seconds) {
-  if (!setup_) return setup_.error();
+  Stub* grpc_stub = stub();
+  if (grpc_stub == nullptr) return setup_.error();
   grpc::ClientContext ctx;
   ctx.set_deadline(std::chrono::system_clock::now() +
                    std::chrono::milliseconds(static_cast<long>(timeout_seconds * 1000)));
@@ -187,7 +228,7 @@ Result<pb::ListStepsReply> StepClient::list_steps(uint64_t jobid, double timeout
   pb::ListStepsRequest req;
   req.set_jobid(jobid);
   pb::ListStepsReply reply;
-  grpc::Status st = stub_->stub->ListSteps(&ctx, req, &reply);
+  grpc::Status st = grpc_stub->stub->ListSteps(&ctx, req, &reply);
   if (!st.ok()) return to_error(st, jobid_, address_);
   return reply;
 }

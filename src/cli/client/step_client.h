@@ -21,7 +21,15 @@ namespace pb = corral::v1;
 // threads (they are serialized here, as gRPC allows one writer at a time).
 class StepStream {
  public:
-  struct Impl;
+  // The transport: gRPC's RunStep, or the agent's own protocol on its Unix socket.
+  struct Impl {
+    virtual ~Impl() = default;
+    virtual bool read(pb::StepServerMessage& msg) = 0;
+    virtual Status finish() = 0;
+    virtual bool send(const pb::StepClientMessage& msg) = 0;
+    virtual void close_writes() = 0;
+    virtual void cancel() = 0;
+  };
   explicit StepStream(std::unique_ptr<Impl> impl);
   ~StepStream();  // cancels the call if it is still open
   StepStream(const StepStream&) = delete;
@@ -51,7 +59,9 @@ class StepStream {
 class StepClient {
  public:
   // `address`: "unix:/path" or "host:port" (JobInfo.stepmgr, $CORRAL_STEPMGR). `jobid`
-  // only names the job in error messages.
+  // only names the job in error messages. Over a Unix socket RunStep skips gRPC (the
+  // agent's own protocol, net/step_frames.h) unless CORRAL_STEP_TRANSPORT=grpc; the gRPC
+  // channel is made on first use.
   StepClient(std::string address, uint64_t jobid);
   ~StepClient();
   StepClient(const StepClient&) = delete;
@@ -67,8 +77,11 @@ class StepClient {
 
  private:
   struct Stub;
+  // The gRPC channel and stub, made on first use; null with setup_ saying why not.
+  Stub* stub();
   std::string address_;
   uint64_t jobid_;
+  bool grpc_only_ = false;
   std::unique_ptr<Stub> stub_;
   Status setup_;  // why the channel could not be made (an unreadable CORRAL_TLS_CA)
 };

@@ -1,0 +1,131 @@
+#include "cli/client/step_socket_client.h"
+
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstring>
+#include <mutex>
+#include <optional>
+
+#include "net/step_frames.h"
+#include "util/unique_fd.h"
+
+namespace corral::cli {
+
+namespace {
+
+constexpr size_t kReadChunk = 64 << 10;
+
+class SocketStepStream final : public StepStream::Impl {
+ public:
+  SocketStepStream(UniqueFd fd, uint64_t jobid, std::string address, size_t max_frame)
+      : fd_(std::move(fd)), jobid_(jobid), address_(std::move(address)), reader_(max_frame) {}
+
+  bool read(pb::StepServerMessage& msg) override {
+    if (end_) return false;
+    for (;;) {
+      auto frame = reader_.next();
+      if (!frame)
+        return stop({Errc::internal,
+                     "cannot talk to the step manager of job " + std::to_string(jobid_) + " at " + address_ +
+                         ": it does not answer in corral's step protocol (an older corral-node?): " + frame.message()});
+      if (*frame) {
+        if ((*frame)->type == net::kStepFrameStatus) {
+          auto st = net::parse_step_status((*frame)->payload);
+          if (!st) return stop({Errc::internal, st.message()});
+          if (st->code == 0) return stop(Status());
+          return stop(step_rpc_error(st->code, st->message, jobid_, address_));
+        }
+        if (!msg.ParseFromString((*frame)->payload))
+          return stop({Errc::internal, "the step manager sent a malformed message"});
+        return true;
+      }
+      char buf[kReadChunk];
+      const ssize_t n = ::recv(fd_.get(), buf, sizeof buf, 0);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) {
+        if (cancelled_)
+          return stop({Errc::unavailable, "the call to the step manager of job " + std::to_string(jobid_) + " at " +
+                                              address_ + " was canceled"});
+        return stop(step_rpc_error(14, n < 0 ? std::strerror(errno) : "the connection closed", jobid_, address_));
+      }
+      reader_.feed(std::string_view(buf, static_cast<size_t>(n)));
+    }
+  }
+
+  Status finish() override {
+    if (!end_) {  // the caller stops early: nothing more is read
+      cancel();
+      end_ = Status();
+    }
+    return *end_;
+  }
+
+  bool send(const pb::StepClientMessage& msg) override {
+    std::string frame;
+    net::append_step_frame(frame, net::kStepFrameMessage, msg.SerializeAsString());
+    std::lock_guard lock(write_mu_);
+    if (write_closed_) return false;
+    for (size_t done = 0; done < frame.size();) {
+      const ssize_t n = ::send(fd_.get(), frame.data() + done, frame.size() - done, MSG_NOSIGNAL);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) {
+        write_closed_ = true;
+        return false;
+      }
+      done += static_cast<size_t>(n);
+    }
+    return true;
+  }
+
+  void close_writes() override {
+    std::lock_guard lock(write_mu_);
+    if (write_closed_) return;
+    write_closed_ = true;
+    ::shutdown(fd_.get(), SHUT_WR);
+  }
+
+  void cancel() override {
+    cancelled_ = true;
+    ::shutdown(fd_.get(), SHUT_RDWR);  // read() returns at once; the agent sees the client go
+  }
+
+ private:
+  bool stop(Status st) {
+    end_ = std::move(st);
+    return false;
+  }
+  bool stop(Error e) { return stop(Status(std::move(e))); }
+
+  UniqueFd fd_;
+  uint64_t jobid_;
+  std::string address_;
+  net::StepFrameReader reader_;
+  std::optional<Status> end_;
+  std::mutex write_mu_;
+  bool write_closed_ = false;  // under write_mu_
+  std::atomic<bool> cancelled_{false};
+};
+
+}  // namespace
+
+Result<std::unique_ptr<StepStream::Impl>> open_step_socket(const std::string& path, uint64_t jobid, size_t max_frame) {
+  sockaddr_un addr{};
+  if (path.size() >= sizeof addr.sun_path) return invalid("socket path " + path + " is too long");
+  UniqueFd fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  if (!fd.valid()) return io_error(std::string("socket: ") + std::strerror(errno));
+  addr.sun_family = AF_UNIX;
+  std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
+  if (::connect(fd.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0)
+    return Error{Errc::unavailable, std::strerror(errno)};
+  const std::string_view preface = net::kStepPreface;
+  if (::send(fd.get(), preface.data(), preface.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(preface.size()))
+    return Error{Errc::unavailable, std::strerror(errno)};
+  return std::unique_ptr<StepStream::Impl>(
+      std::make_unique<SocketStepStream>(std::move(fd), jobid, "unix:" + path, max_frame));
+}
+
+}  // namespace corral::cli

@@ -1,0 +1,193 @@
+#include "node/steps/step_socket.h"
+
+#include <sys/epoll.h>
+#include <sys/socket.h>
+
+#include <cerrno>
+#include <string>
+
+#include <spdlog/spdlog.h>
+
+#include "net/grpc_status.h"
+#include "net/step_frames.h"
+
+namespace corral::node {
+
+namespace {
+
+constexpr size_t kReadChunk = 64 << 10;  // per wake-up: one client's flood waits for the others
+
+// gRPC's status codes (the client maps them as it maps gRPC's).
+constexpr int kOk = 0;
+constexpr int kInvalidArgument = 3;
+
+}  // namespace
+
+struct StepSocketServer::Conn {
+  StepManager::ClientId id = 0;
+  UniqueFd fd;
+  uint32_t uid = 0;
+  net::StepFrameReader reader;
+  std::string out;
+  size_t sent = 0;        // bytes of `out` written
+  bool opened = false;    // `create` went to the step manager
+  bool reading = true;    // until the client's end of stream
+  bool ended = false;     // the status frame is queued: close once written
+  uint32_t watching = 0;  // the events registered
+
+  explicit Conn(size_t max) : reader(max) {}
+};
+
+StepSocketServer::StepSocketServer(EventLoop& loop, StepManager& steps, size_t max_message)
+    : loop_(loop), steps_(steps), max_message_(max_message) {}
+
+StepSocketServer::~StepSocketServer() {
+  for (auto& [id, c] : conns_) loop_.remove_fd(c->fd.get());
+}
+
+void StepSocketServer::adopt(UniqueFd fd, uint32_t uid) {
+  auto c = std::make_unique<Conn>(max_message_);
+  c->id = next_id_++;
+  c->fd = std::move(fd);
+  c->uid = uid;
+  c->watching = EPOLLIN;
+  const StepManager::ClientId id = c->id;
+  if (auto st = loop_.add_fd(c->fd.get(), EPOLLIN, [this, id](uint32_t ev) { on_events(id, ev); }); !st) {
+    spdlog::warn("step socket: {}", st.message());
+    return;
+  }
+  conns_.emplace(id, std::move(c));
+}
+
+void StepSocketServer::on_events(StepManager::ClientId id, uint32_t events) {
+  auto it = conns_.find(id);
+  if (it == conns_.end()) return;
+  Conn& c = *it->second;
+  if ((events & EPOLLIN) && c.reading && !read_some(c)) return;
+  if ((events & EPOLLOUT) && !flush(c)) return;
+  // Both directions closed: the client is gone (a half-close alone reads as EOF above).
+  if ((events & (EPOLLHUP | EPOLLERR)) && !(c.reading && (events & EPOLLIN))) close(c, true);
+}
+
+bool StepSocketServer::read_some(Conn& c) {
+  const StepManager::ClientId id = c.id;
+  char buf[kReadChunk];
+  const ssize_t n = ::recv(c.fd.get(), buf, sizeof buf, MSG_DONTWAIT);
+  if (n < 0) {
+    if (errno == EAGAIN || errno == EINTR) return true;
+    close(c, true);
+    return false;
+  }
+  if (n == 0) {  // the client said all it will: the step goes on
+    c.reading = false;
+    if (!c.opened)
+      end(c, kInvalidArgument, "the client sent no step request");
+    else
+      watch(c);
+    return alive(id);
+  }
+  c.reader.feed(std::string_view(buf, static_cast<size_t>(n)));
+  // What the step manager does with a frame may end the call (and close `c`): look again
+  // before each frame.
+  while (alive(id) && !c.ended) {
+    auto frame = c.reader.next();
+    if (!frame) {
+      c.reading = false;
+      end(c, kInvalidArgument, frame.message());
+      break;
+    }
+    if (!*frame) break;
+    handle_frame(c, (*frame)->type, std::move((*frame)->payload));
+  }
+  return alive(id);
+}
+
+void StepSocketServer::handle_frame(Conn& c, uint8_t type, std::string&& payload) {
+  v1::StepClientMessage msg;
+  if (type != net::kStepFrameMessage || !msg.ParseFromString(payload)) {
+    c.reading = false;
+    end(c, kInvalidArgument, "step protocol: a malformed message");
+    return;
+  }
+  if (c.opened) {
+    steps_.client_message(c.id, std::move(msg));
+    return;
+  }
+  if (!msg.has_create()) {
+    c.reading = false;
+    end(c, kInvalidArgument, "the first RunStep message must carry `create`");
+    return;
+  }
+  c.opened = true;
+  StepClientSink sink;
+  sink.send = [this, id = c.id, alive = std::weak_ptr<bool>(alive_)](v1::StepServerMessage&& m) {
+    if (alive.lock()) send(id, std::move(m));
+  };
+  sink.fail = [this, id = c.id, alive = std::weak_ptr<bool>(alive_)](const Error& e) {
+    if (!alive.lock()) return;
+    auto it = conns_.find(id);
+    if (it == conns_.end()) return;
+    const grpc::Status st = net::to_grpc(e);
+    end(*it->second, static_cast<int>(st.error_code()), st.error_message());
+  };
+  steps_.open(c.id, c.uid, std::move(*msg.mutable_create()), std::move(sink));
+}
+
+void StepSocketServer::send(StepManager::ClientId id, v1::StepServerMessage&& msg) {
+  auto it = conns_.find(id);
+  if (it == conns_.end() || it->second->ended) return;
+  Conn& c = *it->second;
+  net::append_step_frame(c.out, net::kStepFrameMessage, msg.SerializeAsString());
+  if (msg.has_exit()) {
+    end(c, kOk, "");
+    return;
+  }
+  flush(c);
+}
+
+void StepSocketServer::end(Conn& c, int code, const std::string& message) {
+  if (c.ended) return;
+  c.ended = true;
+  net::append_step_frame(c.out, net::kStepFrameStatus, net::step_status_payload(code, message));
+  flush(c);
+}
+
+bool StepSocketServer::flush(Conn& c) {
+  while (c.sent < c.out.size()) {
+    const ssize_t n = ::send(c.fd.get(), c.out.data() + c.sent, c.out.size() - c.sent, MSG_DONTWAIT | MSG_NOSIGNAL);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      if (errno == EAGAIN) break;
+      close(c, true);  // EPIPE, ECONNRESET: the client is gone
+      return false;
+    }
+    c.sent += static_cast<size_t>(n);
+  }
+  if (c.sent == c.out.size()) {
+    c.out.clear();
+    c.sent = 0;
+    if (c.ended) {
+      close(c, false);
+      return false;
+    }
+  }
+  watch(c);
+  return true;
+}
+
+void StepSocketServer::watch(Conn& c) {
+  const uint32_t want = (c.reading ? EPOLLIN : 0u) | (c.out.empty() ? 0u : EPOLLOUT);
+  if (want == c.watching) return;
+  c.watching = want;
+  if (auto st = loop_.set_events(c.fd.get(), want); !st) spdlog::warn("step socket: {}", st.message());
+}
+
+void StepSocketServer::close(Conn& c, bool client_gone) {
+  const StepManager::ClientId id = c.id;
+  const bool tell = client_gone && c.opened && !c.ended;
+  loop_.remove_fd(c.fd.get());
+  conns_.erase(id);  // `c` is gone; what the step manager answers below finds no connection
+  if (tell) steps_.client_gone(id);
+}
+
+}  // namespace corral::node

@@ -1,0 +1,54 @@
+// RunStep over the agent's Unix socket without gRPC (the protocol is net/step_frames.h):
+// a connection lives on the agent's event loop from its preface to the step's exit, so a
+// step's request, launch and answer pass no thread hand-off. The caller is who the
+// socket's SO_PEERCRED says; everything it sends goes through the same StepManager calls
+// (and checks) as gRPC's RunStep. Remote callers (TCP) keep gRPC.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <unordered_map>
+
+#include "node/steps/step_manager.h"
+#include "util/event_loop.h"
+#include "util/unique_fd.h"
+
+namespace corral::node {
+
+class StepSocketServer {
+ public:
+  // `max_message`: the largest frame a client may send.
+  StepSocketServer(EventLoop& loop, StepManager& steps, size_t max_message);
+  ~StepSocketServer();
+  StepSocketServer(const StepSocketServer&) = delete;
+  StepSocketServer& operator=(const StepSocketServer&) = delete;
+
+  // Loop thread: serves a connection of `uid` whose preface was read.
+  void adopt(UniqueFd fd, uint32_t uid);
+  size_t connections() const { return conns_.size(); }
+
+ private:
+  struct Conn;
+  void on_events(StepManager::ClientId id, uint32_t events);
+  // Reads what is there; false if the connection was closed meanwhile.
+  bool read_some(Conn& c);
+  void handle_frame(Conn& c, uint8_t type, std::string&& payload);
+  bool alive(StepManager::ClientId id) const { return conns_.count(id) != 0; }
+  void send(StepManager::ClientId id, v1::StepServerMessage&& msg);
+  void end(Conn& c, int code, const std::string& message);
+  // Writes what is queued; false if the connection was closed meanwhile.
+  bool flush(Conn& c);
+  void watch(Conn& c);
+  void close(Conn& c, bool client_gone);
+
+  EventLoop& loop_;
+  StepManager& steps_;
+  size_t max_message_;
+  std::unordered_map<StepManager::ClientId, std::unique_ptr<Conn>> conns_;
+  // The step manager may outlive this server: its sinks check this first.
+  std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
+  // gRPC's RunStep numbers its clients from 1; these never meet them.
+  StepManager::ClientId next_id_ = StepManager::ClientId{1} << 62;
+};
+
+}  // namespace corral::node
