@@ -6,6 +6,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <csignal>
 #include <cstdlib>
 #include <cstring>
@@ -101,8 +102,10 @@ class FakeSocketStepManager {
     for (;;) {
       UniqueFd c(::accept4(listen_.get(), nullptr, nullptr, SOCK_CLOEXEC));
       if (!c.valid()) return;
-      if (!garbage_.empty()) {
+      if (!garbage_.empty()) {  // as gRPC would: its own preface, then it waits for the client
         (void)!::write(c.get(), garbage_.data(), garbage_.size());
+        char buf[4096];
+        while (::read(c.get(), buf, sizeof buf) > 0) {}
         continue;
       }
       converse(c.get());
@@ -243,6 +246,24 @@ TEST_P(StepClientTest, RunsAStepAndSendsStdinAndSignalsFromOtherThreads) {
   EXPECT_FALSE((*stream)->send_signal(SIGKILL));  // closed: refused here, not sent
   EXPECT_FALSE((*stream)->read(msg));
   EXPECT_TRUE((*stream)->finish().ok());
+}
+
+// One client shared by many threads (the benchmark's callers do this): each call gets its
+// own stream, the gRPC channel is made once.
+TEST_P(StepClientTest, CallsFromManyThreadsShareOneClient) {
+  StepClient client(address_, 42);
+  std::vector<std::thread> threads;
+  std::atomic<int> refused{0};
+  for (int i = 0; i < 8; ++i)
+    threads.emplace_back([&] {
+      auto stream = client.run(pb::StepSpec{});  // no argv: refused at once, by both fakes
+      if (!stream.ok()) return;
+      pb::StepServerMessage msg;
+      while ((*stream)->read(msg)) {}
+      if ((*stream)->finish().message() == "the step has no command") ++refused;
+    });
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(refused.load(), 8);
 }
 
 TEST_P(StepClientTest, ReportsTheStepManagersRefusalInItsOwnWords) {

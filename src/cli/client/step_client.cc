@@ -173,6 +173,7 @@ StepClient::StepClient(std::string address, uint64_t jobid) : address_(std::move
 StepClient::~StepClient() = default;
 
 StepClient::Stub* StepClient::stub() {
+  std::lock_guard lock(stub_mu_);  // callers share one client from many threads (the benchmark)
   if (stub_ || !setup_) return stub_.get();
   // Each StepClient gets its own connection: concurrent clients in one process (the
   // benchmark) are meant to measure independent callers. Without a channel every call
@@ -196,7 +197,8 @@ Result<std::unique_ptr<StepStream>> StepClient::run(const pb::StepSpec& spec) {
     auto stream = std::make_unique<StepStream>(std::move(*impl));
     pb::StepClientMessage create;
     *create.mutable_create() = spec;
-    if (!stream->send(create)) {
+    if (!stream->send(create)) {  // what the step manager said before it closed is the reason
+      for (pb::StepServerMessage ignored; stream->read(ignored);) {}
       if (Status st = stream->finish(); !st.ok()) return st.error();
       return Error{Errc::unavailable, unreachable(jobid_, address_, "the step manager closed the connection")};
     }

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <string_view>
 
@@ -58,7 +59,8 @@ class StepStream {
 
 class StepClient {
  public:
-  // `address`: "unix:/path" or "host:port" (JobInfo.stepmgr, $CORRAL_STEPMGR). `jobid`
+  // Its calls may come from several threads at once. `address`: "unix:/path" or
+  // "host:port" (JobInfo.stepmgr, $CORRAL_STEPMGR). `jobid`
   // only names the job in error messages. Over a Unix socket RunStep skips gRPC (the
   // agent's own protocol, net/step_frames.h) unless CORRAL_STEP_TRANSPORT=grpc; the gRPC
   // channel is made on first use.
@@ -82,8 +84,9 @@ class StepClient {
   std::string address_;
   uint64_t jobid_;
   bool grpc_only_ = false;
-  std::unique_ptr<Stub> stub_;
-  Status setup_;  // why the channel could not be made (an unreadable CORRAL_TLS_CA)
+  std::mutex stub_mu_;
+  std::unique_ptr<Stub> stub_;  // under stub_mu_ until made
+  Status setup_;                // why the channel could not be made (an unreadable CORRAL_TLS_CA)
 };
 
 // How a failed call to the step manager reads: unreachable -> "cannot reach the step
