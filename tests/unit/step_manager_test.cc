@@ -934,6 +934,16 @@ class StepServiceTest : public StepAgent {
     });
     done.get_future().wait();
   }
+  // Ends job `jobid`'s tasks as the controller's SIGKILL would.
+  void kill_job(uint64_t jobid) {
+    on_loop([&] {
+      v1::ControllerMessage m;
+      auto* s = m.add_signal();
+      s->set_jobid(jobid);
+      s->set_signal(SIGKILL);
+      agent_->handle(m);
+    });
+  }
 
   struct Run {
     grpc::Status status;
@@ -1048,13 +1058,43 @@ TEST_F(StepServiceTest, ClientGoneKillsTheStep) {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
   EXPECT_EQ(state, "CANCELED");
-  on_loop([&] {
-    v1::ControllerMessage m;
-    auto* s = m.add_signal();
-    s->set_jobid(7);
-    s->set_signal(SIGKILL);
-    agent_->handle(m);
-  });
+  kill_job(7);
+}
+
+// One user's connections to the agent's own step protocol are counted; past the limit the
+// next is told why, and a closed one frees its place.
+TEST_F(StepManagerTest, StepSocketConnectionsAreLimitedPerUser) {
+  StepSocketServer server(*loop_, *mgr_, 1 << 20, 2);
+  std::vector<UniqueFd> clients;
+  auto connect = [&](uint32_t uid) {
+    int sv[2];
+    EXPECT_EQ(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
+    server.adopt(UniqueFd(sv[0]), uid);
+    clients.emplace_back(sv[1]);
+    return sv[1];
+  };
+  connect(kOwner);
+  connect(kOwner);
+  connect(0);  // root is not counted
+  EXPECT_EQ(server.connections(), 3u);
+  const int third = connect(kOwner);
+  EXPECT_EQ(server.connections(), 3u);
+  char buf[256];
+  const ssize_t n = ::recv(third, buf, sizeof buf, MSG_DONTWAIT);
+  ASSERT_GT(n, static_cast<ssize_t>(net::kStepFrameHeader));
+  net::StepFrameReader reader(1024);
+  reader.feed({buf, static_cast<size_t>(n)});
+  auto f = reader.next();
+  ASSERT_TRUE(f && *f);
+  auto st = net::parse_step_status((*f)->payload);
+  ASSERT_TRUE(st);
+  EXPECT_EQ(st->code, 8);
+  EXPECT_EQ(st->message,
+            "too many step connections from uid " + std::to_string(kOwner) + " on this agent (at most 2 at once)");
+  clients.front().reset();  // gone: its place is free once the loop sees it
+  ASSERT_TRUE(test::run_loop_until(*loop_, [&] { return server.connections() == 2; }));
+  connect(kOwner);
+  EXPECT_EQ(server.connections(), 3u);
 }
 
 // `corral`'s StepClient over the agent's own protocol (no gRPC), beside gRPC on one socket.
@@ -1097,13 +1137,7 @@ TEST_F(StepServiceTest, RunStepOverTheAgentsOwnProtocol) {
     });
     return sleeper_state == "CANCELED";
   })) << sleeper_state;
-  on_loop([&] {
-    v1::ControllerMessage k;
-    auto* s = k.add_signal();
-    s->set_jobid(8);
-    s->set_signal(SIGKILL);
-    agent_->handle(k);
-  });
+  kill_job(8);
 }
 
 // Hand-written frames: each refusal is a status frame with the reason; the agent serves on.
@@ -1184,13 +1218,7 @@ TEST_F(StepServiceTest, TheAgentsOwnProtocolRefusesMalformedFrames) {
   for (v1::StepServerMessage m; (*stream)->read(m);)
     for (const auto& o : m.output()) out += o.data();
   EXPECT_EQ(out, "still here\n");
-  on_loop([&] {
-    v1::ControllerMessage k;
-    auto* s = k.add_signal();
-    s->set_jobid(9);
-    s->set_signal(SIGKILL);
-    agent_->handle(k);
-  });
+  kill_job(9);
 }
 
 // A job's own tasks on two nodes share PMI puts through the step manager's JobFence.
@@ -1267,13 +1295,7 @@ TEST_F(StepServiceTest, SequentialStepsThroughOneConnection) {
   }
   double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   std::printf("%d sequential steps in %.3f s: %.0f steps/s\n", n, secs, n / secs);
-  on_loop([&] {
-    v1::ControllerMessage m;
-    auto* s = m.add_signal();
-    s->set_jobid(8);
-    s->set_signal(SIGKILL);
-    agent_->handle(m);
-  });
+  kill_job(8);
 }
 
 }  // namespace

@@ -16,10 +16,14 @@ namespace corral::node {
 namespace {
 
 constexpr size_t kReadChunk = 64 << 10;  // per wake-up: one client's flood waits for the others
+// Output a client has not read yet: past this it is taken for gone (its step ends) rather
+// than let a step that prints faster than its client reads fill the agent's memory.
+constexpr size_t kMaxUnsent = 256u << 20;
 
 // gRPC's status codes (the client maps them as it maps gRPC's).
 constexpr int kOk = 0;
 constexpr int kInvalidArgument = 3;
+constexpr int kResourceExhausted = 8;
 
 }  // namespace
 
@@ -38,14 +42,24 @@ struct StepSocketServer::Conn {
   explicit Conn(size_t max) : reader(max) {}
 };
 
-StepSocketServer::StepSocketServer(EventLoop& loop, StepManager& steps, size_t max_message)
-    : loop_(loop), steps_(steps), max_message_(max_message) {}
+StepSocketServer::StepSocketServer(EventLoop& loop, StepManager& steps, size_t max_message, size_t per_user)
+    : loop_(loop), steps_(steps), max_message_(max_message), per_user_(per_user) {}
 
 StepSocketServer::~StepSocketServer() {
   for (auto& [id, c] : conns_) loop_.remove_fd(c->fd.get());
 }
 
 void StepSocketServer::adopt(UniqueFd fd, uint32_t uid) {
+  if (auto n = per_uid_.find(uid); uid != 0 && n != per_uid_.end() && n->second >= per_user_) {
+    std::string refusal;
+    net::append_step_frame(
+        refusal, net::kStepFrameStatus,
+        net::step_status_payload(kResourceExhausted, "too many step connections from uid " + std::to_string(uid) +
+                                                         " on this agent (at most " + std::to_string(per_user_) +
+                                                         " at once)"));
+    (void)!::send(fd.get(), refusal.data(), refusal.size(), MSG_DONTWAIT | MSG_NOSIGNAL);
+    return;
+  }
   auto c = std::make_unique<Conn>(max_message_);
   c->id = next_id_++;
   c->fd = std::move(fd);
@@ -56,6 +70,7 @@ void StepSocketServer::adopt(UniqueFd fd, uint32_t uid) {
     spdlog::warn("step socket: {}", st.message());
     return;
   }
+  ++per_uid_[uid];
   conns_.emplace(id, std::move(c));
 }
 
@@ -137,6 +152,12 @@ void StepSocketServer::send(StepManager::ClientId id, v1::StepServerMessage&& ms
   auto it = conns_.find(id);
   if (it == conns_.end() || it->second->ended) return;
   Conn& c = *it->second;
+  if (c.out.size() - c.sent > kMaxUnsent) {
+    spdlog::warn("step socket: a client of uid {} has not read {} MiB of its step's output: taken for gone", c.uid,
+                 (c.out.size() - c.sent) >> 20);
+    close(c, true);
+    return;
+  }
   net::append_step_frame(c.out, net::kStepFrameMessage, msg.SerializeAsString());
   if (msg.has_exit()) {
     end(c, kOk, "");
@@ -186,6 +207,7 @@ void StepSocketServer::close(Conn& c, bool client_gone) {
   const StepManager::ClientId id = c.id;
   const bool tell = client_gone && c.opened && !c.ended;
   loop_.remove_fd(c.fd.get());
+  if (auto n = per_uid_.find(c.uid); n != per_uid_.end() && --n->second == 0) per_uid_.erase(n);
   conns_.erase(id);  // `c` is gone; what the step manager answers below finds no connection
   if (tell) steps_.client_gone(id);
 }

@@ -17,8 +17,13 @@ namespace corral::node {
 
 class StepSocketServer {
  public:
-  // `max_message`: the largest frame a client may send.
-  StepSocketServer(EventLoop& loop, StepManager& steps, size_t max_message);
+  // Connections one user (not root) may hold open at once; the next is refused with
+  // RESOURCE_EXHAUSTED.
+  static constexpr size_t kMaxPerUser = 1024;
+
+  // `max_message`: the largest frame a client may send; `per_user`: connections one user
+  // (not root) may hold at once.
+  StepSocketServer(EventLoop& loop, StepManager& steps, size_t max_message, size_t per_user = kMaxPerUser);
   ~StepSocketServer();
   StepSocketServer(const StepSocketServer&) = delete;
   StepSocketServer& operator=(const StepSocketServer&) = delete;
@@ -44,7 +49,9 @@ class StepSocketServer {
   EventLoop& loop_;
   StepManager& steps_;
   size_t max_message_;
+  size_t per_user_;
   std::unordered_map<StepManager::ClientId, std::unique_ptr<Conn>> conns_;
+  std::unordered_map<uint32_t, size_t> per_uid_;  // open connections by uid
   // The step manager may outlive this server: its sinks check this first.
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
   // gRPC's RunStep numbers its clients from 1; these never meet them.
