@@ -1140,6 +1140,48 @@ TEST_F(StepServiceTest, RunStepOverTheAgentsOwnProtocol) {
   kill_job(8);
 }
 
+// A client that stops reading while its step prints is taken for gone on both transports
+// (the step ends) instead of the agent holding the output without bound.
+TEST_F(StepServiceTest, AClientThatDoesNotReadItsOutputIsTakenForGone) {
+  service_->set_max_unread_output(1 << 20);
+  on_loop([&] { socket_->set_max_unread_output(1 << 20); });
+  job::JobRequest jr;
+  jr.command = {"sleep", "30"};
+  on_loop([&] { start(12, jr); });
+  auto state_of = [&](const std::string& command) {
+    std::string state;
+    on_loop([&] {
+      if (auto l = agent_->steps().list(::getuid(), 12); l)
+        for (const auto& s : l->steps())
+          if (s.command() == command) state = s.state();
+    });
+    return state;
+  };
+  const std::vector<std::string> flood = {"/bin/sh", "-c", "head -c 200000000 /dev/zero; sleep 30"};
+  // gRPC: the call is opened and never read.
+  grpc::ClientContext ctx;
+  auto stream = stub_->RunStep(&ctx);
+  v1::StepClientMessage m;
+  *m.mutable_create() = true_step(12, flood);
+  ASSERT_TRUE(stream->Write(m));
+  const std::string command = "/bin/sh -c head -c 200000000 /dev/zero; sleep 30";
+  EXPECT_TRUE(test::wait_until([&] { return state_of(command) == "CANCELED"; }, 30)) << state_of(command);
+  ctx.TryCancel();
+  // The agent's own protocol: the same, by hand.
+  UniqueFd fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  std::strncpy(addr.sun_path, path_.c_str(), sizeof addr.sun_path - 1);
+  ASSERT_EQ(::connect(fd.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  *m.mutable_create() = true_step(12, {"/bin/sh", "-c", "head -c 200000001 /dev/zero; sleep 30"});
+  std::string out(net::kStepPreface);
+  net::append_step_frame(out, net::kStepFrameMessage, m.SerializeAsString());
+  ASSERT_EQ(::send(fd.get(), out.data(), out.size(), MSG_NOSIGNAL), static_cast<ssize_t>(out.size()));
+  const std::string second = "/bin/sh -c head -c 200000001 /dev/zero; sleep 30";
+  EXPECT_TRUE(test::wait_until([&] { return state_of(second) == "CANCELED"; }, 30)) << state_of(second);
+  kill_job(12);
+}
+
 // Hand-written frames: each refusal is a status frame with the reason; the agent serves on.
 TEST_F(StepServiceTest, TheAgentsOwnProtocolRefusesMalformedFrames) {
   auto exchange = [&](const std::string& bytes) {

@@ -60,13 +60,27 @@ class RunStepCall final : public RunStepReactor {
     bool finish_issued = false;
     std::optional<grpc::Status> fail;  // finish with this once the queue is written
     std::deque<v1::StepServerMessage> queue;
+    size_t queued_bytes = 0;  // of `queue`: what the client has not read yet
     v1::StepServerMessage current;
+    grpc::CallbackServerContext* ctx = nullptr;  // valid while `call` is
+    size_t max_unread = kMaxUnreadOutput;
 
     void send(v1::StepServerMessage&& msg) {
       std::unique_lock lk(mu);
       if (call == nullptr || closed) return;
       if (msg.has_exit()) closed = true;
       if (writing) {
+        queued_bytes += msg.ByteSizeLong();
+        if (queued_bytes > max_unread) {  // the client does not read: it is taken for gone
+          spdlog::warn("step service: a client has not read {} MiB of its step's output: taken for gone",
+                       queued_bytes >> 20);
+          queue.clear();
+          closed = true;
+          grpc::CallbackServerContext* c = ctx;
+          lk.unlock();
+          c->TryCancel();  // OnCancel ends the step
+          return;
+        }
         if (!queue.empty() && output_only(queue.back()) && output_only(msg))
           append_outputs(queue.back(), msg);
         else
@@ -109,9 +123,12 @@ class RunStepCall final : public RunStepReactor {
     }
   };
 
-  RunStepCall(EventLoop& loop, StepManager& steps, StepManager::ClientId id, std::optional<uint32_t> uid)
+  RunStepCall(grpc::CallbackServerContext* ctx, EventLoop& loop, StepManager& steps, StepManager::ClientId id,
+              std::optional<uint32_t> uid, size_t max_unread)
       : loop_(loop), steps_(steps), id_(id), uid_(uid), out_(std::make_shared<Out>()) {
     out_->call = this;
+    out_->ctx = ctx;
+    out_->max_unread = max_unread;
     if (!uid_) {
       out_->fail_with(kUnknownPeer);
       return;
@@ -156,6 +173,8 @@ class RunStepCall final : public RunStepReactor {
     if (!out_->queue.empty()) {
       v1::StepServerMessage next = std::move(out_->queue.front());
       out_->queue.pop_front();
+      const size_t size = next.ByteSizeLong();
+      out_->queued_bytes = out_->queued_bytes > size ? out_->queued_bytes - size : 0;
       out_->start(lk, std::move(next));
       return;
     }
@@ -197,8 +216,10 @@ class StepService::Impl final : public v1::StepService::WithCallbackMethod_RunSt
        std::shared_ptr<net::Credentials> creds)
       : loop_(loop), steps_(steps), node_(node), fences_(fences), peers_(peers), creds_(std::move(creds)) {}
 
+  std::atomic<size_t> max_unread{kMaxUnreadOutput};  // for calls opened from now on
+
   RunStepReactor* RunStep(grpc::CallbackServerContext* ctx) override {
-    return new RunStepCall(loop_, steps_, next_client_.fetch_add(1), caller(ctx));
+    return new RunStepCall(ctx, loop_, steps_, next_client_.fetch_add(1), caller(ctx), max_unread.load());
   }
 
   grpc::Status ListSteps(grpc::ServerContext* ctx, const v1::ListStepsRequest* req,
@@ -263,6 +284,8 @@ StepService::StepService(EventLoop& loop, StepManager& steps, StepNode& node, Jo
     : impl_(std::make_unique<Impl>(loop, steps, node, fences, peers, std::move(creds))) {}
 
 StepService::~StepService() = default;
+
+void StepService::set_max_unread_output(size_t bytes) { impl_->max_unread = bytes; }
 
 grpc::Service* StepService::service() { return impl_.get(); }
 

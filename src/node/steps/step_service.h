@@ -38,6 +38,9 @@ class StepService {
   StepService& operator=(const StepService&) = delete;
 
   grpc::Service* service();  // for grpc::ServerBuilder::RegisterService
+  // RunStep calls opened from now on take their client for gone past this much unread
+  // output (default kMaxUnreadOutput; tests make it small).
+  void set_max_unread_output(size_t bytes);
 
  private:
   class Impl;

@@ -16,9 +16,6 @@ namespace corral::node {
 namespace {
 
 constexpr size_t kReadChunk = 64 << 10;  // per wake-up: one client's flood waits for the others
-// Output a client has not read yet: past this it is taken for gone (its step ends) rather
-// than let a step that prints faster than its client reads fill the agent's memory.
-constexpr size_t kMaxUnsent = 256u << 20;
 
 // gRPC's status codes (the client maps them as it maps gRPC's).
 constexpr int kOk = 0;
@@ -152,7 +149,7 @@ void StepSocketServer::send(StepManager::ClientId id, v1::StepServerMessage&& ms
   auto it = conns_.find(id);
   if (it == conns_.end() || it->second->ended) return;
   Conn& c = *it->second;
-  if (c.out.size() - c.sent > kMaxUnsent) {
+  if (c.out.size() - c.sent > max_unread_) {
     spdlog::warn("step socket: a client of uid {} has not read {} MiB of its step's output: taken for gone", c.uid,
                  (c.out.size() - c.sent) >> 20);
     close(c, true);

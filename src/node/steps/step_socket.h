@@ -31,6 +31,8 @@ class StepSocketServer {
   // Loop thread: serves a connection of `uid` whose preface was read.
   void adopt(UniqueFd fd, uint32_t uid);
   size_t connections() const { return conns_.size(); }
+  // Past this much unread output a client is taken for gone (default kMaxUnreadOutput).
+  void set_max_unread_output(size_t bytes) { max_unread_ = bytes; }
 
  private:
   struct Conn;
@@ -50,6 +52,7 @@ class StepSocketServer {
   StepManager& steps_;
   size_t max_message_;
   size_t per_user_;
+  size_t max_unread_ = kMaxUnreadOutput;
   std::unordered_map<StepManager::ClientId, std::unique_ptr<Conn>> conns_;
   std::unordered_map<uint32_t, size_t> per_uid_;  // open connections by uid
   // The step manager may outlive this server: its sinks check this first.
