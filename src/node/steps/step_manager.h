@@ -46,11 +46,11 @@ class StepLauncher {
   virtual void deliver(LaunchId id, const v1::LaunchDown& down) = 0;
 };
 
-// The loop's end of one RunStep call. Both must return at once (they queue).
 // Output a step's client has not read yet, past which the client is taken for gone (its
 // step ends): a step that prints faster than its client reads cannot fill the agent.
 inline constexpr size_t kMaxUnreadOutput = 256u << 20;
 
+// The loop's end of one RunStep call. Both must return at once (they queue).
 struct StepClientSink {
   std::function<void(v1::StepServerMessage&&)> send;  // the message carrying `exit` is the last
   std::function<void(const Error&)> fail;             // ends the call with an error status instead
