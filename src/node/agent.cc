@@ -34,8 +34,8 @@ double cpu_seconds(const rusage& ru) {
 class NodeLauncher final : public StepLauncher {
  public:
   explicit NodeLauncher(StepNode& node) : node_(node) {}
-  LaunchId launch(v1::LaunchTasksRequest req, Up up, Done done) override {
-    return node_.launch(std::move(req), std::move(up), std::move(done));
+  LaunchId launch(v1::LaunchTasksRequest req, Up up, Done done, const job::StepCred& made_here) override {
+    return node_.launch(std::move(req), std::move(up), std::move(done), &made_here);
   }
   void deliver(LaunchId id, const v1::LaunchDown& down) override { node_.deliver(id, down); }
 

@@ -22,6 +22,7 @@
 #include <sys/un.h>
 
 #include "cli/client/step_client.h"
+#include "job/eventlog.h"
 #include "job/jobspec.h"
 #include "job/key_wrap.h"
 #include "job/step_cred.h"
@@ -51,9 +52,11 @@ struct FakeLauncher final : StepLauncher {
     Done done;
     std::vector<v1::LaunchDown> downs;
   };
-  std::deque<Launch> launches;  // id = position + 1
+  std::deque<Launch> launches;       // id = position + 1
+  std::vector<job::StepCred> creds;  // what the step manager passed beside each request
 
-  LaunchId launch(v1::LaunchTasksRequest req, Up up, Done done) override {
+  LaunchId launch(v1::LaunchTasksRequest req, Up up, Done done, const job::StepCred& made_here) override {
+    creds.push_back(made_here);
     launches.push_back({std::move(req), std::move(up), std::move(done), {}});
     return launches.size();
   }
@@ -123,7 +126,8 @@ class StepManagerTest : public ::testing::Test {
   }
 
   // Job `id` of kOwner on n1..n<nodes>, each with `cores` cores, agents a1..a<nodes>.
-  v1::StartJob job(uint64_t id, int nodes, int cores, job::JobRequest jr = {}) {
+  // (`agent`: every node's agent instead.)
+  v1::StartJob job(uint64_t id, int nodes, int cores, job::JobRequest jr = {}, const std::string& agent = "") {
     v1::StartJob s;
     s.set_jobid(id);
     s.set_userid(kOwner);
@@ -144,7 +148,7 @@ class StepManagerTest : public ::testing::Test {
       auto* n = s.add_job_nodes();
       n->set_name("n" + std::to_string(i));
       n->set_cores("0-" + std::to_string(cores - 1));
-      n->set_agent("unix:/tmp/a" + std::to_string(i) + ".sock");
+      n->set_agent(agent.empty() ? "unix:/tmp/a" + std::to_string(i) + ".sock" : agent);
       (*n->mutable_env())["CORRAL_TOPOLOGY_ADDR"] = "s" + std::to_string(i);
     }
     mgr_->add_job(s);
@@ -266,6 +270,37 @@ TEST_F(StepManagerTest, PlacesAStepAndLaunchesASignedRequest) {
   EXPECT_GT(r.t_submit(), 0);
   EXPECT_GE(r.t_start(), r.t_submit());
   EXPECT_GE(r.t_end(), r.t_start());
+}
+
+// A step on the step manager's own agent only is launched in process with its credential
+// beside it, unsigned; one that reaches another agent is signed, and the credential beside
+// it is the one signed.
+TEST_F(StepManagerTest, OnlyStepsThatLeaveThisAgentAreSigned) {
+  job(8, 2, 4, {}, "unix:/tmp/self.sock");
+  FakeClient c;
+  mgr_->open(1, kOwner, spec(8, 2, {"/bin/true"}), c.sink());
+  ASSERT_EQ(launcher_.launches.size(), 1u);
+  EXPECT_TRUE(launcher_.launches[0].req.cred().empty());
+  const job::StepCred& here = launcher_.creds[0];
+  EXPECT_EQ(here.jobid, 8u);
+  EXPECT_EQ(here.uid, kOwner);
+  EXPECT_EQ(here.nodes, "n1");  // two tasks fit on the first node
+  EXPECT_EQ(here.cores_on("n1").encode(), "0-1");
+
+  job(9, 2, 4);  // agents a1, a2: not this one
+  FakeClient d;
+  mgr_->open(2, kOwner, spec(9, 2, {"/bin/true"}), d.sink());
+  ASSERT_EQ(launcher_.launches.size(), 2u);
+  const auto& req = launcher_.launches[1].req;
+  ASSERT_FALSE(req.cred().empty());
+  job::VerifyPolicy policy;
+  policy.now = job::now();
+  policy.uid = kOwner;
+  auto signed_cred = job::verify_step_cred(req.cred(), job::derive_job_key(kClusterKey, 9), policy);
+  ASSERT_TRUE(signed_cred) << signed_cred.message();
+  EXPECT_EQ(signed_cred->nonce, launcher_.creds[1].nonce);
+  EXPECT_EQ(signed_cred->launch_digest, launcher_.creds[1].launch_digest);
+  EXPECT_EQ(signed_cred->nodes, launcher_.creds[1].nodes);
 }
 
 TEST_F(StepManagerTest, WaitingStepsStartInOrder) {
@@ -663,7 +698,7 @@ TEST_F(StepManagerTest, ForgetEndsEverythingAtOnce) {
 TEST_F(StepManagerTest, LaunchThatFailsInsideLaunchEndsTheStep) {
   // A launcher that reports every rank failed before launch() returns.
   struct Failing final : StepLauncher {
-    LaunchId launch(v1::LaunchTasksRequest req, Up up, Done done) override {
+    LaunchId launch(v1::LaunchTasksRequest req, Up up, Done done, const job::StepCred&) override {
       v1::LaunchUp u;
       auto* e = u.add_errors();
       e->set_node(req.nodes(0).name());

@@ -87,7 +87,8 @@ void StepManager::launch(Job& job, Step& step) {
                       job.id, job::step_name(step.id), job.ports->range().encode()));
     }
   }
-  auto req = build_launch(job, step);
+  job::StepCred cred;
+  auto req = build_launch(job, step, cred);
   if (!req) {
     step.add_error(req.message());
     for (uint32_t r = 0; r < step.ntasks; ++r) {
@@ -111,7 +112,7 @@ void StepManager::launch(Job& job, Step& step) {
   auto id = launcher_.launch(
       std::move(*req),
       [this, jobid, stepid, serial](v1::LaunchUp&& up) { on_up(jobid, stepid, serial, std::move(up)); },
-      [this, jobid, stepid, serial](const std::string& error) { on_done(jobid, stepid, serial, error); });
+      [this, jobid, stepid, serial](const std::string& error) { on_done(jobid, stepid, serial, error); }, cred);
   Step* s = find_step(jobid, stepid, serial);
   if (s == nullptr || s->state != Step::State::running) return;  // it ended inside launch()
   s->launch_id = id;
@@ -120,10 +121,7 @@ void StepManager::launch(Job& job, Step& step) {
   for (const auto& down : held) launcher_.deliver(id, down);
 }
 
-Result<v1::LaunchTasksRequest> StepManager::build_launch(Job& job, Step& step) {
-  auto nonce = job::random_nonce();
-  if (!nonce) return nonce.error();
-  job::StepCred cred;
+Result<v1::LaunchTasksRequest> StepManager::build_launch(Job& job, Step& step, job::StepCred& cred) {
   cred.jobid = job.id;
   cred.stepid = step.id;
   cred.uid = job.uid;
@@ -132,7 +130,6 @@ Result<v1::LaunchTasksRequest> StepManager::build_launch(Job& job, Step& step) {
   for (const auto& n : step.share.nodes) cred.cores.emplace(n.name, n.cores);
   cred.issued = job::now();
   cred.expires = cred.issued + config_.cred_lifetime;
-  cred.nonce = *nonce;
 
   v1::LaunchTasksRequest req;
   req.set_jobid(job.id);
@@ -158,6 +155,7 @@ Result<v1::LaunchTasksRequest> StepManager::build_launch(Job& job, Step& step) {
 
   std::vector<int> tasks_per_node;
   uint32_t first_rank = 0, index = 0;
+  bool all_here = true;
   for (const auto& share : step.share.nodes) {
     auto* n = req.add_nodes();
     n->set_name(share.name);
@@ -173,6 +171,7 @@ Result<v1::LaunchTasksRequest> StepManager::build_launch(Job& job, Step& step) {
       *n->mutable_env() = job.nodes[it->second].env();
     }
     if (n->agent().empty()) n->set_agent(config_.self_uri);
+    all_here = all_here && n->agent() == config_.self_uri;
   }
   req.set_fanout_width(job.fanout_width >= 2 ? job.fanout_width : kDefaultFanoutWidth);
   req.set_pmi_mapping(pmi_block_process_mapping(tasks_per_node));
@@ -186,6 +185,12 @@ Result<v1::LaunchTasksRequest> StepManager::build_launch(Job& job, Step& step) {
   req.set_job_name(job.name);
   req.set_gid(job.gid);
   req.set_stepmgr(job.stepmgr);
+  // A step on this agent's nodes only goes to its launcher in process with `cred` as it
+  // is: signing is for requests that travel to other agents, which check them.
+  if (all_here) return req;
+  auto nonce = job::random_nonce();
+  if (!nonce) return nonce.error();
+  cred.nonce = *nonce;
   // Signed last: the credential covers what the request runs.
   cred.launch_digest = launch_digest(req);
   req.set_cred(job::sign_step_cred(cred, job.step_key));

@@ -25,6 +25,7 @@
 #include "agent.pb.h"
 #include "common.pb.h"
 #include "job/port_range.h"
+#include "job/step_cred.h"
 #include "node/steps/step_alloc.h"
 #include "steps.pb.h"
 #include "util/event_loop.h"
@@ -42,7 +43,9 @@ class StepLauncher {
   using Done = std::function<void(const std::string& error)>;
   virtual ~StepLauncher() = default;
   // `up` and `done` may be called from inside launch().
-  virtual LaunchId launch(v1::LaunchTasksRequest req, Up up, Done done) = 0;
+  // `made_here`: the credential behind req.cred (req.cred itself is empty when every node
+  // of the step is this agent's own: nothing leaves the process to be checked).
+  virtual LaunchId launch(v1::LaunchTasksRequest req, Up up, Done done, const job::StepCred& made_here) = 0;
   virtual void deliver(LaunchId id, const v1::LaunchDown& down) = 0;
 };
 
@@ -137,7 +140,9 @@ class StepManager {
   Result<StepRequest> to_request(const Job& job, const v1::StepSpec& spec) const;
   void start_ready(Job& job);
   void launch(Job& job, Step& step);
-  Result<v1::LaunchTasksRequest> build_launch(Job& job, Step& step);
+  // The request and its credential; signed into req.cred only when a node of the step is
+  // another agent's.
+  Result<v1::LaunchTasksRequest> build_launch(Job& job, Step& step, job::StepCred& cred);
 
   // Running steps (step_manager.cc).
   void on_up(uint64_t jobid, uint32_t stepid, uint64_t serial, v1::LaunchUp&& up);

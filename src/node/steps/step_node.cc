@@ -112,6 +112,7 @@ struct StepNode::Impl {
     size_t live = 0;  // local tasks whose exit is not reported yet
     bool finishing = false;
     std::optional<std::vector<std::string>> cgroup;  // created with the first task (empty: none)
+    job::StepCred cred;  // verified once for the request (or made by this agent's step manager)
   };
   EventLoop& loop;
   TaskSupervisor& tasks;
@@ -131,7 +132,7 @@ struct StepNode::Impl {
   std::deque<std::pair<double, std::pair<uint64_t, uint64_t>>> used_expiry;
 
   // The whole request's credential, checked before any of it is forwarded or expanded.
-  Status admit(const v1::LaunchTasksRequest& req);
+  Result<job::StepCred> admit(const v1::LaunchTasksRequest& req);
   StepCredCheck cred_check(uint64_t jobid, double now) const {
     return StepCredCheck{sc.cluster_key, sc.job_keys ? sc.job_keys->find(jobid) : nullptr, now, sc.clock_skew,
                          config.as_root};
@@ -159,7 +160,7 @@ struct StepNode::Impl {
   }
 
   // ---- launch
-  LaunchId launch(v1::LaunchTasksRequest req, Up up, Done done);
+  LaunchId launch(v1::LaunchTasksRequest req, Up up, Done done, const job::StepCred* made_here);
   void route(Launch& l);
   void start_child(Launch& l, const std::vector<int>& node_indices);
   void refuse_node(Launch& l, const v1::LaunchNode& node, const std::string& message);
@@ -212,7 +213,8 @@ size_t StepNode::Impl::live_tasks() const {
 
 // ------------------------------------------------------------------ launch
 
-StepNode::LaunchId StepNode::Impl::launch(v1::LaunchTasksRequest req, Up up, Done done) {
+StepNode::LaunchId StepNode::Impl::launch(v1::LaunchTasksRequest req, Up up, Done done,
+                                          const job::StepCred* made_here) {
   LaunchId id = next_id++;
   auto owned = std::make_unique<Launch>();
   Launch& l = *owned;
@@ -227,13 +229,17 @@ StepNode::LaunchId StepNode::Impl::launch(v1::LaunchTasksRequest req, Up up, Don
     malformed = "the launch request has no command";
   else if (l.req.nodes().empty())
     malformed = "the launch request has no nodes";
-  if (malformed.empty()) {
-    if (auto st = admit(l.req); !st) {
+  if (malformed.empty() && made_here != nullptr) {
+    l.cred = *made_here;  // this agent's own step manager, in process: nothing to verify
+  } else if (malformed.empty()) {
+    auto cred = admit(l.req);
+    if (!cred) {
       // Nothing is forwarded: every node of the request is refused here.
-      for (const auto& n : l.req.nodes()) refuse_node(l, n, st.message());
+      for (const auto& n : l.req.nodes()) refuse_node(l, n, cred.message());
       later(id, [this](Launch& x) { maybe_finish(x); });
       return id;
     }
+    l.cred = std::move(*cred);
   }
   if (!malformed.empty()) {
     later(id, [this, malformed](Launch& x) {
@@ -248,7 +254,7 @@ StepNode::LaunchId StepNode::Impl::launch(v1::LaunchTasksRequest req, Up up, Don
   return id;
 }
 
-Status StepNode::Impl::admit(const v1::LaunchTasksRequest& req) {
+Result<job::StepCred> StepNode::Impl::admit(const v1::LaunchTasksRequest& req) {
   const double now = job::now();
   auto cred = check_request_cred(req, cred_check(req.jobid(), now));
   if (!cred) return cred.error();
@@ -260,7 +266,7 @@ Status StepNode::Impl::admit(const v1::LaunchTasksRequest& req) {
   if (!used_creds.insert(key).second)
     return denied("step credential was already used on this agent (a replayed launch request)");
   used_expiry.emplace_back(cred->expires, key);
-  return {};
+  return cred;
 }
 
 // Local nodes start here; the others go to children, grouped by agent, this agent's
@@ -356,8 +362,10 @@ const StepUser& StepNode::Impl::user_of(uint32_t uid, uint32_t gid) {
 }
 
 void StepNode::Impl::start_local(Launch& l, const v1::LaunchNode& info) {
-  auto cred = check_node_cred(l.req, info, cred_check(l.req.jobid(), job::now()));
-  if (!cred) return refuse_node(l, info, cred.message());
+  // The signature, expiry and digest were checked once for the whole request (admit).
+  if (auto st = check_node_claims(l.cred, info, cred_check(l.req.jobid(), job::now())); !st)
+    return refuse_node(l, info, st.message());
+  const job::StepCred* cred = &l.cred;
   const StepUser& user = user_of(cred->uid, cred->gid);
   std::string cwd = step_cwd(l.req, user);
   auto env = step_node_env(l.req, info, user, cwd, config);
@@ -710,8 +718,8 @@ StepNode::StepNode(EventLoop& loop, TaskSupervisor& tasks, const AgentConfig& co
 
 StepNode::~StepNode() = default;
 
-StepNode::LaunchId StepNode::launch(v1::LaunchTasksRequest req, Up up, Done done) {
-  return impl_->launch(std::move(req), std::move(up), std::move(done));
+StepNode::LaunchId StepNode::launch(v1::LaunchTasksRequest req, Up up, Done done, const job::StepCred* made_here) {
+  return impl_->launch(std::move(req), std::move(up), std::move(done), made_here);
 }
 
 void StepNode::deliver(LaunchId id, const v1::LaunchDown& down) { impl_->deliver(id, down); }

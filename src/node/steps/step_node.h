@@ -15,6 +15,7 @@
 #include <memory>
 #include <string>
 
+#include "job/step_cred.h"
 #include "steps.pb.h"
 
 namespace corral {
@@ -59,7 +60,9 @@ class StepNode {
   // agents (grouped by LaunchNode.agent, tree of width req.fanout_width). A node whose
   // credential check fails is reported in LaunchUp.errors and counts as finished with
   // exit code 1 for each of its ranks (a TaskExit per rank, so a parent can count ranks).
-  LaunchId launch(v1::LaunchTasksRequest req, Up up, Done done);
+  // `made_here`: the credential this agent's own step manager made for `req` (passed in
+  // process, never over the wire): taken as verified; null: req.cred is verified.
+  LaunchId launch(v1::LaunchTasksRequest req, Up up, Done done, const job::StepCred* made_here = nullptr);
   // stdin (to the node of rank 0), signals (to every task), fence results (to every
   // node's PMI server), window sizes (rank 0's terminal): applied here and forwarded.
   void deliver(LaunchId id, const v1::LaunchDown& down);

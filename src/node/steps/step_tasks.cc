@@ -10,6 +10,7 @@
 
 #include "job/hmac_key.h"
 #include "job/step_id.h"
+#include "util/hostlist.h"
 #include "util/idset.h"
 
 namespace corral::node {
@@ -119,12 +120,20 @@ Result<job::StepCred> check_node_cred(const v1::LaunchTasksRequest& req, const v
   policy.node = node.name();
   auto cred = verify(req, check, policy);
   if (!cred) return cred.error();
-  if (auto st = check_cores(node, *cred); !st) return st.error();
-  if (!check.can_switch_user && cred->uid != ::getuid())
-    return denied("the step credential is for uid " + std::to_string(cred->uid) + " but this agent runs as uid " +
+  if (auto st = check_node_claims(*cred, node, check); !st) return st.error();
+  return cred;
+}
+
+Status check_node_claims(const job::StepCred& cred, const v1::LaunchNode& node, const StepCredCheck& check) {
+  auto nodes = Hostlist::parse(cred.nodes);
+  if (!nodes || !nodes->contains(node.name()))
+    return denied("step credential does not include node " + node.name() + " (it covers " + cred.nodes + ")");
+  if (auto st = check_cores(node, cred); !st) return st;
+  if (!check.can_switch_user && cred.uid != ::getuid())
+    return denied("the step credential is for uid " + std::to_string(cred.uid) + " but this agent runs as uid " +
                   std::to_string(::getuid()) +
                   " and cannot start tasks as another user (that needs an agent running as root with corral-imp)");
-  return cred;
+  return {};
 }
 
 StepUser lookup_step_user(uint32_t uid, uint32_t gid) {

@@ -46,6 +46,11 @@ Result<job::StepCred> check_request_cred(const v1::LaunchTasksRequest& req, cons
 Result<job::StepCred> check_node_cred(const v1::LaunchTasksRequest& req, const v1::LaunchNode& node,
                                       const StepCredCheck& check);
 
+// The node's own checks on a credential already verified for the whole request (or made
+// by this agent's step manager): it names `node`, grants the node's cores in the
+// request, and is for a user this agent can start tasks as.
+Status check_node_claims(const job::StepCred& cred, const v1::LaunchNode& node, const StepCredCheck& check);
+
 StepUser lookup_step_user(uint32_t uid, uint32_t gid);
 
 // The request's cwd, else the user's home, else "/".
