@@ -4,6 +4,8 @@
 #include <sys/eventfd.h>
 #include <sys/ioctl.h>
 #include <sys/signalfd.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -34,6 +36,12 @@ void wake_fd(int fd) {
 bool may_read_stdin() {
   if (::isatty(0) != 1) return true;
   return ::tcgetpgrp(0) == ::getpgrp();
+}
+
+// stdin is /dev/null (a batch script's, `< /dev/null`): nothing to forward but its end.
+bool stdin_is_dev_null() {
+  struct stat st {};
+  return ::fstat(0, &st) == 0 && S_ISCHR(st.st_mode) && st.st_rdev == makedev(1, 3);
 }
 
 // An eventfd that ends the stdin thread's poll.
@@ -113,7 +121,13 @@ class AttachedStep {
     if (opts_.verbose)
       say(fmt::format("step {} on {} ({} tasks{})", step_text(), created.nodelist(), created.ntasks(),
                       created.mpi_ports().empty() ? "" : ", MPI ports " + created.mpi_ports()));
-    if (opts_.forward_stdin && may_read_stdin() && !stdin_.joinable()) stdin_ = std::thread([this] { stdin_loop(); });
+    if (!opts_.forward_stdin || !may_read_stdin() || stdin_.joinable() || stdin_done_) return;
+    if (stdin_is_dev_null()) {  // no thread for it: the end goes at once
+      stdin_done_ = true;
+      stream_.send_stdin_eof();
+      return;
+    }
+    stdin_ = std::thread([this] { stdin_loop(); });
   }
 
   void on_output(const pb::TaskOutput& out) {
@@ -212,6 +226,7 @@ class AttachedStep {
   std::thread helper_, stdin_;
   std::atomic<bool> done_{false};
   std::atomic<bool> created_{false};
+  bool stdin_done_ = false;  // stdin's end was sent without a thread
   std::atomic<uint32_t> stepid_{0};
   std::atomic<bool> interrupted_before_start_{false};
   std::optional<pb::StepExit> exit_;

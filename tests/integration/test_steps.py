@@ -91,6 +91,10 @@ def test_step_io_labels_stdin_and_kill_on_bad_exit(cluster):
     jobid = hold(cluster, "-N2", "-n4")
     proc = step(cluster, jobid, "-n2", "-l", "cat", input="hello\n", check=True)
     assert proc.stdout == "0: hello\n", proc.stdout  # stdin goes to rank 0 only
+    # stdin from /dev/null (a batch script's): rank 0 reads its end at once
+    null = subprocess.run([binary("corral"), "run", f"--jobid={jobid}", "cat"], env=cluster.env,
+                          stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=20)
+    assert null.returncode == 0 and null.stdout == "", null.stderr
     proc = step(cluster, jobid, "-n4", "-l", "sh", "-c", "echo out $CORRAL_TASK_RANK; echo err >&2")
     assert sorted(proc.stdout.splitlines()) == [f"{r}: out {r}" for r in range(4)]
     assert proc.stderr.count("err") == 4
