@@ -925,6 +925,14 @@ TEST_F(StepAgent, StepRunsOnTwoNodesOfTheAgent) {
 namespace corral::node {
 namespace {
 
+v1::StepSpec true_step(uint64_t jobid, std::vector<std::string> argv = {"/bin/true"}) {
+  v1::StepSpec s;
+  s.set_jobid(jobid);
+  for (auto& a : argv) s.add_argv(a);
+  (*s.mutable_env())["PATH"] = "/usr/bin:/bin";
+  return s;
+}
+
 // The StepService on a Unix socket with the agent's loop in its own thread, as in corral-node.
 class StepServiceTest : public StepAgent {
  protected:
@@ -969,6 +977,50 @@ class StepServiceTest : public StepAgent {
     });
     done.get_future().wait();
   }
+  // Job `jobid` of this test's user, holding its allocation with `sleep 30`.
+  void start_holding(uint64_t jobid) {
+    job::JobRequest jr;
+    jr.command = {"sleep", "30"};
+    on_loop([&] { start(jobid, jr); });
+  }
+
+  // A step through `corral`'s StepClient (the agent's own protocol), read to its end.
+  struct SocketRun {
+    bool opened = false;
+    bool created = false;
+    std::string out, state;
+    Status status;
+  };
+  SocketRun socket_run(uint64_t jobid, std::vector<std::string> argv) {
+    SocketRun r;
+    cli::StepClient client(agent_->config().step_uri, jobid);
+    auto stream = client.run(true_step(jobid, std::move(argv)));
+    if (!stream) {
+      r.status = stream.error();
+      return r;
+    }
+    r.opened = true;
+    for (v1::StepServerMessage m; (*stream)->read(m);) {
+      r.created = r.created || m.has_created();
+      for (const auto& o : m.output()) r.out += o.data();
+      if (m.has_exit()) r.state = m.exit().state();
+    }
+    r.status = (*stream)->finish();
+    return r;
+  }
+
+  // A connection to the agent's socket that has sent the step protocol's preface and `bytes`.
+  UniqueFd raw_connect(const std::string& bytes) {
+    UniqueFd fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
+    sockaddr_un addr{};
+    addr.sun_family = AF_UNIX;
+    std::strncpy(addr.sun_path, path_.c_str(), sizeof addr.sun_path - 1);
+    EXPECT_EQ(::connect(fd.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+    const std::string all = std::string(net::kStepPreface) + bytes;
+    EXPECT_EQ(::send(fd.get(), all.data(), all.size(), MSG_NOSIGNAL), static_cast<ssize_t>(all.size()));
+    return fd;
+  }
+
   // Ends job `jobid`'s tasks as the controller's SIGKILL would.
   void kill_job(uint64_t jobid) {
     on_loop([&] {
@@ -1016,14 +1068,6 @@ class StepServiceTest : public StepAgent {
   std::thread loop_thread_;
   std::unique_ptr<v1::StepService::Stub> stub_;
 };
-
-v1::StepSpec true_step(uint64_t jobid, std::vector<std::string> argv = {"/bin/true"}) {
-  v1::StepSpec s;
-  s.set_jobid(jobid);
-  for (auto& a : argv) s.add_argv(a);
-  (*s.mutable_env())["PATH"] = "/usr/bin:/bin";
-  return s;
-}
 
 TEST_F(StepServiceTest, RunStepListStepsAndErrors) {
   job::JobRequest jr;
@@ -1134,28 +1178,19 @@ TEST_F(StepManagerTest, StepSocketConnectionsAreLimitedPerUser) {
 
 // `corral`'s StepClient over the agent's own protocol (no gRPC), beside gRPC on one socket.
 TEST_F(StepServiceTest, RunStepOverTheAgentsOwnProtocol) {
-  job::JobRequest jr;
-  jr.command = {"sleep", "30"};
-  on_loop([&] { start(8, jr); });
-  cli::StepClient client(agent_->config().step_uri, 8);
-  auto stream = client.run(true_step(8, {"/bin/echo", "hello"}));
-  ASSERT_TRUE(stream) << stream.message();
-  std::string out, state;
-  bool created = false;
-  for (v1::StepServerMessage m; (*stream)->read(m);) {
-    created = created || m.has_created();
-    for (const auto& o : m.output()) out += o.data();
-    if (m.has_exit()) state = m.exit().state();
-  }
-  EXPECT_TRUE((*stream)->finish().ok());
-  EXPECT_TRUE(created);
-  EXPECT_EQ(out, "hello\n");
-  EXPECT_EQ(state, "COMPLETED");
+  start_holding(8);
+  auto hello = socket_run(8, {"/bin/echo", "hello"});
+  ASSERT_TRUE(hello.opened) << hello.status.message();
+  EXPECT_TRUE(hello.status.ok()) << hello.status.message();
+  EXPECT_TRUE(hello.created);
+  EXPECT_EQ(hello.out, "hello\n");
+  EXPECT_EQ(hello.state, "COMPLETED");
   auto r = run(true_step(8, {"/bin/echo", "grpc"}));  // gRPC on the same socket
   ASSERT_TRUE(r.status.ok()) << r.status.error_message();
   EXPECT_EQ(r.output(), "grpc\n");
 
   // A client that goes away ends its step, as over gRPC.
+  cli::StepClient client(agent_->config().step_uri, 8);
   auto sleeper = client.run(true_step(8, {"sleep", "30"}));
   ASSERT_TRUE(sleeper) << sleeper.message();
   v1::StepServerMessage m;
@@ -1203,15 +1238,10 @@ TEST_F(StepServiceTest, AClientThatDoesNotReadItsOutputIsTakenForGone) {
   EXPECT_TRUE(test::wait_until([&] { return state_of(command) == "CANCELED"; }, 30)) << state_of(command);
   ctx.TryCancel();
   // The agent's own protocol: the same, by hand.
-  UniqueFd fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
-  sockaddr_un addr{};
-  addr.sun_family = AF_UNIX;
-  std::strncpy(addr.sun_path, path_.c_str(), sizeof addr.sun_path - 1);
-  ASSERT_EQ(::connect(fd.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
   *m.mutable_create() = true_step(12, {"/bin/sh", "-c", "head -c 200000001 /dev/zero; sleep 30"});
-  std::string out(net::kStepPreface);
-  net::append_step_frame(out, net::kStepFrameMessage, m.SerializeAsString());
-  ASSERT_EQ(::send(fd.get(), out.data(), out.size(), MSG_NOSIGNAL), static_cast<ssize_t>(out.size()));
+  std::string frame;
+  net::append_step_frame(frame, net::kStepFrameMessage, m.SerializeAsString());
+  UniqueFd fd = raw_connect(frame);
   const std::string second = "/bin/sh -c head -c 200000001 /dev/zero; sleep 30";
   EXPECT_TRUE(test::wait_until([&] { return state_of(second) == "CANCELED"; }, 30)) << state_of(second);
   kill_job(12);
@@ -1220,13 +1250,7 @@ TEST_F(StepServiceTest, AClientThatDoesNotReadItsOutputIsTakenForGone) {
 // Hand-written frames: each refusal is a status frame with the reason; the agent serves on.
 TEST_F(StepServiceTest, TheAgentsOwnProtocolRefusesMalformedFrames) {
   auto exchange = [&](const std::string& bytes) {
-    UniqueFd fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
-    sockaddr_un addr{};
-    addr.sun_family = AF_UNIX;
-    std::strncpy(addr.sun_path, path_.c_str(), sizeof addr.sun_path - 1);
-    EXPECT_EQ(::connect(fd.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
-    const std::string all = std::string(net::kStepPreface) + bytes;
-    EXPECT_EQ(::send(fd.get(), all.data(), all.size(), MSG_NOSIGNAL), static_cast<ssize_t>(all.size()));
+    UniqueFd fd = raw_connect(bytes);
     net::StepFrameReader reader(1 << 20);
     char buf[4096];
     for (;;) {
@@ -1260,17 +1284,9 @@ TEST_F(StepServiceTest, TheAgentsOwnProtocolRefusesMalformedFrames) {
   std::string early;
   net::append_step_frame(early, net::kStepFrameMessage, unknown_job.SerializeAsString());
   // (job 404 never starts here: its request waits for it, as over gRPC, until the client goes)
-  UniqueFd idle(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
   size_t before = 0, during = 0;
   on_loop([&] { before = socket_->connections(); });
-  {
-    sockaddr_un addr{};
-    addr.sun_family = AF_UNIX;
-    std::strncpy(addr.sun_path, path_.c_str(), sizeof addr.sun_path - 1);
-    ASSERT_EQ(::connect(idle.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
-    const std::string all = std::string(net::kStepPreface) + early;
-    ASSERT_EQ(::send(idle.get(), all.data(), all.size(), MSG_NOSIGNAL), static_cast<ssize_t>(all.size()));
-  }
+  UniqueFd idle = raw_connect(early);
   ASSERT_TRUE(test::wait_until([&] {
     on_loop([&] { during = socket_->connections(); });
     return during == before + 1;
@@ -1285,16 +1301,8 @@ TEST_F(StepServiceTest, TheAgentsOwnProtocolRefusesMalformedFrames) {
     return during == before && parked == 0;
   }));
   // The agent still serves.
-  job::JobRequest jr;
-  jr.command = {"sleep", "30"};
-  on_loop([&] { start(9, jr); });
-  cli::StepClient client(agent_->config().step_uri, 9);
-  auto stream = client.run(true_step(9, {"/bin/echo", "still here"}));
-  ASSERT_TRUE(stream) << stream.message();
-  std::string out;
-  for (v1::StepServerMessage m; (*stream)->read(m);)
-    for (const auto& o : m.output()) out += o.data();
-  EXPECT_EQ(out, "still here\n");
+  start_holding(9);
+  EXPECT_EQ(socket_run(9, {"/bin/echo", "still here"}).out, "still here\n");
   kill_job(9);
 }
 
