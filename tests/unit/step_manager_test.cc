@@ -1300,6 +1300,22 @@ TEST_F(StepServiceTest, TheAgentsOwnProtocolRefusesMalformedFrames) {
     });
     return during == before && parked == 0;
   }));
+  // A bad frame after `create` ends the running step too: nobody would read it any more.
+  start_holding(10);
+  v1::StepClientMessage sleeper;
+  *sleeper.mutable_create() = true_step(10, {"sleep", "30"});
+  std::string then_junk;
+  net::append_step_frame(then_junk, net::kStepFrameMessage, sleeper.SerializeAsString());
+  net::append_step_frame(then_junk, 9, "");
+  EXPECT_EQ(exchange(then_junk), "3 step protocol: unknown frame type 9");
+  std::string state;
+  EXPECT_TRUE(test::wait_until([&] {
+    on_loop([&] {
+      if (auto l = agent_->steps().list(::getuid(), 10); l && l->steps_size() > 0) state = l->steps(0).state();
+    });
+    return state == "CANCELED";
+  })) << state;
+  kill_job(10);
   // The agent still serves.
   start_holding(9);
   EXPECT_EQ(socket_run(9, {"/bin/echo", "still here"}).out, "still here\n");

@@ -190,32 +190,31 @@ StepClient::Stub* StepClient::stub() {
   return stub_.get();
 }
 
-Result<std::unique_ptr<StepStream>> StepClient::run(const pb::StepSpec& spec) {
+Result<std::unique_ptr<StepStream::Impl>> StepClient::open_stream() {
   if (address_.rfind("unix:", 0) == 0 && !grpc_only_) {
     auto impl = open_step_socket(address_.substr(5), jobid_, net::kMaxClientReply);
     if (!impl) return Error{impl.error().code, unreachable(jobid_, address_, impl.message())};
-    auto stream = std::make_unique<StepStream>(std::move(*impl));
-    pb::StepClientMessage create;
-    *create.mutable_create() = spec;
-    if (!stream->send(create)) {  // what the step manager said before it closed is the reason
-      for (pb::StepServerMessage ignored; stream->read(ignored);) {}
-      if (Status st = stream->finish(); !st.ok()) return st.error();
-      return Error{Errc::unavailable, unreachable(jobid_, address_, "the step manager closed the connection")};
-    }
-    return stream;
+    return std::move(*impl);
   }
   Stub* grpc_stub = stub();
   if (grpc_stub == nullptr) return setup_.error();
   auto impl = std::make_unique<GrpcStepStream>(jobid_, address_);
   if (auto st = impl->open(*grpc_stub->stub); !st) return st.error();
-  auto stream = std::make_unique<StepStream>(std::move(impl));
+  return std::unique_ptr<StepStream::Impl>(std::move(impl));
+}
+
+Result<std::unique_ptr<StepStream>> StepClient::run(const pb::StepSpec& spec) {
+  auto impl = open_stream();
+  if (!impl) return impl.error();
+  auto stream = std::make_unique<StepStream>(std::move(*impl));
   pb::StepClientMessage create;
   *create.mutable_create() = spec;
   if (!stream->send(create)) {
-    // The stream broke at once: Finish has the reason (usually "connection refused").
-    Status st = stream->finish();
-    if (!st.ok()) return st.error();
-    return Error{Errc::unavailable, unreachable(jobid_, address_, "the step manager closed the stream")};
+    // The stream broke at once: what the step manager said before it closed is the reason
+    // (usually "connection refused" over gRPC).
+    for (pb::StepServerMessage ignored; stream->read(ignored);) {}
+    if (Status st = stream->finish(); !st.ok()) return st.error();
+    return Error{Errc::unavailable, unreachable(jobid_, address_, "the step manager closed the connection")};
   }
   return stream;
 }

@@ -79,6 +79,8 @@ class StepClient {
 
  private:
   struct Stub;
+  // The RunStep transport for address_: the agent's own protocol or gRPC.
+  Result<std::unique_ptr<StepStream::Impl>> open_stream();
   // The gRPC channel and stub, made on first use; null with setup_ saying why not.
   Stub* stub();
   std::string address_;

@@ -18,6 +18,9 @@ namespace corral::cli {
 namespace {
 
 constexpr size_t kReadChunk = 64 << 10;
+// gRPC's codes, which step_rpc_error words for the user (this file needs no gRPC).
+constexpr int kCancelled = 1;
+constexpr int kUnavailable = 14;
 
 class SocketStepStream final : public StepStream::Impl {
  public:
@@ -47,10 +50,9 @@ class SocketStepStream final : public StepStream::Impl {
       const ssize_t n = ::recv(fd_.get(), buf, sizeof buf, 0);
       if (n < 0 && errno == EINTR) continue;
       if (n <= 0) {
-        if (cancelled_)
-          return stop({Errc::unavailable, "the call to the step manager of job " + std::to_string(jobid_) + " at " +
-                                              address_ + " was canceled"});
-        return stop(step_rpc_error(14, n < 0 ? std::strerror(errno) : "the connection closed", jobid_, address_));
+        if (cancelled_) return stop(step_rpc_error(kCancelled, "", jobid_, address_));
+        return stop(
+            step_rpc_error(kUnavailable, n < 0 ? std::strerror(errno) : "the connection closed", jobid_, address_));
       }
       reader_.feed(std::string_view(buf, static_cast<size_t>(n)));
     }

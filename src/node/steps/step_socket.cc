@@ -6,6 +6,7 @@
 #include <cerrno>
 #include <string>
 
+#include <grpcpp/support/status_code_enum.h>
 #include <spdlog/spdlog.h>
 
 #include "net/grpc_status.h"
@@ -17,10 +18,11 @@ namespace {
 
 constexpr size_t kReadChunk = 64 << 10;  // per wake-up: one client's flood waits for the others
 
-// gRPC's status codes (the client maps them as it maps gRPC's).
-constexpr int kOk = 0;
-constexpr int kInvalidArgument = 3;
-constexpr int kResourceExhausted = 8;
+// Status frames carry gRPC's codes: the client words them as it words gRPC's.
+constexpr int code(grpc::StatusCode c) { return static_cast<int>(c); }
+constexpr int kOk = code(grpc::StatusCode::OK);
+constexpr int kInvalidArgument = code(grpc::StatusCode::INVALID_ARGUMENT);
+constexpr int kResourceExhausted = code(grpc::StatusCode::RESOURCE_EXHAUSTED);
 
 }  // namespace
 
@@ -32,6 +34,7 @@ struct StepSocketServer::Conn {
   std::string out;
   size_t sent = 0;        // bytes of `out` written
   bool opened = false;    // `create` went to the step manager
+  bool answered = false;  // the step manager ended the call (the step's exit, or a refusal)
   bool reading = true;    // until the client's end of stream
   bool ended = false;     // the status frame is queued: close once written
   uint32_t watching = 0;  // the events registered
@@ -78,7 +81,7 @@ void StepSocketServer::on_events(StepManager::ClientId id, uint32_t events) {
   if ((events & EPOLLIN) && c.reading && !read_some(c)) return;
   if ((events & EPOLLOUT) && !flush(c)) return;
   // Both directions closed: the client is gone (a half-close alone reads as EOF above).
-  if ((events & (EPOLLHUP | EPOLLERR)) && !(c.reading && (events & EPOLLIN))) close(c, true);
+  if ((events & (EPOLLHUP | EPOLLERR)) && !(c.reading && (events & EPOLLIN))) close(c);
 }
 
 bool StepSocketServer::read_some(Conn& c) {
@@ -87,7 +90,7 @@ bool StepSocketServer::read_some(Conn& c) {
   const ssize_t n = ::recv(c.fd.get(), buf, sizeof buf, MSG_DONTWAIT);
   if (n < 0) {
     if (errno == EAGAIN || errno == EINTR) return true;
-    close(c, true);
+    close(c);
     return false;
   }
   if (n == 0) {  // the client said all it will: the step goes on
@@ -139,6 +142,7 @@ void StepSocketServer::handle_frame(Conn& c, uint8_t type, std::string&& payload
     if (!alive.lock()) return;
     auto it = conns_.find(id);
     if (it == conns_.end()) return;
+    it->second->answered = true;
     const grpc::Status st = net::to_grpc(e);
     end(*it->second, static_cast<int>(st.error_code()), st.error_message());
   };
@@ -152,11 +156,12 @@ void StepSocketServer::send(StepManager::ClientId id, v1::StepServerMessage&& ms
   if (c.out.size() - c.sent > max_unread_) {
     spdlog::warn("step socket: a client of uid {} has not read {} MiB of its step's output: taken for gone", c.uid,
                  (c.out.size() - c.sent) >> 20);
-    close(c, true);
+    close(c);
     return;
   }
   net::append_step_frame(c.out, net::kStepFrameMessage, msg.SerializeAsString());
   if (msg.has_exit()) {
+    c.answered = true;
     end(c, kOk, "");
     return;
   }
@@ -176,7 +181,7 @@ bool StepSocketServer::flush(Conn& c) {
     if (n < 0) {
       if (errno == EINTR) continue;
       if (errno == EAGAIN) break;
-      close(c, true);  // EPIPE, ECONNRESET: the client is gone
+      close(c);  // EPIPE, ECONNRESET: the client is gone
       return false;
     }
     c.sent += static_cast<size_t>(n);
@@ -185,9 +190,12 @@ bool StepSocketServer::flush(Conn& c) {
     c.out.clear();
     c.sent = 0;
     if (c.ended) {
-      close(c, false);
+      close(c);
       return false;
     }
+  } else if (c.sent > c.out.size() / 2) {  // a client that reads slowly: keep only what it has not
+    c.out.erase(0, c.sent);
+    c.sent = 0;
   }
   watch(c);
   return true;
@@ -200,9 +208,11 @@ void StepSocketServer::watch(Conn& c) {
   if (auto st = loop_.set_events(c.fd.get(), want); !st) spdlog::warn("step socket: {}", st.message());
 }
 
-void StepSocketServer::close(Conn& c, bool client_gone) {
+void StepSocketServer::close(Conn& c) {
   const StepManager::ClientId id = c.id;
-  const bool tell = client_gone && c.opened && !c.ended;
+  // A step the step manager has not ended loses its client (gone, or refused by us for a
+  // bad frame after `create`): it is ended as when a gRPC call is cancelled.
+  const bool tell = c.opened && !c.answered;
   loop_.remove_fd(c.fd.get());
   if (auto n = per_uid_.find(c.uid); n != per_uid_.end() && --n->second == 0) per_uid_.erase(n);
   conns_.erase(id);  // `c` is gone; what the step manager answers below finds no connection

@@ -46,7 +46,7 @@ class StepSocketServer {
   // Writes what is queued; false if the connection was closed meanwhile.
   bool flush(Conn& c);
   void watch(Conn& c);
-  void close(Conn& c, bool client_gone);
+  void close(Conn& c);
 
   EventLoop& loop_;
   StepManager& steps_;
