@@ -75,3 +75,32 @@ corral_static_or_shared(corral_crypto OpenSSL::Crypto crypto)
 corral_static_or_shared(corral_ssl OpenSSL::SSL ssl crypto)
 corral_static_or_shared(corral_munge PkgConfig::MUNGE munge)
 corral_static_or_shared(corral_yaml yaml-cpp yaml-cpp)
+
+# {fmt} and toml++: CORRAL_STATIC_RPC executables build their compiled parts in
+# (src/linkage) instead of loading the shared libraries, which would also load libstdc++.so;
+# with every C++ library static, libstdc++ and libgcc are linked statically too. The command's
+# start-up then loads only libc and libm (docs/performance.md, "Command start-up").
+set(corral_static_head "$<BOOL:$<TARGET_PROPERTY:CORRAL_STATIC_RPC>>")
+function(corral_compiled_or_shared name shared compiled)
+  add_library(${name} INTERFACE)
+  if(NOT CORRAL_RPC_ARCHIVES)
+    target_link_libraries(${name} INTERFACE ${shared})
+    return()
+  endif()
+  foreach(prop INCLUDE_DIRECTORIES COMPILE_DEFINITIONS COMPILE_OPTIONS)
+    set_property(TARGET ${name} APPEND PROPERTY INTERFACE_${prop}
+                 $<TARGET_PROPERTY:${shared},INTERFACE_${prop}>)
+  endforeach()
+  target_link_libraries(${name} INTERFACE
+    "$<IF:${corral_static_head},${compiled},${shared}>")
+endfunction()
+corral_compiled_or_shared(corral_fmt fmt::fmt corral_fmt_compiled)
+corral_compiled_or_shared(corral_toml PkgConfig::TOMLPP corral_toml_compiled)
+if(CORRAL_RPC_ARCHIVES)
+  include(CheckLinkerFlag)
+  # Packed relative relocations (glibc 2.36): the loader's relocation work shrinks with them.
+  check_linker_flag(CXX "-Wl,-z,pack-relative-relocs" CORRAL_HAVE_RELR)
+  target_link_options(corral_rpc INTERFACE
+    "$<${corral_static_head}:-static-libstdc++;-static-libgcc>"
+    "$<$<AND:${corral_static_head},$<BOOL:${CORRAL_HAVE_RELR}>>:-Wl,-z,pack-relative-relocs>")
+endif()

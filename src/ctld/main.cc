@@ -21,9 +21,11 @@
 #include "ctld/controller.h"
 #include "ctld/hooks/registry.h"
 #include "ctld/rpc_service.h"
+#include "ctld/rpc_socket.h"
 #include "net/credentials.h"
 #include "net/message_limits.h"
 #include "net/peer_listener.h"
+#include "net/rpc_frames.h"
 #include "net/tls.h"
 #include "util/fd_hygiene.h"
 #include "util/stop_signals.h"
@@ -174,6 +176,17 @@ int run(const Options& o) {
     spdlog::info("corrald listening on {} (TCP{}, {} credentials)", cfg->listen[i], tls.enabled() ? ", TLS" : "",
                  creds->name());
   }
+  // The command's unary calls without gRPC (net/rpc_frames.h), same limits as gRPC's.
+  ctld::RpcSocketServer::Limits rpc_limits;
+  rpc_limits.max_request = net::kMaxClientRequest;
+  auto rpc_socket = ctld::RpcSocketServer::start(ctl, rpc_limits);
+  if (!rpc_socket) {
+    std::cerr << "corrald: " << rpc_socket.message() << "\n";
+    return 1;
+  }
+  (*listener)->divert(std::string(net::kRpcPreface), [to = rpc_socket->get()](UniqueFd fd, const net::PeerCred& c) {
+    to->adopt(std::move(fd), ctld::Caller{c.uid, c.gid});
+  });
   (*listener)->start(server.get());
   spdlog::info("corrald {} listening on {} (state in {})", CORRAL_VERSION, cfg->socket, cfg->state_dir);
 
@@ -198,6 +211,7 @@ int run(const Options& o) {
   }
   spdlog::info("corrald stopping");
   (*listener)->stop();
+  rpc_socket->reset();
   ctl.stop();
   server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
   pthread_kill(sig_thread.native_handle(), SIGTERM);

@@ -45,6 +45,7 @@ class StepFrameReader {
   void feed(std::string_view bytes) { buf_.append(bytes); }
   Result<std::optional<Frame>> next();
   bool empty() const { return buf_.size() == used_; }
+  size_t buffered() const { return buf_.size() - used_; }
 
  private:
   size_t max_payload_;

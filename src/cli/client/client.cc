@@ -5,14 +5,19 @@
 #include <cctype>
 #include <chrono>
 #include <cstdlib>
+#include <mutex>
+#include <string_view>
 #include <utility>
 
 #include <fmt/format.h>
 #include <grpcpp/grpcpp.h>
 
+#include "cli/client/rpc_socket_client.h"
 #include "client.grpc.pb.h"
 #include "common.pb.h"
 #include "net/grpc_credential.h"
+#include "net/message_limits.h"
+#include "net/rpc_frames.h"
 #include "net/tls.h"
 
 namespace corral::cli {
@@ -137,19 +142,19 @@ void WatchStream::cancel() { impl_->ctx.TryCancel(); }
 // ---------------------------------------------------------------- Client
 
 struct Client::Stub {
+  std::mutex grpc_mu;
+  bool made = false;  // under grpc_mu: the channel was tried
+  Status setup;       // why the channel could not be made (an unreadable CORRAL_TLS_CA): every call says so
   std::shared_ptr<grpc::Channel> channel;
   std::unique_ptr<pb::Controller::Stub> stub;
+  std::mutex socket_mu;
+  std::unique_ptr<RpcSocketClient> socket;  // unix: URIs, unless CORRAL_RPC_TRANSPORT=grpc
 };
 
 Client::Client(std::string uri) : uri_(std::move(uri)), stub_(std::make_unique<Stub>()) {
-  // Without a channel every call returns why (setup_).
-  auto channel = client_channel(uri_, false, [this](const std::string& why) { return unreachable(uri_, why); });
-  if (!channel) {
-    setup_ = channel.error();
-    return;
-  }
-  stub_->channel = std::move(*channel);
-  stub_->stub = pb::Controller::NewStub(stub_->channel);
+  const char* transport = std::getenv("CORRAL_RPC_TRANSPORT");
+  if (uri_.rfind("unix:", 0) == 0 && !(transport != nullptr && std::string_view(transport) == "grpc"))
+    stub_->socket = std::make_unique<RpcSocketClient>(uri_.substr(5), net::kMaxClientReply);
 }
 
 Client::~Client() = default;
@@ -159,46 +164,82 @@ namespace {
 template <class Req, class Reply>
 using RpcMethod = grpc::Status (pb::Controller::Stub::*)(grpc::ClientContext*, const Req&, Reply*);
 
+// The gRPC stub, made on first use (a command whose calls all go over the socket starts no
+// gRPC runtime); null with the reason in `setup` when it cannot be made.
+pb::Controller::Stub* grpc_stub(Client& client, auto& s) {
+  std::lock_guard lock(s.grpc_mu);
+  if (!s.made) {
+    s.made = true;
+    const std::string& uri = client.uri();
+    auto channel = client_channel(uri, false, [&uri](const std::string& why) { return unreachable(uri, why); });
+    if (!channel) {
+      s.setup = channel.error();
+    } else {
+      s.channel = std::move(*channel);
+      s.stub = pb::Controller::NewStub(s.channel);
+    }
+  }
+  return s.stub.get();
+}
+
 template <class Req, class Reply>
-Result<Reply> call_unary(const Status& setup, pb::Controller::Stub* stub, RpcMethod<Req, Reply> method, const Req& req,
-                         const std::string& uri, double deadline) {
-  if (!setup) return setup.error();
+Result<Reply> call_grpc(Client& client, auto& s, RpcMethod<Req, Reply> method, const Req& req, double deadline) {
+  pb::Controller::Stub* stub = grpc_stub(client, s);
+  if (stub == nullptr) return s.setup.error();
   grpc::ClientContext ctx;
   set_deadline(ctx, deadline);
-  if (auto st = authenticate(ctx, uri); !st) return st.error();
+  if (auto st = authenticate(ctx, client.uri()); !st) return st.error();
   Reply reply;
   grpc::Status st = (stub->*method)(&ctx, req, &reply);
-  if (!st.ok()) return to_error(st, uri);
+  if (!st.ok()) return to_error(st, client.uri());
+  return reply;
+}
+
+// Over corrald's socket when the URI is one, else through gRPC.
+template <class Req, class Reply>
+Result<Reply> call_unary(Client& client, auto& s, net::RpcMethod framed, RpcMethod<Req, Reply> method, const Req& req,
+                         double deadline) {
+  if (!s.socket) return call_grpc(client, s, method, req, deadline);
+  std::lock_guard lock(s.socket_mu);
+  auto a = s.socket->call(framed, req.SerializeAsString(), deadline);
+  if (!a) {
+    if (a.error().code == Errc::unavailable) return Error{Errc::unavailable, unreachable(client.uri(), a.message())};
+    return a.error();
+  }
+  if (a->code != 0) return to_error(grpc::Status(static_cast<grpc::StatusCode>(a->code), a->message), client.uri());
+  Reply reply;
+  if (!reply.ParseFromString(a->reply)) return Error{Errc::internal, "corrald sent a malformed reply"};
   return reply;
 }
 
 }  // namespace
 
 Result<pb::SubmitReply> Client::submit(const pb::SubmitRequest& req) {
-  return call_unary(setup_, stub_->stub.get(), &pb::Controller::Stub::Submit, req, uri_, kUnaryDeadline);
+  return call_unary(*this, *stub_, net::RpcMethod::submit, &pb::Controller::Stub::Submit, req, kUnaryDeadline);
 }
 Result<pb::CancelReply> Client::cancel(const pb::CancelRequest& req) {
-  return call_unary(setup_, stub_->stub.get(), &pb::Controller::Stub::Cancel, req, uri_, kUnaryDeadline);
+  return call_unary(*this, *stub_, net::RpcMethod::cancel, &pb::Controller::Stub::Cancel, req, kUnaryDeadline);
 }
 Result<pb::ListJobsReply> Client::list_jobs(const pb::ListJobsRequest& req) {
-  return call_unary(setup_, stub_->stub.get(), &pb::Controller::Stub::ListJobs, req, uri_, kUnaryDeadline);
+  return call_unary(*this, *stub_, net::RpcMethod::list_jobs, &pb::Controller::Stub::ListJobs, req, kUnaryDeadline);
 }
 Result<pb::JobTable> Client::list_job_table(const pb::ListJobsRequest& req) {
-  return call_unary(setup_, stub_->stub.get(), &pb::Controller::Stub::ListJobTable, req, uri_, kUnaryDeadline);
+  return call_unary(*this, *stub_, net::RpcMethod::list_job_table, &pb::Controller::Stub::ListJobTable, req,
+                    kUnaryDeadline);
 }
 Result<pb::JobInfo> Client::get_job(const pb::GetJobRequest& req) {
-  return call_unary(setup_, stub_->stub.get(), &pb::Controller::Stub::GetJob, req, uri_, kUnaryDeadline);
+  return call_unary(*this, *stub_, net::RpcMethod::get_job, &pb::Controller::Stub::GetJob, req, kUnaryDeadline);
 }
 Result<pb::ListNodesReply> Client::list_nodes(const pb::ListNodesRequest& req) {
-  return call_unary(setup_, stub_->stub.get(), &pb::Controller::Stub::ListNodes, req, uri_, kUnaryDeadline);
+  return call_unary(*this, *stub_, net::RpcMethod::list_nodes, &pb::Controller::Stub::ListNodes, req, kUnaryDeadline);
 }
 Result<pb::NodeStateReply> Client::set_node_state(const pb::NodeStateRequest& req) {
-  return call_unary(setup_, stub_->stub.get(), &pb::Controller::Stub::SetNodeState, req, uri_, kUnaryDeadline);
+  return call_grpc(*this, *stub_, &pb::Controller::Stub::SetNodeState, req, kUnaryDeadline);
 }
 Result<pb::GetTopologyReply> Client::get_topology(const std::string& name) {
   pb::GetTopologyRequest req;
   req.set_name(name);
-  return call_unary(setup_, stub_->stub.get(), &pb::Controller::Stub::GetTopology, req, uri_, kUnaryDeadline);
+  return call_grpc(*this, *stub_, &pb::Controller::Stub::GetTopology, req, kUnaryDeadline);
 }
 
 Result<std::string> Client::hook_query(const std::string& hook, const std::string& what, const std::string& args_json) {
@@ -206,7 +247,7 @@ Result<std::string> Client::hook_query(const std::string& hook, const std::strin
   req.set_hook(hook);
   req.set_what(what);
   req.set_args_json(args_json);
-  auto rep = call_unary(setup_, stub_->stub.get(), &pb::Controller::Stub::HookQuery, req, uri_, kUnaryDeadline);
+  auto rep = call_grpc(*this, *stub_, &pb::Controller::Stub::HookQuery, req, kUnaryDeadline);
   if (!rep) return rep.error();
   return std::move(*rep->mutable_json());
 }
@@ -214,30 +255,31 @@ Result<std::string> Client::hook_query(const std::string& hook, const std::strin
 Result<pb::ListStepsReply> Client::list_steps(uint64_t jobid) {
   pb::ListStepsRequest req;
   req.set_jobid(jobid);
-  return call_unary(setup_, stub_->stub.get(), &pb::Controller::Stub::ListSteps, req, uri_, kUnaryDeadline);
+  return call_grpc(*this, *stub_, &pb::Controller::Stub::ListSteps, req, kUnaryDeadline);
 }
 
 Result<pb::HistoryReply> Client::history(const pb::HistoryRequest& req) {
   // A site's whole history may be asked for: give it longer than the other calls.
-  return call_unary(setup_, stub_->stub.get(), &pb::Controller::Stub::History, req, uri_, kLongUnaryDeadline);
+  return call_grpc(*this, *stub_, &pb::Controller::Stub::History, req, kLongUnaryDeadline);
 }
 
 Result<pb::PingReply> Client::ping(double timeout_seconds) {
-  return call_unary(setup_, stub_->stub.get(), &pb::Controller::Stub::Ping, pb::PingRequest{}, uri_, timeout_seconds);
+  return call_unary(*this, *stub_, net::RpcMethod::ping, &pb::Controller::Stub::Ping, pb::PingRequest{},
+                    timeout_seconds);
 }
 
 Status Client::shutdown(double timeout_seconds) {
-  auto r = call_unary(setup_, stub_->stub.get(), &pb::Controller::Stub::Shutdown, pb::ShutdownRequest{}, uri_,
-                      timeout_seconds);
+  auto r = call_grpc(*this, *stub_, &pb::Controller::Stub::Shutdown, pb::ShutdownRequest{}, timeout_seconds);
   return r.status();
 }
 
 Result<std::unique_ptr<WatchStream>> Client::watch(const pb::WatchRequest& req) {
   auto impl = std::make_unique<WatchStream::Impl>();
   impl->uri = uri_;
-  if (!setup_) return setup_.error();
+  pb::Controller::Stub* stub = grpc_stub(*this, *stub_);
+  if (stub == nullptr) return stub_->setup.error();
   if (auto st = authenticate(impl->ctx, uri_); !st) return st.error();
-  impl->reader = stub_->stub->Watch(&impl->ctx, req);
+  impl->reader = stub->Watch(&impl->ctx, req);
   return std::make_unique<WatchStream>(std::move(impl));
 }
 

@@ -1,6 +1,8 @@
 // The channel from `corral` to the controller: URI resolution, one method per unary rpc
 // with a short deadline, a Watch stream without one, and gRPC errors turned into
-// messages a user can act on ("cannot reach the controller at ...").
+// messages a user can act on ("cannot reach the controller at ..."). On corrald's Unix
+// socket the common unary calls go without gRPC (net/rpc_frames.h; CORRAL_RPC_TRANSPORT=grpc
+// sends them through gRPC too); a gRPC channel is made only for a call that needs one.
 #pragma once
 
 #include <cstdint>
@@ -97,7 +99,6 @@ class Client {
   struct Stub;
   std::string uri_;
   std::unique_ptr<Stub> stub_;
-  Status setup_;  // why the channel could not be made (an unreadable CORRAL_TLS_CA): every call says so
 };
 
 }  // namespace corral::cli

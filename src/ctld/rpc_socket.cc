@@ -1,0 +1,227 @@
+#include "ctld/rpc_socket.h"
+
+#include <sys/epoll.h>
+#include <sys/socket.h>
+
+#include <cerrno>
+#include <string>
+#include <utility>
+
+#include <fmt/format.h>
+#include <grpcpp/support/status_code_enum.h>
+#include <spdlog/spdlog.h>
+
+#include "ctld/rpc_socket_calls.h"
+#include "net/grpc_status.h"
+#include "net/rpc_frames.h"
+
+namespace corral::ctld {
+
+namespace {
+
+constexpr size_t kReadChunk = 64 << 10;  // per wake-up: one client's flood waits for the others
+
+int grpc_code(const Status& st) { return static_cast<int>(net::to_grpc(st).error_code()); }
+
+std::string status_frame(int code, std::string_view message) {
+  std::string out;
+  net::append_step_frame(out, net::kStepFrameStatus, net::step_status_payload(code, message));
+  return out;
+}
+
+}  // namespace
+
+struct RpcSocketServer::Conn {
+  uint64_t id = 0;
+  UniqueFd fd;
+  Caller caller;
+  net::StepFrameReader reader;
+  size_t accounted = 0;  // of reader.buffered(), counted in the user's bytes
+  std::string out;
+  size_t sent = 0;
+  uint32_t watching = 0;
+  EventLoop::Clock::time_point last_answer;  // or the connection's start
+  EventLoop::Clock::time_point began;        // the first byte of the call being received
+  bool closing = false;                      // close once `out` is written
+
+  explicit Conn(size_t max) : reader(max) {}
+};
+
+Result<std::unique_ptr<RpcSocketServer>> RpcSocketServer::start(Controller& ctl, const Limits& limits) {
+  auto loop = EventLoop::create();
+  if (!loop) return loop.error();
+  auto s = std::make_unique<RpcSocketServer>(ctl, limits, std::move(*loop));
+  s->loop_->add_timer(limits.sweep_seconds, [p = s.get()] { p->sweep(); });
+  s->thread_ = std::thread([p = s.get()] { p->loop_->run(); });
+  return s;
+}
+
+RpcSocketServer::RpcSocketServer(Controller& ctl, const Limits& limits, std::unique_ptr<EventLoop> loop)
+    : ctl_(ctl), limits_(limits), loop_(std::move(loop)) {
+  if (limits_.per_user_bytes == 0) limits_.per_user_bytes = 2 * limits_.max_request;
+}
+
+RpcSocketServer::~RpcSocketServer() {
+  loop_->post([this] {
+    while (!conns_.empty()) close(conns_.begin()->first);
+    loop_->stop();
+  });
+  if (thread_.joinable()) thread_.join();
+}
+
+void RpcSocketServer::adopt(UniqueFd fd, Caller caller) {
+  loop_->post(
+      [this, fd = fd.release(), caller = std::move(caller)]() mutable { take(UniqueFd(fd), std::move(caller)); });
+}
+
+void RpcSocketServer::take(UniqueFd fd, Caller caller) {
+  PerUser& user = per_uid_[caller.uid];
+  if (caller.uid != 0 && user.conns >= limits_.per_user) {
+    const std::string refusal = status_frame(
+        static_cast<int>(grpc::StatusCode::RESOURCE_EXHAUSTED),
+        fmt::format("too many connections from uid {} to corrald (at most {} at once)", caller.uid, limits_.per_user));
+    (void)!::send(fd.get(), refusal.data(), refusal.size(), MSG_DONTWAIT | MSG_NOSIGNAL);
+    return;
+  }
+  auto c = std::make_unique<Conn>(limits_.max_request);
+  c->id = next_id_++;
+  c->fd = std::move(fd);
+  c->caller = std::move(caller);
+  c->last_answer = EventLoop::Clock::now();
+  const uint64_t id = c->id;
+  if (auto st = loop_->add_fd(c->fd.get(), EPOLLIN, [this, id](uint32_t ev) { on_events(id, ev); }); !st) {
+    spdlog::warn("rpc socket: cannot watch a connection: {}", st.message());
+    if (user.conns == 0) per_uid_.erase(c->caller.uid);
+    return;
+  }
+  c->watching = EPOLLIN;
+  ++user.conns;
+  conns_.emplace(id, std::move(c));
+}
+
+void RpcSocketServer::on_events(uint64_t id, uint32_t events) {
+  auto it = conns_.find(id);
+  if (it == conns_.end()) return;
+  Conn& c = *it->second;
+  if ((events & EPOLLOUT) && !(flush(c) && answer_calls(c))) return;
+  if ((events & (EPOLLIN | EPOLLHUP | EPOLLERR)) && c.out.empty() && !(read_some(c) && answer_calls(c))) return;
+  watch(c);
+}
+
+bool RpcSocketServer::read_some(Conn& c) {
+  char buf[kReadChunk];
+  const ssize_t n = ::recv(c.fd.get(), buf, sizeof buf, MSG_DONTWAIT);
+  if (n < 0 && (errno == EAGAIN || errno == EINTR)) return true;
+  if (n <= 0) {
+    close(c.id);
+    return false;
+  }
+  if (c.reader.empty()) c.began = EventLoop::Clock::now();
+  c.reader.feed(std::string_view(buf, static_cast<size_t>(n)));
+  account(c);
+  if (per_uid_[c.caller.uid].bytes > limits_.per_user_bytes && c.caller.uid != 0) {
+    refuse(c, static_cast<int>(grpc::StatusCode::RESOURCE_EXHAUSTED),
+           fmt::format("uid {} is sending corrald more than {} bytes of calls at once", c.caller.uid,
+                       limits_.per_user_bytes));
+    return flush(c);
+  }
+  return true;
+}
+
+bool RpcSocketServer::answer_calls(Conn& c) {
+  while (c.out.empty() && !c.closing) {
+    auto frame = c.reader.next();
+    if (!frame) {
+      refuse(c, static_cast<int>(grpc::StatusCode::INVALID_ARGUMENT), frame.message());
+    } else if (!*frame) {
+      break;
+    } else if ((*frame)->type != net::kStepFrameMessage) {
+      refuse(c, static_cast<int>(grpc::StatusCode::INVALID_ARGUMENT), "rpc protocol: a client sends only call frames");
+    } else {
+      answer(c, (*frame)->payload);
+    }
+    account(c);
+    if (!flush(c)) return false;
+  }
+  return true;
+}
+
+void RpcSocketServer::account(Conn& c) {
+  PerUser& user = per_uid_[c.caller.uid];
+  user.bytes = user.bytes - c.accounted + c.reader.buffered();
+  c.accounted = c.reader.buffered();
+}
+
+void RpcSocketServer::refuse(Conn& c, int code, std::string_view message) {
+  c.out = status_frame(code, message);
+  c.sent = 0;
+  c.closing = true;
+}
+
+void RpcSocketServer::answer(Conn& c, std::string_view payload) {
+  auto call = net::parse_rpc_call(payload);
+  if (!call) {
+    c.out = status_frame(static_cast<int>(grpc::StatusCode::UNIMPLEMENTED),
+                         "rpc protocol: unknown method (a newer client than this corrald?)");
+    return;
+  }
+  std::string reply;
+  const Status st = call_controller(ctl_, c.caller, call->method, call->request, &reply);
+  if (st) net::append_step_frame(c.out, net::kStepFrameMessage, reply);
+  net::append_step_frame(c.out, net::kStepFrameStatus, net::step_status_payload(grpc_code(st), st ? "" : st.message()));
+  c.last_answer = EventLoop::Clock::now();
+}
+
+bool RpcSocketServer::flush(Conn& c) {
+  while (c.sent < c.out.size()) {
+    const ssize_t n = ::send(c.fd.get(), c.out.data() + c.sent, c.out.size() - c.sent, MSG_DONTWAIT | MSG_NOSIGNAL);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && errno == EAGAIN) return true;
+    if (n <= 0) {
+      close(c.id);
+      return false;
+    }
+    c.sent += static_cast<size_t>(n);
+  }
+  c.out.clear();
+  c.sent = 0;
+  if (c.closing) {
+    close(c.id);
+    return false;
+  }
+  return true;
+}
+
+void RpcSocketServer::watch(Conn& c) {
+  const uint32_t want = c.out.empty() ? EPOLLIN : EPOLLOUT;
+  if (want == c.watching) return;
+  if (loop_->set_events(c.fd.get(), want)) c.watching = want;
+}
+
+void RpcSocketServer::close(uint64_t id) {
+  auto it = conns_.find(id);
+  if (it == conns_.end()) return;
+  Conn& c = *it->second;
+  loop_->remove_fd(c.fd.get());
+  if (auto u = per_uid_.find(c.caller.uid); u != per_uid_.end()) {
+    u->second.bytes -= c.accounted;
+    if (--u->second.conns == 0) per_uid_.erase(u);
+  }
+  conns_.erase(it);
+}
+
+// Idle connections, and calls begun but not finished in time, hold a descriptor and memory.
+void RpcSocketServer::sweep() {
+  const auto now = EventLoop::Clock::now();
+  const auto idle = std::chrono::duration<double>(limits_.idle_seconds);
+  const auto partial = std::chrono::duration<double>(limits_.partial_seconds);
+  std::vector<uint64_t> late;
+  for (const auto& [id, c] : conns_) {
+    if (!c->out.empty()) continue;  // an answer being written: the client is reading it
+    if (c->reader.empty() ? now - c->last_answer > idle : now - c->began > partial) late.push_back(id);
+  }
+  for (uint64_t id : late) close(id);
+  loop_->add_timer(limits_.sweep_seconds, [this] { sweep(); });
+}
+
+}  // namespace corral::ctld

@@ -1,0 +1,52 @@
+#include "ctld/rpc_socket_calls.h"
+
+#include "client.pb.h"
+
+namespace corral::ctld {
+
+namespace {
+
+// Parses Req, runs `call(req, &rep)` and serialises the reply when it succeeded.
+template <class Req, class Reply, class Call>
+Status unary(std::string_view request, std::string* reply, Call&& call) {
+  Req req;
+  if (!req.ParseFromArray(request.data(), static_cast<int>(request.size())))
+    return invalid("malformed request: not a valid " + Req::descriptor()->name());
+  Reply rep;
+  Status st = call(req, &rep);
+  if (st) rep.SerializeToString(reply);
+  return st;
+}
+
+}  // namespace
+
+Status call_controller(Controller& ctl, const Caller& c, net::RpcMethod method, std::string_view request,
+                       std::string* reply) {
+  using M = net::RpcMethod;
+  switch (method) {
+    case M::submit:
+      return unary<v1::SubmitRequest, v1::SubmitReply>(
+          request, reply, [&](const auto& req, auto* rep) { return ctl.submit(c, req, rep); });
+    case M::cancel:
+      return unary<v1::CancelRequest, v1::CancelReply>(
+          request, reply, [&](const auto& req, auto* rep) { return ctl.cancel(c, req, rep); });
+    case M::list_jobs:
+      return unary<v1::ListJobsRequest, v1::ListJobsReply>(
+          request, reply, [&](const auto& req, auto* rep) { return ctl.list_jobs(c, req, rep); });
+    case M::list_job_table:
+      return unary<v1::ListJobsRequest, v1::JobTable>(
+          request, reply, [&](const auto& req, auto* rep) { return ctl.list_job_table(c, req, rep); });
+    case M::get_job:
+      return unary<v1::GetJobRequest, v1::JobInfo>(
+          request, reply, [&](const auto& req, auto* rep) { return ctl.get_job(c, req, rep); });
+    case M::list_nodes:
+      return unary<v1::ListNodesRequest, v1::ListNodesReply>(
+          request, reply, [&](const auto& req, auto* rep) { return ctl.list_nodes(req, rep); });
+    case M::ping:
+      return unary<v1::PingRequest, v1::PingReply>(request, reply,
+                                                   [&](const auto&, auto* rep) { return ctl.ping(c, rep); });
+  }
+  return invalid("unknown method");
+}
+
+}  // namespace corral::ctld

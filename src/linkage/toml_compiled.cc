@@ -1,0 +1,5 @@
+// toml++'s compiled part, built into executables that start per user action instead of
+// loading libtomlplusplus.so (see fmt_compiled.cc for why). The consumers' headers are
+// configured for the shared library (TOML_HEADER_ONLY=0); this is its implementation.
+#define TOML_IMPLEMENTATION 1
+#include <toml++/toml.h>

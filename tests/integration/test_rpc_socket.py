@@ -1,0 +1,118 @@
+"""The command's unary calls to corrald without gRPC (net/rpc_frames.h): the same answers as
+over gRPC, the caller named by the socket, and hand-written frames from another user
+refused with a reason while everybody else is served."""
+import json
+import subprocess
+
+import pytest
+
+NOBODY = 65534
+
+# A client of corrald's own rpc protocol written by hand, run as another user: each exchange
+# prints the status frame's code and message (and, for ping, the uid corrald saw).
+RAW_CLIENT = r'''
+import socket, struct, sys
+path = sys.argv[1]
+PREFACE = b"CORRAL-RPC/1\n"
+
+def frame(kind, payload):
+    return bytes([kind]) + struct.pack(">I", len(payload)) + payload
+
+def varint(n):
+    out = b""
+    while True:
+        b = n & 0x7F
+        n >>= 7
+        out += bytes([b | (0x80 if n else 0)])
+        if not n:
+            return out
+
+def answer(s):
+    buf, body = b"", b""
+    while True:
+        chunk = s.recv(65536)
+        if not chunk:
+            return "closed"
+        buf += chunk
+        while len(buf) >= 5:
+            kind, n = buf[0], struct.unpack(">I", buf[1:5])[0]
+            if len(buf) < 5 + n:
+                break
+            payload, buf = buf[5:5 + n], buf[5 + n:]
+            if kind == 1:
+                body = payload
+            elif kind == 2:
+                return f"{payload[0]} {payload[1:].decode()}", body
+
+def exchange(data):
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.connect(path)
+    s.send(PREFACE + data)
+    return answer(s)
+
+jobid = int(sys.argv[2])
+status, body = exchange(frame(1, b"\x07"))                        # Ping
+print(status, "your_uid" if varint(6 << 3) + varint(65534) in body else "?")
+status, body = exchange(frame(1, b"\x02" + b"\x0a" + varint(len(varint(jobid))) + varint(jobid)))  # Cancel{jobids}
+print(status, "belongs to" in body.decode(errors="replace") or body)
+print(exchange(frame(1, b"\x01\xff\xff"))[0])                     # Submit, not a SubmitRequest
+print(exchange(frame(1, b"\x63"))[0])                             # method 99
+print(exchange(b"\x01\xff\xff\xff\xff")[0])                       # 4 GiB announced
+print(exchange(frame(9, b""))[0])                                 # not a call frame
+'''
+
+
+@pytest.mark.cluster(size=2, agents=1, cores=4)
+def test_corralds_rpc_protocol_checks_hand_written_frames_from_other_users(cluster):
+    jobid = cluster.submit("-N1", "sleep", "300")
+    proc = subprocess.run(["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups",
+                           "/usr/bin/python3", "-c", RAW_CLIENT, cluster.socket, str(jobid)],
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert len(lines) == 6, proc.stdout
+    assert lines[0] == "0  your_uid", lines[0]  # the socket's uid, not one the client claims
+    assert lines[1] == "0  True", lines[1]  # answered, with the job's refusal in the reply
+    assert lines[2].startswith("3 malformed request: not a valid SubmitRequest"), lines[2]
+    assert lines[3].startswith("12 rpc protocol: unknown method"), lines[3]
+    assert lines[4] == "3 step protocol: a frame of 4294967295 bytes is over the limit of 67108864"
+    assert lines[5].startswith("3 "), lines[5]
+    # nobody's cancel of root's job changed nothing
+    assert cluster.job(jobid)["state"] not in ("INACTIVE", "CLEANUP"), lines[1]
+    cluster.corral("cancel", jobid)
+    cluster.wait_job(jobid)
+
+
+@pytest.mark.cluster(size=2, agents=1, cores=4)
+def test_commands_answer_the_same_over_both_transports(cluster):
+    grpc = dict(cluster.env, CORRAL_RPC_TRANSPORT="grpc")
+    jobs = {}
+    for name, env in (("socket", cluster.env), ("grpc", grpc)):
+        jobs[name] = int(cluster.corral("submit", "--urgency", "0", "-J", name, "true", env=env).stdout)
+    for env in (cluster.env, grpc):
+        rows = json.loads(cluster.corral("queue", "--json", env=env).stdout)
+        assert sorted(r["id"] for r in rows) == sorted(jobs.values()), rows
+        shown = json.loads(cluster.corral("show", "job", jobs["socket"], "--json", env=env).stdout)
+        assert shown["name"] == "socket", shown
+        missing = cluster.corral("show", "job", "999999", env=env, check=False)
+        assert missing.returncode != 0 and "999999" in missing.stderr, missing.stderr
+    # Another user is who the socket says, on both: root's jobs are not theirs to cancel.
+    for env in (cluster.env, grpc):
+        refused = cluster.corral("cancel", jobs["grpc"], env=env, user=NOBODY, check=False)
+        assert refused.returncode != 0, refused.stdout
+    own = int(cluster.corral("submit", "--urgency", "0", "true", user=NOBODY).stdout)
+    cluster.corral("cancel", own, user=NOBODY)
+    cluster.corral("cancel", *jobs.values(), env=grpc)
+    for j in (own, *jobs.values()):
+        cluster.wait_job(j)
+
+
+def test_an_unreachable_controller_is_said_the_same_way(tmp_path):
+    from conftest import run_corral
+    for env_extra in ({}, {"CORRAL_RPC_TRANSPORT": "grpc"}):
+        import os
+        env = dict(os.environ, CORRAL_URI=f"unix:{tmp_path}/none.sock", **env_extra)
+        proc = run_corral("queue", env=env)
+        assert proc.returncode != 0
+        assert f"cannot reach the controller at unix:{tmp_path}/none.sock: no such file or directory" \
+            in proc.stderr, proc.stderr

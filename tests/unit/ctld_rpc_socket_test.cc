@@ -1,0 +1,277 @@
+// The controller's unary calls without gRPC (net/rpc_frames.h): RpcSocketServer against a
+// test controller, through raw frames and through the command's RpcSocketClient, and the
+// limits a hostile client meets.
+#include <poll.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstring>
+#include <string>
+#include <thread>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <spdlog/spdlog.h>
+
+#include "cli/client/rpc_socket_client.h"
+#include "client.pb.h"
+#include "ctld/rpc_socket.h"
+#include "ctld_test_controller.h"
+#include "net/rpc_frames.h"
+#include "temp_dir.h"
+
+namespace corral::ctld {
+namespace {
+
+using ::testing::HasSubstr;
+
+constexpr uint32_t kAlice = 12345;
+
+struct Reply {
+  int code = -1;  // -1: the connection closed first
+  std::string message;
+  std::string body;
+};
+
+std::string call_frame(net::RpcMethod m, std::string_view request) {
+  std::string out;
+  net::append_step_frame(out, net::kStepFrameMessage, net::rpc_call_payload(m, request));
+  return out;
+}
+
+void send_all(int fd, std::string_view data) {
+  ASSERT_EQ(::send(fd, data.data(), data.size(), MSG_NOSIGNAL), static_cast<ssize_t>(data.size()));
+}
+
+// Reads one answer (up to its status frame) within `seconds`.
+Reply read_answer(int fd, net::StepFrameReader& reader, double seconds = 5) {
+  Reply r;
+  for (;;) {
+    auto f = reader.next();
+    if (!f || !*f) {
+      pollfd p{fd, POLLIN, 0};
+      if (::poll(&p, 1, static_cast<int>(seconds * 1000)) <= 0) return r;
+      char buf[65536];
+      const ssize_t n = ::recv(fd, buf, sizeof buf, 0);
+      if (n <= 0) return r;
+      reader.feed(std::string_view(buf, static_cast<size_t>(n)));
+      continue;
+    }
+    if ((*f)->type == net::kStepFrameMessage) {
+      r.body = (*f)->payload;
+      continue;
+    }
+    auto st = net::parse_step_status((*f)->payload);
+    r.code = st ? st->code : -2;
+    r.message = st ? st->message : "";
+    return r;
+  }
+}
+
+// True when the peer closed `fd` within `seconds`.
+bool closed_within(int fd, double seconds) {
+  pollfd p{fd, POLLIN, 0};
+  if (::poll(&p, 1, static_cast<int>(seconds * 1000)) <= 0) return false;
+  char c;
+  return ::recv(fd, &c, 1, MSG_DONTWAIT) == 0;
+}
+
+class RpcSocketTest : public ::testing::Test {
+ protected:
+  RpcSocketTest() { spdlog::set_level(spdlog::level::warn); }
+  void SetUp() override {
+    ctl_ = test::start_test_controller(dir_, test::test_config(dir_));
+    ASSERT_TRUE(ctl_);
+  }
+  void serve(RpcSocketServer::Limits limits = {}) {
+    if (limits.max_request == 0) limits.max_request = 1 << 20;
+    auto s = RpcSocketServer::start(*ctl_, limits);
+    ASSERT_TRUE(s.ok()) << s.message();
+    server_ = std::move(*s);
+  }
+  // A connection of `uid` as the listener hands it over (the preface read); the test's end.
+  UniqueFd connect_as(uint32_t uid) {
+    int sv[2];
+    EXPECT_EQ(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
+    server_->adopt(UniqueFd(sv[0]), Caller{uid, uid});
+    return UniqueFd(sv[1]);
+  }
+
+  test::TempDir dir_;
+  std::unique_ptr<Controller> ctl_;
+  std::unique_ptr<RpcSocketServer> server_;
+};
+
+TEST_F(RpcSocketTest, AnswersAsTheConnectionsUserAndKeepsTheConnectionForMoreCalls) {
+  serve();
+  UniqueFd fd = connect_as(kAlice);
+  net::StepFrameReader reader(1 << 20);
+  // Two calls in one write: both are answered, in order.
+  send_all(fd.get(), call_frame(net::RpcMethod::ping, "") + call_frame(net::RpcMethod::ping, ""));
+  for (int i = 0; i < 2; ++i) {
+    Reply r = read_answer(fd.get(), reader);
+    ASSERT_EQ(r.code, 0) << r.message;
+    v1::PingReply ping;
+    ASSERT_TRUE(ping.ParseFromString(r.body));
+    EXPECT_EQ(ping.your_uid(), kAlice);
+  }
+}
+
+TEST_F(RpcSocketTest, RefusesWhatIsNotACallWithAReason) {
+  serve();
+  net::StepFrameReader reader(1 << 20);
+  {
+    UniqueFd fd = connect_as(kAlice);
+    send_all(fd.get(), call_frame(static_cast<net::RpcMethod>(99), ""));
+    Reply r = read_answer(fd.get(), reader);
+    EXPECT_EQ(r.code, 12);  // UNIMPLEMENTED; the connection stays
+    EXPECT_THAT(r.message, HasSubstr("unknown method"));
+    send_all(fd.get(), call_frame(net::RpcMethod::submit, "\xff\xff"));
+    r = read_answer(fd.get(), reader);
+    EXPECT_EQ(r.code, 3);
+    EXPECT_THAT(r.message, HasSubstr("malformed request: not a valid SubmitRequest"));
+  }
+  {
+    UniqueFd fd = connect_as(kAlice);
+    send_all(fd.get(), std::string("\x07\0\0\0\0", 5));
+    Reply r = read_answer(fd.get(), reader);
+    EXPECT_EQ(r.code, 3);
+    EXPECT_THAT(r.message, HasSubstr("unknown frame type 7"));
+    EXPECT_TRUE(closed_within(fd.get(), 5));
+  }
+  {
+    UniqueFd fd = connect_as(kAlice);
+    std::string status;
+    net::append_step_frame(status, net::kStepFrameStatus, "\0");
+    send_all(fd.get(), status);
+    EXPECT_THAT(read_answer(fd.get(), reader).message, HasSubstr("a client sends only call frames"));
+  }
+  {
+    UniqueFd fd = connect_as(kAlice);
+    send_all(fd.get(), std::string("\x01\xff\xff\xff\xff", 5));
+    Reply r = read_answer(fd.get(), reader);
+    EXPECT_EQ(r.code, 3);
+    EXPECT_THAT(r.message, HasSubstr("over the limit of 1048576"));
+  }
+}
+
+TEST_F(RpcSocketTest, AUsersConnectionsAreLimitedButRootsAreNot) {
+  serve({.per_user = 2});
+  UniqueFd a = connect_as(kAlice), b = connect_as(kAlice), c = connect_as(kAlice);
+  net::StepFrameReader reader(1 << 20);
+  Reply r = read_answer(c.get(), reader);
+  EXPECT_EQ(r.code, 8);  // RESOURCE_EXHAUSTED
+  EXPECT_THAT(r.message, HasSubstr("too many connections from uid 12345"));
+  UniqueFd roots[3] = {connect_as(0), connect_as(0), connect_as(0)};
+  for (auto& fd : roots) {
+    send_all(fd.get(), call_frame(net::RpcMethod::ping, ""));
+    EXPECT_EQ(read_answer(fd.get(), reader).code, 0);
+  }
+  // A closed connection gives its place back.
+  a.reset();
+  for (int i = 0; i < 100; ++i) {
+    UniqueFd d = connect_as(kAlice);
+    send_all(d.get(), call_frame(net::RpcMethod::ping, ""));
+    if (read_answer(d.get(), reader).code == 0) return;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  ADD_FAILURE() << "a closed connection's place was not given back";
+}
+
+TEST_F(RpcSocketTest, BytesOfUnfinishedCallsAreLimitedPerUser) {
+  serve({.max_request = 1 << 20, .per_user_bytes = 1 << 20});
+  UniqueFd a = connect_as(kAlice), b = connect_as(kAlice);
+  // Two calls of 0.75 MiB each, each only begun: together over the user's 1 MiB.
+  std::string header("\x01\x00\x0c\x00\x00", 5);
+  const std::string part = header + std::string(700 << 10, 'x');
+  send_all(a.get(), part);
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  std::thread writer([&] { (void)!::send(b.get(), part.data(), part.size(), MSG_NOSIGNAL); });
+  net::StepFrameReader reader(1 << 20);
+  Reply r = read_answer(b.get(), reader);
+  writer.join();
+  EXPECT_EQ(r.code, 8);
+  EXPECT_THAT(r.message, HasSubstr("more than 1048576 bytes of calls at once"));
+}
+
+TEST_F(RpcSocketTest, IdleConnectionsAndUnfinishedCallsAreClosed) {
+  serve({.idle_seconds = 0.3, .partial_seconds = 0.3, .sweep_seconds = 0.05});
+  UniqueFd idle = connect_as(kAlice), partial = connect_as(kAlice), busy = connect_as(kAlice);
+  send_all(partial.get(), std::string("\x01\x00\x00\x01\x00", 5));  // a 256-byte call, never finished
+  // A connection that keeps calling stays open past the idle time.
+  net::StepFrameReader reader(1 << 20);
+  for (int i = 0; i < 8; ++i) {
+    send_all(busy.get(), call_frame(net::RpcMethod::ping, ""));
+    EXPECT_EQ(read_answer(busy.get(), reader).code, 0);
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  EXPECT_TRUE(closed_within(idle.get(), 0.1));
+  EXPECT_TRUE(closed_within(partial.get(), 0.1));
+  EXPECT_TRUE(closed_within(busy.get(), 5));  // once it stops calling
+}
+
+TEST_F(RpcSocketTest, TheCommandsClientCallsThroughASocketAndReusesItsConnection) {
+  serve();
+  // A listener as corrald's: reads the preface, then hands the connection over.
+  const std::string path = dir_.str() + "/ctld.sock";
+  UniqueFd listener(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  std::strcpy(addr.sun_path, path.c_str());
+  ASSERT_EQ(::bind(listener.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  ASSERT_EQ(::listen(listener.get(), 8), 0);
+  std::atomic<int> accepted{0};
+  std::thread acceptor([&] {
+    for (;;) {
+      UniqueFd fd(::accept4(listener.get(), nullptr, nullptr, SOCK_CLOEXEC));
+      if (!fd.valid()) return;
+      char preface[net::kRpcPreface.size()];
+      if (::recv(fd.get(), preface, sizeof preface, MSG_WAITALL) != static_cast<ssize_t>(sizeof preface)) return;
+      ++accepted;
+      server_->adopt(std::move(fd), Caller{kAlice, kAlice});
+    }
+  });
+  cli::RpcSocketClient client(path, 1 << 20);
+  for (int i = 0; i < 3; ++i) {
+    auto a = client.call(net::RpcMethod::ping, "", 5);
+    ASSERT_TRUE(a.ok()) << a.message();
+    EXPECT_EQ(a->code, 0);
+    v1::PingReply ping;
+    ASSERT_TRUE(ping.ParseFromString(a->reply));
+    EXPECT_EQ(ping.your_uid(), kAlice);
+  }
+  v1::GetJobRequest get;
+  get.set_jobid(424242);
+  auto a = client.call(net::RpcMethod::get_job, get.SerializeAsString(), 5);
+  ASSERT_TRUE(a.ok()) << a.message();
+  EXPECT_EQ(a->code, 5) << a->message;  // NOT_FOUND, said on the same connection
+  EXPECT_EQ(accepted.load(), 1);
+  ::shutdown(listener.get(), SHUT_RDWR);
+  acceptor.join();
+}
+
+TEST(RpcSocketClientTest, SaysWhyCorraldCannotBeReachedOrDoesNotAnswer) {
+  test::TempDir dir;
+  cli::RpcSocketClient missing(dir.str() + "/none.sock", 1 << 20);
+  auto a = missing.call(net::RpcMethod::ping, "", 1);
+  ASSERT_FALSE(a.ok());
+  EXPECT_EQ(a.error().code, Errc::unavailable);
+  EXPECT_EQ(a.message(), "no such file or directory");
+
+  const std::string path = dir.str() + "/mute.sock";  // accepts, never answers
+  UniqueFd listener(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  std::strcpy(addr.sun_path, path.c_str());
+  ASSERT_EQ(::bind(listener.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  ASSERT_EQ(::listen(listener.get(), 8), 0);
+  cli::RpcSocketClient mute(path, 1 << 20);
+  a = mute.call(net::RpcMethod::ping, "", 0.2);
+  ASSERT_FALSE(a.ok());
+  EXPECT_EQ(a.message(), "no answer within the deadline");
+}
+
+}  // namespace
+}  // namespace corral::ctld
