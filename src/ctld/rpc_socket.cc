@@ -42,6 +42,7 @@ struct RpcSocketServer::Conn {
   uint32_t watching = 0;
   EventLoop::Clock::time_point last_answer;  // or the connection's start
   EventLoop::Clock::time_point began;        // the first byte of the call being received
+  EventLoop::Clock::time_point last_write;   // the last bytes of an answer the client took
   bool closing = false;                      // close once `out` is written
 
   explicit Conn(size_t max) : reader(max) {}
@@ -156,6 +157,7 @@ void RpcSocketServer::refuse(Conn& c, int code, std::string_view message) {
   c.out = status_frame(code, message);
   c.sent = 0;
   c.closing = true;
+  c.last_write = EventLoop::Clock::now();
 }
 
 void RpcSocketServer::answer(Conn& c, std::string_view payload) {
@@ -166,6 +168,7 @@ void RpcSocketServer::answer(Conn& c, std::string_view payload) {
     return;
   }
   std::string reply;
+  c.last_write = EventLoop::Clock::now();
   const Status st = call_controller(ctl_, c.caller, call->method, call->request, &reply);
   if (st) net::append_step_frame(c.out, net::kStepFrameMessage, reply);
   net::append_step_frame(c.out, net::kStepFrameStatus, net::step_status_payload(grpc_code(st), st ? "" : st.message()));
@@ -182,6 +185,7 @@ bool RpcSocketServer::flush(Conn& c) {
       return false;
     }
     c.sent += static_cast<size_t>(n);
+    c.last_write = EventLoop::Clock::now();
   }
   c.out.clear();
   c.sent = 0;
@@ -210,15 +214,18 @@ void RpcSocketServer::close(uint64_t id) {
   conns_.erase(it);
 }
 
-// Idle connections, and calls begun but not finished in time, hold a descriptor and memory.
+// Idle connections, calls begun but not finished in time and answers not read hold a
+// descriptor and memory.
 void RpcSocketServer::sweep() {
   const auto now = EventLoop::Clock::now();
   const auto idle = std::chrono::duration<double>(limits_.idle_seconds);
   const auto partial = std::chrono::duration<double>(limits_.partial_seconds);
   std::vector<uint64_t> late;
   for (const auto& [id, c] : conns_) {
-    if (!c->out.empty()) continue;  // an answer being written: the client is reading it
-    if (c->reader.empty() ? now - c->last_answer > idle : now - c->began > partial) late.push_back(id);
+    // An answer the client stopped reading holds its memory: as long as an idle connection.
+    if (!c->out.empty() ? now - c->last_write > idle
+                        : (c->reader.empty() ? now - c->last_answer > idle : now - c->began > partial))
+      late.push_back(id);
   }
   for (uint64_t id : late) close(id);
   loop_->add_timer(limits_.sweep_seconds, [this] { sweep(); });

@@ -10,8 +10,10 @@ namespace {
 template <class Req, class Reply, class Call>
 Status unary(std::string_view request, std::string* reply, Call&& call) {
   Req req;
-  if (!req.ParseFromArray(request.data(), static_cast<int>(request.size())))
-    return invalid("malformed request: not a valid " + Req::descriptor()->name());
+  if (!req.ParseFromArray(request.data(), static_cast<int>(request.size()))) {
+    const std::string type = req.GetTypeName();  // "corral.v1.SubmitRequest"
+    return invalid("malformed request: not a valid " + type.substr(type.rfind('.') + 1));
+  }
   Reply rep;
   Status st = call(req, &rep);
   if (st) rep.SerializeToString(reply);

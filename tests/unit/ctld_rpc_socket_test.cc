@@ -212,6 +212,43 @@ TEST_F(RpcSocketTest, IdleConnectionsAndUnfinishedCallsAreClosed) {
   EXPECT_TRUE(closed_within(busy.get(), 5));  // once it stops calling
 }
 
+TEST_F(RpcSocketTest, AClientThatStopsReadingItsAnswersIsClosed) {
+  serve({.idle_seconds = 0.3, .sweep_seconds = 0.05});
+  UniqueFd fd = connect_as(kAlice);
+  // Calls, never reading an answer, until corrald stops reading them (its answers fill
+  // the socket), then nothing.
+  const std::string ping = call_frame(net::RpcMethod::ping, "");
+  std::string many;
+  for (int i = 0; i < 4096; ++i) many += ping;
+  size_t sent = 0;
+  for (int stalls = 0; stalls < 20;) {
+    const ssize_t n = ::send(fd.get(), many.data(), many.size(), MSG_DONTWAIT | MSG_NOSIGNAL);
+    if (n > 0) {
+      sent += static_cast<size_t>(n);
+      stalls = 0;
+    } else {
+      ++stalls;
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+  }
+  ASSERT_GT(sent, 0u);
+  std::this_thread::sleep_for(std::chrono::milliseconds(1000));
+  // What was answered before the stall is there to read; the rest never is: corrald gave
+  // up on the connection instead of answering once the client came back.
+  net::StepFrameReader reader(1 << 20);
+  size_t answers = 0;
+  for (;;) {
+    pollfd p{fd.get(), POLLIN, 0};
+    ASSERT_GT(::poll(&p, 1, 5000), 0) << "neither an answer nor the end";
+    char buf[65536];
+    const ssize_t n = ::recv(fd.get(), buf, sizeof buf, 0);
+    if (n <= 0) break;
+    reader.feed(std::string_view(buf, static_cast<size_t>(n)));
+    for (auto f = reader.next(); f.ok() && *f; f = reader.next()) answers += (*f)->type == net::kStepFrameStatus;
+  }
+  EXPECT_LT(answers, sent / ping.size());
+}
+
 TEST_F(RpcSocketTest, TheCommandsClientCallsThroughASocketAndReusesItsConnection) {
   serve();
   // A listener as corrald's: reads the preface, then hands the connection over.
