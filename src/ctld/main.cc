@@ -22,6 +22,7 @@
 #include "ctld/hooks/registry.h"
 #include "ctld/rpc_service.h"
 #include "ctld/rpc_socket.h"
+#include "ctld/rpc_socket_calls.h"
 #include "net/credentials.h"
 #include "net/message_limits.h"
 #include "net/peer_listener.h"
@@ -179,7 +180,11 @@ int run(const Options& o) {
   // The command's unary calls without gRPC (net/rpc_frames.h), same limits as gRPC's.
   ctld::RpcSocketServer::Limits rpc_limits;
   rpc_limits.max_request = net::kMaxClientRequest;
-  auto rpc_socket = ctld::RpcSocketServer::start(ctl, rpc_limits);
+  auto rpc_socket = ctld::RpcSocketServer::start(
+      [&ctl](const ctld::Caller& c, net::RpcMethod m, std::string_view request, std::string* reply) {
+        return ctld::call_controller(ctl, c, m, request, reply);
+      },
+      rpc_limits);
   if (!rpc_socket) {
     std::cerr << "corrald: " << rpc_socket.message() << "\n";
     return 1;

@@ -11,7 +11,6 @@
 #include <grpcpp/support/status_code_enum.h>
 #include <spdlog/spdlog.h>
 
-#include "ctld/rpc_socket_calls.h"
 #include "net/grpc_status.h"
 #include "net/rpc_frames.h"
 
@@ -44,21 +43,22 @@ struct RpcSocketServer::Conn {
   EventLoop::Clock::time_point began;        // the first byte of the call being received
   EventLoop::Clock::time_point last_write;   // the last bytes of an answer the client took
   bool closing = false;                      // close once `out` is written
+  bool calling = false;                      // a call of this connection is running
 
   explicit Conn(size_t max) : reader(max) {}
 };
 
-Result<std::unique_ptr<RpcSocketServer>> RpcSocketServer::start(Controller& ctl, const Limits& limits) {
+Result<std::unique_ptr<RpcSocketServer>> RpcSocketServer::start(Dispatch dispatch, const Limits& limits) {
   auto loop = EventLoop::create();
   if (!loop) return loop.error();
-  auto s = std::make_unique<RpcSocketServer>(ctl, limits, std::move(*loop));
+  auto s = std::make_unique<RpcSocketServer>(std::move(dispatch), limits, std::move(*loop));
   s->loop_->add_timer(limits.sweep_seconds, [p = s.get()] { p->sweep(); });
   s->thread_ = std::thread([p = s.get()] { p->loop_->run(); });
   return s;
 }
 
-RpcSocketServer::RpcSocketServer(Controller& ctl, const Limits& limits, std::unique_ptr<EventLoop> loop)
-    : ctl_(ctl), limits_(limits), loop_(std::move(loop)) {
+RpcSocketServer::RpcSocketServer(Dispatch dispatch, const Limits& limits, std::unique_ptr<EventLoop> loop)
+    : dispatch_(std::move(dispatch)), limits_(limits), loop_(std::move(loop)), pool_(limits.threads) {
   if (limits_.per_user_bytes == 0) limits_.per_user_bytes = 2 * limits_.max_request;
 }
 
@@ -104,6 +104,10 @@ void RpcSocketServer::on_events(uint64_t id, uint32_t events) {
   auto it = conns_.find(id);
   if (it == conns_.end()) return;
   Conn& c = *it->second;
+  if (c.calling) {  // nothing is watched but the end: the answer has nobody to go to
+    if (events & (EPOLLHUP | EPOLLERR)) close(id);
+    return;
+  }
   if ((events & EPOLLOUT) && !(flush(c) && answer_calls(c))) return;
   if ((events & (EPOLLIN | EPOLLHUP | EPOLLERR)) && c.out.empty() && !(read_some(c) && answer_calls(c))) return;
   watch(c);
@@ -130,7 +134,7 @@ bool RpcSocketServer::read_some(Conn& c) {
 }
 
 bool RpcSocketServer::answer_calls(Conn& c) {
-  while (c.out.empty() && !c.closing) {
+  while (c.out.empty() && !c.closing && !c.calling) {
     auto frame = c.reader.next();
     if (!frame) {
       refuse(c, static_cast<int>(grpc::StatusCode::INVALID_ARGUMENT), frame.message());
@@ -167,12 +171,26 @@ void RpcSocketServer::answer(Conn& c, std::string_view payload) {
                          "rpc protocol: unknown method (a newer client than this corrald?)");
     return;
   }
-  std::string reply;
-  c.last_write = EventLoop::Clock::now();
-  const Status st = call_controller(ctl_, c.caller, call->method, call->request, &reply);
+  c.calling = true;
+  pool_.run(c.caller.uid,
+            [this, id = c.id, caller = c.caller, method = call->method, request = std::string(call->request)] {
+              std::string reply;
+              Status st = dispatch_(caller, method, request, &reply);
+              loop_->post([this, id, st = std::move(st), reply = std::move(reply)]() mutable {
+                finish_call(id, st, std::move(reply));
+              });
+            });
+}
+
+void RpcSocketServer::finish_call(uint64_t id, const Status& st, std::string&& reply) {
+  auto it = conns_.find(id);
+  if (it == conns_.end()) return;  // closed meanwhile
+  Conn& c = *it->second;
+  c.calling = false;
   if (st) net::append_step_frame(c.out, net::kStepFrameMessage, reply);
   net::append_step_frame(c.out, net::kStepFrameStatus, net::step_status_payload(grpc_code(st), st ? "" : st.message()));
-  c.last_answer = EventLoop::Clock::now();
+  c.last_answer = c.last_write = EventLoop::Clock::now();
+  if (flush(c) && answer_calls(c)) watch(c);
 }
 
 bool RpcSocketServer::flush(Conn& c) {
@@ -197,7 +215,7 @@ bool RpcSocketServer::flush(Conn& c) {
 }
 
 void RpcSocketServer::watch(Conn& c) {
-  const uint32_t want = c.out.empty() ? EPOLLIN : EPOLLOUT;
+  const uint32_t want = c.calling ? 0u : c.out.empty() ? uint32_t{EPOLLIN} : uint32_t{EPOLLOUT};
   if (want == c.watching) return;
   if (loop_->set_events(c.fd.get(), want)) c.watching = want;
 }
@@ -222,6 +240,7 @@ void RpcSocketServer::sweep() {
   const auto partial = std::chrono::duration<double>(limits_.partial_seconds);
   std::vector<uint64_t> late;
   for (const auto& [id, c] : conns_) {
+    if (c->calling) continue;
     // An answer the client stopped reading holds its memory: as long as an idle connection.
     if (!c->out.empty() ? now - c->last_write > idle
                         : (c->reader.empty() ? now - c->last_answer > idle : now - c->began > partial))

@@ -1,17 +1,23 @@
 // The controller's unary calls over its Unix socket without gRPC (net/rpc_frames.h): one
-// thread with an event loop reads the calls of every such connection and answers them
-// through the same Controller methods (and checks) as gRPC's RpcService, as the caller
-// SO_PEERCRED names. A call runs on this thread; the controller's one lock serialises
-// them with everything else anyway, and gRPC keeps serving its own clients meanwhile.
+// thread with an event loop reads the calls of every such connection and writes their
+// answers; the calls themselves run on a few threads that take their users in turn
+// (FairCallPool), through the same Controller methods (and checks) as gRPC's RpcService
+// (rpc_socket_calls.h), as the caller SO_PEERCRED names. One call at a time per
+// connection: the next is read once the answer is written.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
+#include <string>
+#include <string_view>
 #include <thread>
 #include <unordered_map>
 
 #include "ctld/controller.h"
+#include "ctld/fair_call_pool.h"
+#include "net/rpc_frames.h"
 #include "util/event_loop.h"
 #include "util/result.h"
 #include "util/unique_fd.h"
@@ -27,10 +33,13 @@ class RpcSocketServer {
     double idle_seconds = 60;     // a connection with no call in flight is closed after this
     double partial_seconds = 10;  // to finish sending a call once begun
     double sweep_seconds = 1;     // how often the deadlines above are checked
+    size_t threads = 4;           // running calls at once
   };
-  static Result<std::unique_ptr<RpcSocketServer>> start(Controller& ctl, const Limits& limits);
+  // What a call does: call_controller (rpc_socket_calls.h) in corrald. Thread-safe.
+  using Dispatch = std::function<Status(const Caller&, net::RpcMethod, std::string_view request, std::string* reply)>;
+  static Result<std::unique_ptr<RpcSocketServer>> start(Dispatch dispatch, const Limits& limits);
   // Use start(); public for make_unique.
-  RpcSocketServer(Controller& ctl, const Limits& limits, std::unique_ptr<EventLoop> loop);
+  RpcSocketServer(Dispatch dispatch, const Limits& limits, std::unique_ptr<EventLoop> loop);
   ~RpcSocketServer();  // stops the thread, closes every connection
   RpcSocketServer(const RpcSocketServer&) = delete;
   RpcSocketServer& operator=(const RpcSocketServer&) = delete;
@@ -52,6 +61,8 @@ class RpcSocketServer {
   // False once the connection was closed.
   bool answer_calls(Conn& c);
   void answer(Conn& c, std::string_view payload);
+  // Loop thread: the answer of the call that `id` had running.
+  void finish_call(uint64_t id, const Status& st, std::string&& reply);
   void refuse(Conn& c, int code, std::string_view message);
   void account(Conn& c);  // the user's buffered bytes after c's reader changed
   // Writes what is queued; false once the connection was closed.
@@ -60,9 +71,10 @@ class RpcSocketServer {
   void close(uint64_t id);
   void sweep();
 
-  Controller& ctl_;
+  Dispatch dispatch_;
   Limits limits_;
   std::unique_ptr<EventLoop> loop_;
+  FairCallPool pool_;  // after loop_: its threads post there until they are joined
   std::unordered_map<uint64_t, std::unique_ptr<Conn>> conns_;
   std::unordered_map<uint32_t, PerUser> per_uid_;
   uint64_t next_id_ = 1;

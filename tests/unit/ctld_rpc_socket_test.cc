@@ -7,7 +7,9 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <condition_variable>
 #include <cstring>
+#include <mutex>
 #include <string>
 #include <thread>
 
@@ -18,6 +20,7 @@
 #include "cli/client/rpc_socket_client.h"
 #include "client.pb.h"
 #include "ctld/rpc_socket.h"
+#include "ctld/rpc_socket_calls.h"
 #include "ctld_test_controller.h"
 #include "net/rpc_frames.h"
 #include "temp_dir.h"
@@ -85,9 +88,13 @@ class RpcSocketTest : public ::testing::Test {
     ctl_ = test::start_test_controller(dir_, test::test_config(dir_));
     ASSERT_TRUE(ctl_);
   }
-  void serve(RpcSocketServer::Limits limits = {}) {
+  void serve(RpcSocketServer::Limits limits = {}, RpcSocketServer::Dispatch dispatch = {}) {
     if (limits.max_request == 0) limits.max_request = 1 << 20;
-    auto s = RpcSocketServer::start(*ctl_, limits);
+    if (!dispatch)
+      dispatch = [this](const Caller& c, net::RpcMethod m, std::string_view request, std::string* reply) {
+        return call_controller(*ctl_, c, m, request, reply);
+      };
+    auto s = RpcSocketServer::start(std::move(dispatch), limits);
     ASSERT_TRUE(s.ok()) << s.message();
     server_ = std::move(*s);
   }
@@ -247,6 +254,53 @@ TEST_F(RpcSocketTest, AClientThatStopsReadingItsAnswersIsClosed) {
     for (auto f = reader.next(); f.ok() && *f; f = reader.next()) answers += (*f)->type == net::kStepFrameStatus;
   }
   EXPECT_LT(answers, sent / ping.size());
+}
+
+TEST_F(RpcSocketTest, OneUsersSlowCallsDoNotHoldUpAnotherUsersCall) {
+  constexpr uint32_t kBob = 12346;
+  std::mutex mu;
+  std::condition_variable cv;
+  int may_finish = 0;  // how many more of Alice's calls may end
+  std::atomic<int> alice_running{0};
+  serve({.threads = 2}, [&](const Caller& c, net::RpcMethod, std::string_view, std::string* reply) {
+    if (c.uid == kAlice) {
+      ++alice_running;
+      std::unique_lock lock(mu);
+      cv.wait(lock, [&] { return may_finish > 0; });
+      --may_finish;
+    }
+    *reply = std::to_string(c.uid);
+    return Status();
+  });
+  auto let_alice_finish = [&](int n) {
+    {
+      std::lock_guard lock(mu);
+      may_finish += n;
+    }
+    cv.notify_all();
+  };
+  // Alice queues eight calls from eight connections (two run, on both threads), then Bob
+  // calls once. When one of hers ends, the free thread is Bob's turn, not her third call.
+  std::vector<UniqueFd> alice;
+  for (int i = 0; i < 8; ++i) {
+    alice.push_back(connect_as(kAlice));
+    send_all(alice.back().get(), call_frame(net::RpcMethod::ping, ""));
+  }
+  for (int i = 0; i < 500 && alice_running.load() < 2; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  ASSERT_EQ(alice_running.load(), 2);
+  UniqueFd bob = connect_as(kBob);
+  send_all(bob.get(), call_frame(net::RpcMethod::ping, ""));
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));  // Bob's call is queued
+  let_alice_finish(1);
+  net::StepFrameReader reader(1 << 20);
+  Reply r = read_answer(bob.get(), reader, 5);
+  let_alice_finish(100);
+  ASSERT_EQ(r.code, 0) << "Bob's call waited behind Alice's";
+  EXPECT_EQ(r.body, std::to_string(kBob));
+  for (auto& fd : alice) {
+    net::StepFrameReader ar(1 << 20);
+    EXPECT_EQ(read_answer(fd.get(), ar).code, 0);
+  }
 }
 
 TEST_F(RpcSocketTest, TheCommandsClientCallsThroughASocketAndReusesItsConnection) {
