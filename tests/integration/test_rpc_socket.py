@@ -9,50 +9,21 @@ import tempfile
 import pytest
 
 from conftest import run_corral
+from frame_client import FRAME_HELPERS
 
 NOBODY = 65534
 
 # A client of corrald's own rpc protocol written by hand, run as another user: each exchange
 # prints the status frame's code and message (and, for ping, the uid corrald saw).
-RAW_CLIENT = r'''
-import socket, struct, sys
+RAW_CLIENT = FRAME_HELPERS + r'''
 path = sys.argv[1]
 PREFACE = b"CORRAL-RPC/1\n"
-
-def frame(kind, payload):
-    return bytes([kind]) + struct.pack(">I", len(payload)) + payload
-
-def varint(n):
-    out = b""
-    while True:
-        b = n & 0x7F
-        n >>= 7
-        out += bytes([b | (0x80 if n else 0)])
-        if not n:
-            return out
-
-def answer(s):
-    buf, body = b"", b""
-    while True:
-        chunk = s.recv(65536)
-        if not chunk:
-            return "closed"
-        buf += chunk
-        while len(buf) >= 5:
-            kind, n = buf[0], struct.unpack(">I", buf[1:5])[0]
-            if len(buf) < 5 + n:
-                break
-            payload, buf = buf[5:5 + n], buf[5 + n:]
-            if kind == 1:
-                body = payload
-            elif kind == 2:
-                return f"{payload[0]} {payload[1:].decode()}", body
 
 def exchange(data):
     s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     s.connect(path)
     s.send(PREFACE + data)
-    return answer(s)
+    return read_answer(s)
 
 jobid = int(sys.argv[2])
 status, body = exchange(frame(1, b"\x07"))                        # Ping

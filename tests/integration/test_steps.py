@@ -12,6 +12,7 @@ import time
 import pytest
 
 from conftest import SOURCE_DIR, binary, wait_until
+from frame_client import FRAME_HELPERS
 
 
 def hold(cluster, *args):
@@ -288,25 +289,9 @@ def test_steps_get_mpi_ports_from_their_jobs_share(cluster):
 
 # A client of the agent's own step protocol written by hand (net/step_frames.h), run as
 # another user: each exchange prints the status frame's code and message.
-RAW_CLIENT = r'''
-import socket, struct, sys, time
+RAW_CLIENT = FRAME_HELPERS + r'''
 path = sys.argv[1]
 PREFACE = b"CORRAL-STEP/1\n"
-
-def frame(kind, payload):
-    return bytes([kind]) + struct.pack(">I", len(payload)) + payload
-
-def varint(n):
-    out = b""
-    while True:
-        b = n & 0x7F
-        n >>= 7
-        out += bytes([b | (0x80 if n else 0)])
-        if not n:
-            return out
-
-def field(num, payload):  # a length-delimited protobuf field
-    return varint(num << 3 | 2) + varint(len(payload)) + payload
 
 def exchange(data, slowly=False):
     s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -318,19 +303,7 @@ def exchange(data, slowly=False):
         s.send(data)
     else:
         s.send(PREFACE + data)
-    buf = b""
-    while True:
-        chunk = s.recv(65536)
-        if not chunk:
-            return "closed"
-        buf += chunk
-        while len(buf) >= 5:
-            kind, n = buf[0], struct.unpack(">I", buf[1:5])[0]
-            if len(buf) < 5 + n:
-                break
-            payload, buf = buf[5:5 + n], buf[5 + n:]
-            if kind == 2:
-                return f"{payload[0]} {payload[1:].decode()}"
+    return read_answer(s)[0]
 
 jobid = int(sys.argv[2])
 spec = varint(1 << 3) + varint(jobid) + field(2, b"/bin/true")  # StepSpec{jobid, argv}

@@ -73,6 +73,16 @@ Reply read_answer(int fd, net::StepFrameReader& reader, double seconds = 5) {
   }
 }
 
+// A listening Unix socket at `path` (invalid on failure).
+UniqueFd listen_unix(const std::string& path) {
+  UniqueFd fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  std::strcpy(addr.sun_path, path.c_str());
+  if (::bind(fd.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 || ::listen(fd.get(), 8) != 0) return {};
+  return fd;
+}
+
 // True when the peer closed `fd` within `seconds`.
 bool closed_within(int fd, double seconds) {
   pollfd p{fd, POLLIN, 0};
@@ -307,12 +317,8 @@ TEST_F(RpcSocketTest, TheCommandsClientCallsThroughASocketAndReusesItsConnection
   serve();
   // A listener as corrald's: reads the preface, then hands the connection over.
   const std::string path = dir_.str() + "/ctld.sock";
-  UniqueFd listener(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
-  sockaddr_un addr{};
-  addr.sun_family = AF_UNIX;
-  std::strcpy(addr.sun_path, path.c_str());
-  ASSERT_EQ(::bind(listener.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
-  ASSERT_EQ(::listen(listener.get(), 8), 0);
+  UniqueFd listener = listen_unix(path);
+  ASSERT_TRUE(listener.valid());
   std::atomic<int> accepted{0};
   std::thread acceptor([&] {
     for (;;) {
@@ -352,12 +358,8 @@ TEST(RpcSocketClientTest, SaysWhyCorraldCannotBeReachedOrDoesNotAnswer) {
   EXPECT_EQ(a.message(), "no such file or directory");
 
   const std::string path = dir.str() + "/mute.sock";  // accepts, never answers
-  UniqueFd listener(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
-  sockaddr_un addr{};
-  addr.sun_family = AF_UNIX;
-  std::strcpy(addr.sun_path, path.c_str());
-  ASSERT_EQ(::bind(listener.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
-  ASSERT_EQ(::listen(listener.get(), 8), 0);
+  UniqueFd listener = listen_unix(path);
+  ASSERT_TRUE(listener.valid());
   cli::RpcSocketClient mute(path, 1 << 20);
   a = mute.call(net::RpcMethod::ping, "", 0.2);
   ASSERT_FALSE(a.ok());
