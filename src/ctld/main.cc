@@ -180,6 +180,7 @@ int run(const Options& o) {
   // The command's unary calls without gRPC (net/rpc_frames.h), same limits as gRPC's.
   ctld::RpcSocketServer::Limits rpc_limits;
   rpc_limits.max_request = net::kMaxClientRequest;
+  rpc_limits.max_answer = net::kMaxClientReply;
   auto rpc_socket = ctld::RpcSocketServer::start(
       [&ctl](const ctld::Caller& c, net::RpcMethod m, std::string_view request, std::string* reply) {
         return ctld::call_controller(ctl, c, m, request, reply);

@@ -35,7 +35,8 @@ struct RpcSocketServer::Conn {
   UniqueFd fd;
   Caller caller;
   net::StepFrameReader reader;
-  size_t accounted = 0;  // of reader.buffered(), counted in the user's bytes
+  size_t accounted = 0;         // of reader.buffered(), counted in the user's bytes
+  size_t answer_accounted = 0;  // of the answer not yet written, counted in the user's answers
   std::string out;
   size_t sent = 0;
   uint32_t watching = 0;
@@ -60,6 +61,7 @@ Result<std::unique_ptr<RpcSocketServer>> RpcSocketServer::start(Dispatch dispatc
 RpcSocketServer::RpcSocketServer(Dispatch dispatch, const Limits& limits, std::unique_ptr<EventLoop> loop)
     : dispatch_(std::move(dispatch)), limits_(limits), loop_(std::move(loop)), pool_(limits.threads) {
   if (limits_.per_user_bytes == 0) limits_.per_user_bytes = 2 * limits_.max_request;
+  if (limits_.per_user_answers == 0) limits_.per_user_answers = 2 * limits_.max_answer;
 }
 
 RpcSocketServer::~RpcSocketServer() {
@@ -155,6 +157,9 @@ void RpcSocketServer::account(Conn& c) {
   PerUser& user = per_uid_[c.caller.uid];
   user.bytes = user.bytes - c.accounted + c.reader.buffered();
   c.accounted = c.reader.buffered();
+  const size_t unwritten = c.out.size() - c.sent;
+  user.answers = user.answers - c.answer_accounted + unwritten;
+  c.answer_accounted = unwritten;
 }
 
 void RpcSocketServer::refuse(Conn& c, int code, std::string_view message) {
@@ -177,19 +182,30 @@ void RpcSocketServer::answer(Conn& c, std::string_view payload) {
               std::string reply;
               Status st = dispatch_(caller, method, request, &reply);
               loop_->post([this, id, st = std::move(st), reply = std::move(reply)]() mutable {
-                finish_call(id, st, std::move(reply));
+                finish_call(id, std::move(st), std::move(reply));
               });
             });
 }
 
-void RpcSocketServer::finish_call(uint64_t id, const Status& st, std::string&& reply) {
+void RpcSocketServer::finish_call(uint64_t id, Status st, std::string&& reply) {
   auto it = conns_.find(id);
   if (it == conns_.end()) return;  // closed meanwhile
   Conn& c = *it->second;
   c.calling = false;
+  const size_t waiting = per_uid_[c.caller.uid].answers;
+  if (st && reply.size() > limits_.max_answer)
+    st =
+        Error{Errc::resource_exhausted,
+              fmt::format("the answer is {} bytes, over corrald's limit of {}: ask for less (--count, a state, a user)",
+                          reply.size(), limits_.max_answer)};
+  else if (st && c.caller.uid != 0 && waiting + reply.size() > limits_.per_user_answers)
+    st = Error{Errc::resource_exhausted,
+               fmt::format("uid {} has {} bytes of answers from corrald not yet read; read them first", c.caller.uid,
+                           waiting)};
   if (st) net::append_step_frame(c.out, net::kStepFrameMessage, reply);
   net::append_step_frame(c.out, net::kStepFrameStatus, net::step_status_payload(grpc_code(st), st ? "" : st.message()));
   c.last_answer = c.last_write = EventLoop::Clock::now();
+  account(c);
   if (flush(c) && answer_calls(c)) watch(c);
 }
 
@@ -197,7 +213,10 @@ bool RpcSocketServer::flush(Conn& c) {
   while (c.sent < c.out.size()) {
     const ssize_t n = ::send(c.fd.get(), c.out.data() + c.sent, c.out.size() - c.sent, MSG_DONTWAIT | MSG_NOSIGNAL);
     if (n < 0 && errno == EINTR) continue;
-    if (n < 0 && errno == EAGAIN) return true;
+    if (n < 0 && errno == EAGAIN) {
+      account(c);
+      return true;
+    }
     if (n <= 0) {
       close(c.id);
       return false;
@@ -207,6 +226,7 @@ bool RpcSocketServer::flush(Conn& c) {
   }
   c.out.clear();
   c.sent = 0;
+  account(c);
   if (c.closing) {
     close(c.id);
     return false;
@@ -227,6 +247,7 @@ void RpcSocketServer::close(uint64_t id) {
   loop_->remove_fd(c.fd.get());
   if (auto u = per_uid_.find(c.caller.uid); u != per_uid_.end()) {
     u->second.bytes -= c.accounted;
+    u->second.answers -= c.answer_accounted;
     if (--u->second.conns == 0) per_uid_.erase(u);
   }
   conns_.erase(it);

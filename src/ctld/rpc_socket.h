@@ -27,13 +27,15 @@ namespace corral::ctld {
 class RpcSocketServer {
  public:
   struct Limits {
-    size_t max_request = 0;       // the largest call frame a client may send
-    size_t per_user = 64;         // connections one user (not root) holds at once
-    size_t per_user_bytes = 0;    // of calls being received, one user's at once (0: 2 x max_request)
-    double idle_seconds = 60;     // a connection with no call in flight is closed after this
-    double partial_seconds = 10;  // to finish sending a call once begun
-    double sweep_seconds = 1;     // how often the deadlines above are checked
-    size_t threads = 4;           // running calls at once
+    size_t max_request = 0;          // the largest call frame a client may send
+    size_t per_user = 64;            // connections one user (not root) holds at once
+    size_t per_user_bytes = 0;       // of calls being received, one user's at once (0: 2 x max_request)
+    size_t per_user_answers = 0;     // of answers not yet read, one user's at once (0: 2 x max_answer)
+    size_t max_answer = 256u << 20;  // an answer larger than this is refused
+    double idle_seconds = 60;        // a connection with no call in flight is closed after this
+    double partial_seconds = 10;     // to finish sending a call once begun
+    double sweep_seconds = 1;        // how often the deadlines above are checked
+    size_t threads = 4;              // running calls at once
   };
   // What a call does: call_controller (rpc_socket_calls.h) in corrald. Thread-safe.
   using Dispatch = std::function<Status(const Caller&, net::RpcMethod, std::string_view request, std::string* reply)>;
@@ -51,7 +53,8 @@ class RpcSocketServer {
   struct Conn;
   struct PerUser {
     size_t conns = 0;
-    size_t bytes = 0;  // buffered of calls not yet whole
+    size_t bytes = 0;    // buffered of calls not yet whole
+    size_t answers = 0;  // of answers not yet written
   };
   void take(UniqueFd fd, Caller caller);
   void on_events(uint64_t id, uint32_t events);
@@ -62,9 +65,9 @@ class RpcSocketServer {
   bool answer_calls(Conn& c);
   void answer(Conn& c, std::string_view payload);
   // Loop thread: the answer of the call that `id` had running.
-  void finish_call(uint64_t id, const Status& st, std::string&& reply);
+  void finish_call(uint64_t id, Status st, std::string&& reply);
   void refuse(Conn& c, int code, std::string_view message);
-  void account(Conn& c);  // the user's buffered bytes after c's reader changed
+  void account(Conn& c);  // the user's bytes after c's reader or answer changed
   // Writes what is queued; false once the connection was closed.
   bool flush(Conn& c);
   void watch(Conn& c);

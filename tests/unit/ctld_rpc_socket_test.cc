@@ -313,6 +313,34 @@ TEST_F(RpcSocketTest, OneUsersSlowCallsDoNotHoldUpAnotherUsersCall) {
   }
 }
 
+TEST_F(RpcSocketTest, AnswersNotYetReadAreLimitedPerUser) {
+  // Answers of 1 MiB, 1.5 MiB of them unread per user; one of 3 MiB is too big at all.
+  serve({.per_user_answers = 3 << 19, .max_answer = 2 << 20},
+        [](const Caller&, net::RpcMethod m, std::string_view, std::string* reply) {
+          reply->assign(m == net::RpcMethod::ping ? (1 << 20) : (3 << 20), 'x');
+          return Status();
+        });
+  UniqueFd first = connect_as(kAlice), second = connect_as(kAlice);
+  send_all(first.get(), call_frame(net::RpcMethod::ping, ""));  // not read yet
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  send_all(second.get(), call_frame(net::RpcMethod::ping, ""));
+  net::StepFrameReader reader(4 << 20);
+  Reply r = read_answer(second.get(), reader);
+  EXPECT_EQ(r.code, 8);
+  EXPECT_THAT(r.message, HasSubstr("bytes of answers from corrald not yet read"));
+  net::StepFrameReader first_reader(4 << 20);
+  r = read_answer(first.get(), first_reader);  // read: the next call is answered
+  ASSERT_EQ(r.code, 0);
+  EXPECT_EQ(r.body.size(), 1u << 20);
+  send_all(second.get(), call_frame(net::RpcMethod::ping, ""));
+  r = read_answer(second.get(), reader);
+  EXPECT_EQ(r.code, 0) << r.message;
+  send_all(second.get(), call_frame(net::RpcMethod::list_jobs, ""));
+  r = read_answer(second.get(), reader);
+  EXPECT_EQ(r.code, 8);
+  EXPECT_THAT(r.message, HasSubstr("over corrald's limit of 2097152"));
+}
+
 TEST_F(RpcSocketTest, TheCommandsClientCallsThroughASocketAndReusesItsConnection) {
   serve();
   // A listener as corrald's: reads the preface, then hands the connection over.
