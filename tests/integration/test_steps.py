@@ -187,6 +187,58 @@ def test_mpich_program_across_four_nodes_as_a_step(cluster, mpi_program):
         [f"rank {r} of 8" for r in range(8)] + ["ring and allreduce ok"]), proc.stdout
 
 
+# A task speaking PMI-2's wire protocol over PMI_FD, as MPICH's pmi2 client and Intel MPI
+# do: init, fullinit, a put of its own key, the fence, and a get of its neighbour's.
+PMI2_TASK = r'''
+import os, sys
+fd = int(os.environ["PMI_FD"])
+rank, size = int(os.environ["PMI_RANK"]), int(os.environ["PMI_SIZE"])
+f = os.fdopen(fd, "r+b", buffering=0)
+
+def read_exact(n):
+    data = b""
+    while len(data) < n:
+        chunk = f.read(n - len(data))
+        if not chunk:
+            sys.exit("PMI connection closed")
+        data += chunk
+    return data
+
+def call(msg):
+    body = msg.encode()
+    f.write(b"%6d" % len(body) + body)
+    n = int(read_exact(6))
+    return dict(kv.split("=", 1) for kv in read_exact(n).decode().split(";") if kv)
+
+f.write(b"cmd=init pmi_version=2 pmi_subversion=0\n")
+line = b""
+while not line.endswith(b"\n"):
+    line += read_exact(1)
+assert b"rc=0" in line, line
+init = call(f"cmd=fullinit;pmirank={rank};threaded=FALSE;")
+assert init["rc"] == "0" and int(init["rank"]) == rank and int(init["size"]) == size, init
+assert call(f"cmd=kvs-put;key=addr-{rank};value=node-{os.environ['CORRAL_NODEID']};")["rc"] == "0"
+assert call("cmd=kvs-fence;")["rc"] == "0"
+peer = (rank + 1) % size
+got = call(f"cmd=kvs-get;key=addr-{peer};")
+assert got["found"] == "TRUE", got
+print(f"rank {rank}: {peer} is on {got['value']}")
+call("cmd=finalize;")
+'''
+
+
+@pytest.mark.cluster(size=4, agents=4, cores=2)
+def test_pmi2_tasks_exchange_keys_across_four_nodes(cluster):
+    jobid = hold(cluster, "-N4", "-n8")
+    proc = step(cluster, jobid, "-N4", "-n8", "/usr/bin/python3", "-c", PMI2_TASK, timeout=120)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    lines = sorted(proc.stdout.splitlines())
+    assert len(lines) == 8, proc.stdout
+    for r in range(8):  # -n8 over 4 nodes: two ranks per node, in blocks
+        assert f"rank {r}: {(r + 1) % 8} is on node-{((r + 1) % 8) // 2}" in lines, proc.stdout
+    cluster.corral("cancel", jobid)
+
+
 @pytest.mark.cluster(size=4, agents=4, cores=2)
 def test_mpich_program_across_four_nodes_as_a_job(cluster, mpi_program):
     proc = cluster.corral("run", "-N4", "-n8", mpi_program, check=False, timeout=120)

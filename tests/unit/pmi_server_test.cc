@@ -1,6 +1,9 @@
-// The PMI-1 server: a fake client over the socketpair for every command and error path,
+// The PMI server: a fake client over the socketpair for every command and error path
+// (PMI-1's and PMI-2's wire),
 // then real MPICH programs (built with mpicc at test time) served by one or two servers.
 #include "node/pmi/pmi_server.h"
+
+#include "node/pmi/pmi_wire.h"
 
 #include <fcntl.h>
 #include <poll.h>
@@ -162,6 +165,42 @@ class PmiServerTest : public ::testing::Test {
     send(rank, line + "\n");
     return recv(rank);
   }
+  // PMI-2: the init line, then messages with their 6-character length.
+  void init_v2(int rank) {
+    ASSERT_EQ(call(rank, "cmd=init pmi_version=2 pmi_subversion=0"),
+              "cmd=response_to_init pmi_version=2 pmi_subversion=0 rc=0");
+  }
+  void send2(int rank, const std::string& message) {
+    char len[8];
+    std::snprintf(len, sizeof len, "%6d", static_cast<int>(message.size()));
+    send(rank, len + message);
+  }
+  // The next PMI-2 message of `rank` without its length; "<timeout>" or "<eof>" otherwise.
+  std::string recv2(int rank, int timeout_ms = 5000) {
+    std::string& buf = inbuf_[rank];
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+    for (;;) {
+      if (buf.size() >= 6) {
+        const std::size_t n = std::stoul(buf.substr(0, 6));
+        if (buf.size() >= 6 + n) {
+          std::string msg = buf.substr(6, n);
+          buf.erase(0, 6 + n);
+          return msg;
+        }
+      }
+      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+      pollfd p{ends_[rank].get(), POLLIN, 0};
+      if (left.count() <= 0 || ::poll(&p, 1, static_cast<int>(left.count())) <= 0) return "<timeout>";
+      char tmp[4096];
+      ssize_t n = ::read(ends_[rank].get(), tmp, sizeof tmp);
+      if (n <= 0) return "<eof>";
+      buf.append(tmp, static_cast<std::size_t>(n));
+    }
+  }
+  std::string call2(int rank, const std::string& message) {
+    send2(rank, message);
+    return recv2(rank);
+  }
   void wait_for(const std::function<bool()>& cond) {
     for (int i = 0; i < 500 && !cond(); ++i) std::this_thread::sleep_for(10ms);
   }
@@ -262,12 +301,101 @@ TEST_F(PmiServerTest, InitAndQueries) {
   EXPECT_EQ(call(0, "cmd=finalize"), "cmd=finalize_ack rc=0");
 }
 
-TEST_F(PmiServerTest, InitOnlyServesVersionOne) {
-  add_server(step(1), {0}, local_);
+TEST_F(PmiServerTest, InitServesVersionsOneAndTwo) {
+  add_server(step(2), {0, 1}, local_);
   start_loop();
-  std::string reply = call(0, "cmd=init pmi_version=2 pmi_subversion=0");
+  std::string reply = call(0, "cmd=init pmi_version=3 pmi_subversion=0");
   EXPECT_TRUE(contains(reply, "cmd=response_to_init pmi_version=1 pmi_subversion=1 rc=-1")) << reply;
   EXPECT_TRUE(contains(call(0, "cmd=init"), "rc=-1"));
+  EXPECT_EQ(call(1, "cmd=init pmi_version=2 pmi_subversion=0"),
+            "cmd=response_to_init pmi_version=2 pmi_subversion=0 rc=0");
+}
+
+// ---- PMI-2 ----------------------------------------------------------------------
+
+TEST(PmiWireV2, LengthsAndMessages) {
+  EXPECT_EQ(pmi::parse_v2_length("    42"), 42u);
+  EXPECT_EQ(pmi::parse_v2_length("000042"), 42u);
+  EXPECT_FALSE(pmi::parse_v2_length("  4 2 "));
+  EXPECT_FALSE(pmi::parse_v2_length("      "));
+  EXPECT_FALSE(pmi::parse_v2_length("12345"));
+  auto cmd = pmi::parse_v2("cmd=kvs-put;key=a;value=x=y;thrid=0x1;");
+  ASSERT_TRUE(cmd.ok()) << cmd.message();
+  EXPECT_EQ(cmd->name, "kvs-put");
+  EXPECT_EQ(*cmd->arg("value"), "x=y");
+  EXPECT_EQ(*cmd->arg("thrid"), "0x1");
+  EXPECT_FALSE(pmi::parse_v2("key=a;cmd=x;").ok());
+  EXPECT_FALSE(pmi::parse_v2("cmd=a;k=1;k=2;").ok());
+  EXPECT_FALSE(pmi::parse_v2("cmd=a;\n").ok());
+  EXPECT_EQ(pmi::format_v2("kvs-get-response", {{"rc", "0"}, {"value", "a;b"}}),
+            "    36cmd=kvs-get-response;rc=0;value=a,b;");
+}
+
+TEST_F(PmiServerTest, Pmi2FullinitAndQueriesCarryTheThreadId) {
+  add_server(step(4, "(vector,(0,2,2))"), {0, 1}, local_);
+  start_loop();
+  init_v2(0);
+  EXPECT_EQ(call2(0, "cmd=fullinit;pmirank=0;threaded=FALSE;thrid=0x7;"),
+            "cmd=fullinit-response;rc=0;pmi-version=2;pmi-subversion=0;rank=0;size=4;appnum=0;debugged=FALSE;"
+            "pmiverbose=FALSE;thrid=0x7;");
+  EXPECT_EQ(call2(0, "cmd=job-getid;"), "cmd=job-getid-response;rc=0;jobid=corral_7_0;");
+  EXPECT_EQ(call2(0, "cmd=info-getjobattr;key=PMI_process_mapping;"),
+            "cmd=info-getjobattr-response;rc=0;found=TRUE;value=(vector,(0,2,2));");
+  EXPECT_EQ(call2(0, "cmd=info-getjobattr;key=nothing;"), "cmd=info-getjobattr-response;rc=0;found=FALSE;value=;");
+  EXPECT_TRUE(contains(call2(0, "cmd=name-publish;name=a;port=b;"), "rc=-1"));
+  EXPECT_EQ(call2(0, "cmd=finalize;"), "cmd=finalize-response;rc=0;");
+  // A task speaks only for its own rank.
+  init_v2(1);
+  EXPECT_TRUE(contains(call2(1, "cmd=fullinit;pmirank=0;"), "rc=-1;errmsg=pmirank is not this task's rank 1"));
+}
+
+TEST_F(PmiServerTest, Pmi2PutsAreSharedAtTheFenceAcrossNodes) {
+  MergingExchange ex(2);
+  add_server(step(2), {0}, ex.node(0));
+  add_server(step(2), {1}, ex.node(1));
+  start_loop();
+  for (int r : {0, 1}) {
+    init_v2(r);
+    EXPECT_TRUE(contains(call2(r, "cmd=fullinit;pmirank=" + std::to_string(r) + ";"), "rc=0"));
+    EXPECT_EQ(call2(r, "cmd=kvs-put;key=card-" + std::to_string(r) + ";value=tcp://" + std::to_string(r) + ";"),
+              "cmd=kvs-put-response;rc=0;");
+  }
+  send2(0, "cmd=kvs-fence;thrid=0xa;");
+  EXPECT_EQ(recv2(0, 200), "<timeout>");  // node 1 has not fenced
+  send2(1, "cmd=kvs-fence;");
+  EXPECT_EQ(recv2(0), "cmd=kvs-fence-response;rc=0;thrid=0xa;");
+  EXPECT_EQ(recv2(1), "cmd=kvs-fence-response;rc=0;");
+  EXPECT_EQ(call2(0, "cmd=kvs-get;jobid=corral_7_0;srcid=1;key=card-1;"),
+            "cmd=kvs-get-response;rc=0;found=TRUE;value=tcp://1;");
+  EXPECT_EQ(call2(1, "cmd=kvs-get;key=nothing;"), "cmd=kvs-get-response;rc=0;found=FALSE;value=;");
+}
+
+TEST_F(PmiServerTest, Pmi2NodeAttributesWaitForTheirPut) {
+  add_server(step(2), {0, 1}, local_);
+  start_loop();
+  init_v2(0);
+  init_v2(1);
+  EXPECT_EQ(call2(0, "cmd=info-getnodeattr;key=shm;"), "cmd=info-getnodeattr-response;rc=0;found=FALSE;");
+  send2(0, "cmd=info-getnodeattr;key=shm;wait=TRUE;thrid=0x1;");
+  EXPECT_EQ(recv2(0, 200), "<timeout>");
+  EXPECT_EQ(call2(1, "cmd=info-putnodeattr;key=shm;value=/dev/shm/x;"), "cmd=info-putnodeattr-response;rc=0;");
+  EXPECT_EQ(recv2(0), "cmd=info-getnodeattr-response;rc=0;found=TRUE;value=/dev/shm/x;thrid=0x1;");
+}
+
+TEST_F(PmiServerTest, Pmi2AbortAndBrokenMessages) {
+  add_server(step(2), {0, 1}, local_);
+  start_loop();
+  init_v2(0);
+  send2(0, "cmd=abort;exitcode=3;message=out of cheese;");
+  EXPECT_EQ(recv2(0), "<eof>");
+  wait_for([&] { return !aborts().empty(); });
+  ASSERT_EQ(aborts().size(), 1u);
+  EXPECT_EQ(aborts()[0].rank, 0);
+  EXPECT_EQ(aborts()[0].exit_code, 3);
+  EXPECT_EQ(aborts()[0].message, "out of cheese");
+  init_v2(1);
+  send(1, "notalengthcmd=x;");
+  EXPECT_EQ(recv2(1), "<eof>");
 }
 
 TEST_F(PmiServerTest, PutsAreSharedAtTheBarrier) {

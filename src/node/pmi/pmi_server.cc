@@ -136,6 +136,8 @@ struct PmiServer::Conn {
   bool in_barrier = false;
   std::string skipping_mcmd;  // name of the multi-line command being skipped
   std::size_t put_bytes = 0;
+  bool v2 = false;          // init asked for PMI-2: what follows is in its wire protocol
+  std::string fence_thrid;  // PMI-2: the thrid of the kvs-fence being waited in
 };
 
 Result<std::unique_ptr<PmiServer>> PmiServer::create(EventLoop& loop, PmiExchange& exchange, PmiStep step,
@@ -230,17 +232,34 @@ void PmiServer::read_input(Conn& c) {
       return;
     }
     c.in.append(buf, static_cast<std::size_t>(n));
-    std::size_t start = 0;
-    for (auto nl = c.in.find('\n'); c.open && nl != std::string::npos; nl = c.in.find('\n', start)) {
-      if (nl - start > pmi::kLineMax) break;
-      handle_line(c, std::string_view(c.in).substr(start, nl - start));
-      start = nl + 1;
-    }
+    consume(c);
     if (!c.open) return;
-    c.in.erase(0, start);
     if (c.in.size() > pmi::kLineMax)
-      return fail(c, "sent a PMI line longer than " + std::to_string(pmi::kLineMax) + " bytes");
+      return fail(c, "sent a PMI message longer than " + std::to_string(pmi::kLineMax) + " bytes");
   }
+}
+
+void PmiServer::consume(Conn& c) {
+  std::size_t start = 0;
+  while (c.open) {
+    std::string_view rest = std::string_view(c.in).substr(start);
+    if (!c.v2) {
+      auto nl = rest.find('\n');
+      if (nl == std::string_view::npos || nl > pmi::kLineMax) break;
+      handle_line(c, rest.substr(0, nl));
+      start += nl + 1;
+      continue;
+    }
+    if (rest.size() < pmi::kV2LengthChars) break;
+    auto len = pmi::parse_v2_length(rest.substr(0, pmi::kV2LengthChars));
+    if (!len) return fail(c, "sent a PMI-2 message without its length");
+    if (*len > pmi::kLineMax)
+      return fail(c, "sent a PMI-2 message longer than " + std::to_string(pmi::kLineMax) + " bytes");
+    if (rest.size() < pmi::kV2LengthChars + *len) break;
+    handle_v2(c, rest.substr(pmi::kV2LengthChars, *len));
+    start += pmi::kV2LengthChars + *len;
+  }
+  if (c.open) c.in.erase(0, start);
 }
 
 void PmiServer::handle_line(Conn& c, std::string_view line) {
@@ -261,9 +280,15 @@ void PmiServer::handle_line(Conn& c, std::string_view line) {
   if (cmd.multi_line) {
     c.skipping_mcmd = name;  // the answer follows its "endcmd"
   } else if (name == "init") {
-    bool v1 = parse_int(cmd.arg("pmi_version"), 0) == 1 && parse_int(cmd.arg("pmi_subversion"), 99) <= 1;
+    const int version = parse_int(cmd.arg("pmi_version"), 0), sub = parse_int(cmd.arg("pmi_subversion"), 99);
+    if (version == 2 && sub == 0) {
+      reply(c, pmi::format_reply("response_to_init", {{"pmi_version", "2"}, {"pmi_subversion", "0"}, {"rc", "0"}}));
+      c.v2 = true;  // the rest of c.in is PMI-2's
+      return;
+    }
+    bool v1 = version == 1 && sub <= 1;
     Args args = {{"pmi_version", "1"}, {"pmi_subversion", "1"}, {"rc", v1 ? "0" : "-1"}};
-    if (!v1) args.push_back({"msg", "corral serves PMI version 1.1 only"});
+    if (!v1) args.push_back({"msg", "corral serves PMI versions 1.1 and 2.0"});
     reply(c, pmi::format_reply("response_to_init", args));
   } else if (name == "get_maxes") {
     reply(c, pmi::format_reply("maxes", {{"rc", "0"},
@@ -377,8 +402,132 @@ void PmiServer::finish_fence(Result<PmiKvs> all_puts) {
   for (auto& c : conns_) {
     if (!c->in_barrier) continue;
     c->in_barrier = false;
-    if (c->open) reply(*c, pmi::format_reply("barrier_out", {{"rc", "0"}}));
+    if (!c->open) continue;
+    if (!c->v2) {
+      reply(*c, pmi::format_reply("barrier_out", {{"rc", "0"}}));
+      continue;
+    }
+    Args args{{"rc", "0"}};
+    if (!c->fence_thrid.empty()) args.push_back({"thrid", c->fence_thrid});
+    reply(*c, pmi::format_v2("kvs-fence-response", args));
   }
+}
+
+// ------------------------------------------------------------------ PMI-2
+
+void PmiServer::handle_v2(Conn& c, std::string_view message) {
+  c.started = true;
+  auto parsed = pmi::parse_v2(message);
+  if (!parsed) {
+    spdlog::warn("PMI rank {}: {}", c.rank, parsed.message());
+    return reply(c, pmi::format_v2("error-response", {{"rc", "-1"}, {"errmsg", parsed.message()}}));
+  }
+  const pmi::Command& cmd = *parsed;
+  const std::string thrid = cmd.arg("thrid") ? *cmd.arg("thrid") : "";
+  auto answer = [&](std::string_view name, Args args) {
+    if (!thrid.empty()) args.push_back({"thrid", thrid});
+    reply(c, pmi::format_v2(name, args));
+  };
+  auto refuse = [&](std::string_view name, const std::string& why) { answer(name, {{"rc", "-1"}, {"errmsg", why}}); };
+  const std::string& name = cmd.name;
+  if (name == "fullinit") {
+    // A rank is its connection's: a task cannot speak for another.
+    if (parse_int(cmd.arg("pmirank"), -1) != c.rank)
+      return refuse("fullinit-response", "pmirank is not this task's rank " + std::to_string(c.rank));
+    answer("fullinit-response", {{"rc", "0"},
+                                 {"pmi-version", "2"},
+                                 {"pmi-subversion", "0"},
+                                 {"rank", std::to_string(c.rank)},
+                                 {"size", std::to_string(step_.size)},
+                                 {"appnum", std::to_string(step_.appnum)},
+                                 {"debugged", "FALSE"},
+                                 {"pmiverbose", "FALSE"}});
+  } else if (name == "job-getid") {
+    answer("job-getid-response", {{"rc", "0"}, {"jobid", step_.kvsname}});
+  } else if (name == "info-getjobattr") {
+    const std::string* key = cmd.arg("key");
+    std::string value;
+    if (key && *key == "PMI_process_mapping") value = step_.process_mapping;
+    if (key && *key == "universeSize") value = std::to_string(step_.universe_size);
+    answer("info-getjobattr-response", {{"rc", "0"}, {"found", value.empty() ? "FALSE" : "TRUE"}, {"value", value}});
+  } else if (name == "info-putnodeattr" || name == "info-getnodeattr") {
+    handle_v2_nodeattr(c, cmd, thrid);
+  } else if (name == "kvs-put") {
+    const std::string* key = cmd.arg("key");
+    const std::string* value = cmd.arg("value");
+    if (!key || key->empty() || !value) return refuse("kvs-put-response", "kvs-put needs key= and value=");
+    if (key->size() > pmi::kKeyMax || value->size() > pmi::kValueMax)
+      return refuse("kvs-put-response", "key or value longer than corral's limits (" + std::to_string(pmi::kKeyMax) +
+                                            ", " + std::to_string(pmi::kValueMax) + ")");
+    if (c.put_bytes + key->size() + value->size() > kMaxPutBytesPerRank)
+      return refuse("kvs-put-response", "rank put more than " + std::to_string(kMaxPutBytesPerRank) + " bytes");
+    c.put_bytes += key->size() + value->size();
+    kvs_.insert_or_assign(*key, *value);
+    pending_puts_.insert_or_assign(*key, *value);
+    answer("kvs-put-response", {{"rc", "0"}});
+  } else if (name == "kvs-get") {
+    const std::string* key = cmd.arg("key");
+    if (!key || key->empty()) return refuse("kvs-get-response", "kvs-get needs key=");
+    auto it = kvs_.find(*key);
+    answer(
+        "kvs-get-response",
+        {{"rc", "0"}, {"found", it == kvs_.end() ? "FALSE" : "TRUE"}, {"value", it == kvs_.end() ? "" : it->second}});
+  } else if (name == "kvs-fence") {
+    c.fence_thrid = thrid;
+    handle_barrier_in(c);
+  } else if (name == "finalize") {
+    c.finalized = true;
+    answer("finalize-response", {{"rc", "0"}});
+  } else if (name == "abort") {
+    handle_abort(c, cmd);
+  } else {
+    spdlog::warn("PMI rank {}: PMI-2 command '{}' is not served", c.rank, name);
+    refuse(name + "-response", "corral does not support PMI-2 " + name);
+  }
+}
+
+void PmiServer::handle_v2_nodeattr(Conn& c, const pmi::Command& cmd, const std::string& thrid) {
+  const std::string* key = cmd.arg("key");
+  auto answer = [this](Conn& to, std::string_view name, Args args, const std::string& tid) {
+    if (!tid.empty()) args.push_back({"thrid", tid});
+    reply(to, pmi::format_v2(name, args));
+  };
+  if (cmd.name == "info-putnodeattr") {
+    const std::string* value = cmd.arg("value");
+    if (!key || key->empty() || !value || key->size() > pmi::kKeyMax || value->size() > pmi::kValueMax)
+      return answer(c, "info-putnodeattr-response", {{"rc", "-1"}, {"errmsg", "needs key= and value= within limits"}},
+                    thrid);
+    if (c.put_bytes + key->size() + value->size() > kMaxPutBytesPerRank)
+      return answer(c, "info-putnodeattr-response", {{"rc", "-1"}, {"errmsg", "rank put too much"}}, thrid);
+    c.put_bytes += key->size() + value->size();
+    node_attrs_.insert_or_assign(*key, *value);
+    answer(c, "info-putnodeattr-response", {{"rc", "0"}}, thrid);
+    // Who waited for it gets it now.
+    std::vector<ParkedGet> still;
+    for (auto& p : parked_) {
+      if (p.key != *key) {
+        still.push_back(std::move(p));
+        continue;
+      }
+      if (p.conn->open)
+        answer(*p.conn, "info-getnodeattr-response", {{"rc", "0"}, {"found", "TRUE"}, {"value", *value}}, p.thrid);
+    }
+    parked_ = std::move(still);
+    return;
+  }
+  if (!key || key->empty())
+    return answer(c, "info-getnodeattr-response", {{"rc", "-1"}, {"errmsg", "needs key="}}, thrid);
+  if (auto it = node_attrs_.find(*key); it != node_attrs_.end())
+    return answer(c, "info-getnodeattr-response", {{"rc", "0"}, {"found", "TRUE"}, {"value", it->second}}, thrid);
+  const std::string* wait = cmd.arg("wait");
+  if (wait && *wait == "TRUE") {
+    // Bounded: one parked get per rank at a time, as a client waits for its answer.
+    for (const auto& p : parked_)
+      if (p.conn == &c) return fail(c, "asked for a second node attribute while waiting for one");
+    parked_.push_back({&c, *key, thrid});
+    return;
+  }
+  answer(c, "info-getnodeattr-response", {{"rc", "0"}, {"found", "FALSE"}}, thrid);
 }
 
 void PmiServer::reply(Conn& c, std::string line) {

@@ -1,6 +1,8 @@
-// A PMI-1 server for the local ranks of one step on one node: each task talks to it over
-// its own socketpair (PMI_FD), driven without blocking by the agent's EventLoop. Puts
-// are shared with the step's other nodes at every barrier through a PmiExchange.
+// A PMI server for the local ranks of one step on one node: each task talks to it over
+// its own socketpair (PMI_FD), driven without blocking by the agent's EventLoop, in PMI-1's
+// wire protocol or, when its init asks for version 2, PMI-2's (pmi_wire.h). Puts are
+// shared with the step's other nodes at every barrier (PMI-2: kvs-fence) through a
+// PmiExchange; PMI-2's node attributes stay on this node.
 //
 // Usage (on the loop thread):
 //   auto server = PmiServer::create(loop, exchange, step, {0, 1}, callbacks);
@@ -93,7 +95,11 @@ class PmiServer {
   Status add_rank(int rank);
   void on_events(Conn& c, uint32_t events);
   void read_input(Conn& c);
+  // Handles the whole messages in c.in (lines, or PMI-2 messages once init asked for it).
+  void consume(Conn& c);
   void handle_line(Conn& c, std::string_view line);
+  void handle_v2(Conn& c, std::string_view message);
+  void handle_v2_nodeattr(Conn& c, const pmi::Command& cmd, const std::string& thrid);
   void handle_barrier_in(Conn& c);
   void handle_put(Conn& c, const pmi::Command& cmd);
   void handle_get(Conn& c, const pmi::Command& cmd);
@@ -114,6 +120,12 @@ class PmiServer {
   std::vector<std::unique_ptr<Conn>> conns_;  // never erased: callbacks may hold a Conn&
   PmiKvs kvs_;                                // every put seen so far, local and remote
   PmiKvs pending_puts_;                       // local puts since the last barrier
+  PmiKvs node_attrs_;                         // PMI-2 info-putnodeattr: this node's ranks only
+  struct ParkedGet {                          // info-getnodeattr wait=TRUE, until the put
+    Conn* conn;
+    std::string key, thrid;
+  };
+  std::vector<ParkedGet> parked_;
   std::size_t in_barrier_ = 0;
   bool fence_running_ = false;
   std::size_t barriers_completed_ = 0;

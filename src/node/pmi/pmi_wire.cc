@@ -1,5 +1,7 @@
 #include "node/pmi/pmi_wire.h"
 
+#include <algorithm>
+
 namespace corral::node::pmi {
 
 namespace {
@@ -85,6 +87,62 @@ std::string format_reply(std::string_view name, const std::vector<std::pair<std:
   }
   out += '\n';
   return out;
+}
+
+std::optional<std::size_t> parse_v2_length(std::string_view head) {
+  if (head.size() != kV2LengthChars) return std::nullopt;
+  std::size_t i = 0, n = 0;
+  while (i < head.size() && head[i] == ' ') ++i;
+  if (i == head.size()) return std::nullopt;
+  for (; i < head.size(); ++i) {
+    if (head[i] < '0' || head[i] > '9') return std::nullopt;
+    n = n * 10 + static_cast<std::size_t>(head[i] - '0');
+  }
+  return n;
+}
+
+Result<Command> parse_v2(std::string_view message) {
+  for (char c : message) {
+    if (static_cast<unsigned char>(c) < 0x20) return bad_line(message, "it contains a control character");
+  }
+  Command cmd;
+  bool first = true;
+  std::size_t i = 0;
+  while (i < message.size()) {
+    std::size_t end = message.find(';', i);
+    if (end == std::string_view::npos) end = message.size();
+    std::string_view token = message.substr(i, end - i);
+    i = end + 1;
+    if (token.empty()) continue;
+    if (first) {
+      if (auto st = parse_head(message, token, cmd); !st) return st.error();
+      if (cmd.multi_line) return bad_line(message, "it must start with cmd=NAME");
+      first = false;
+      continue;
+    }
+    auto eq = token.find('=');
+    if (eq == 0) return bad_line(message, "'" + shorten(token) + "' has an empty key");
+    std::string key(token.substr(0, eq));
+    std::string value = eq == std::string_view::npos ? "" : std::string(token.substr(eq + 1));
+    auto [it, inserted] = cmd.args.emplace(std::move(key), std::move(value));
+    if (!inserted) return bad_line(message, "key '" + shorten(it->first) + "' appears twice");
+  }
+  if (first) return bad_line(message, "the message is empty");
+  return cmd;
+}
+
+std::string format_v2(std::string_view name, const std::vector<std::pair<std::string, std::string>>& args) {
+  std::string body = "cmd=";
+  body += name;
+  body += ';';
+  for (const auto& [key, value] : args) {
+    body += key;
+    body += '=';
+    for (char c : value) body += (c == ';') ? ',' : (static_cast<unsigned char>(c) < 0x20 ? '_' : c);
+    body += ';';
+  }
+  std::string len = std::to_string(body.size());
+  return std::string(kV2LengthChars - std::min(len.size(), kV2LengthChars), ' ') + len + body;
 }
 
 }  // namespace corral::node::pmi

@@ -1,6 +1,9 @@
 // The PMI-1 "simple" wire protocol MPICH's PMI client speaks over PMI_FD: one command per
 // line, "cmd=NAME key=value key=value\n", replies in the same shape. Values may contain
 // '=' (MPICH sends "value=segments=4"), never spaces or newlines.
+// PMI-2's wire (after an "init pmi_version=2" line in PMI-1's): each message is its length
+// in 6 characters (printf's "%6d"), then "cmd=NAME;key=value;...;". Values never contain
+// ';' (there is no escape); a client may add "thrid=X", which its reply must carry back.
 #pragma once
 
 #include <cstddef>
@@ -35,6 +38,15 @@ struct Command {
 
 // `line` without its '\n'. invalid_argument errors name what is wrong with the line.
 Result<Command> parse_line(std::string_view line);
+
+inline constexpr std::size_t kV2LengthChars = 6;
+// A PMI-2 message's length from its first 6 characters ("    42"); nullopt if they are not
+// one (spaces, then digits).
+std::optional<std::size_t> parse_v2_length(std::string_view head);
+// A PMI-2 message without its length.
+Result<Command> parse_v2(std::string_view message);
+// The length, then "cmd=NAME;k=v;...;"; a ';' inside a value becomes ','.
+std::string format_v2(std::string_view name, const std::vector<std::pair<std::string, std::string>>& args = {});
 
 // "cmd=NAME k=v ...\n". Whitespace inside a value is replaced by '_' so a reply always
 // parses back into the same pairs (messages are the only values that could have any).
