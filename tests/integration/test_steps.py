@@ -230,9 +230,10 @@ call("cmd=finalize;")
 @pytest.mark.cluster(size=4, agents=4, cores=2)
 def test_pmi2_tasks_exchange_keys_across_four_nodes(cluster):
     jobid = hold(cluster, "-N4", "-n8")
-    proc = step(cluster, jobid, "-N4", "-n8", "/usr/bin/python3", "-c", PMI2_TASK, timeout=120)
+    # Labelled: the output of tasks on different nodes is merged line by line.
+    proc = step(cluster, jobid, "-l", "-N4", "-n8", "/usr/bin/python3", "-c", PMI2_TASK, timeout=120)
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    lines = sorted(proc.stdout.splitlines())
+    lines = sorted(line.split(": ", 1)[1] for line in proc.stdout.splitlines())
     assert len(lines) == 8, proc.stdout
     for r in range(8):  # -n8 over 4 nodes: two ranks per node, in blocks
         assert f"rank {r}: {(r + 1) % 8} is on node-{((r + 1) % 8) // 2}" in lines, proc.stdout
