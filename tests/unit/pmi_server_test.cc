@@ -143,19 +143,24 @@ class PmiServerTest : public ::testing::Test {
   void send(int rank, const std::string& text) {
     ASSERT_EQ(::write(ends_[rank].get(), text.data(), text.size()), static_cast<ssize_t>(text.size()));
   }
+  // Reads what `rank` was sent into its buffer, waiting until `deadline`: "" when something
+  // came, "<timeout>" or "<eof>" otherwise.
+  std::string read_more(int rank, std::chrono::steady_clock::time_point deadline) {
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    pollfd p{ends_[rank].get(), POLLIN, 0};
+    if (left.count() <= 0 || ::poll(&p, 1, static_cast<int>(left.count())) <= 0) return "<timeout>";
+    char tmp[4096];
+    ssize_t n = ::read(ends_[rank].get(), tmp, sizeof tmp);
+    if (n <= 0) return "<eof>";
+    inbuf_[rank].append(tmp, static_cast<std::size_t>(n));
+    return "";
+  }
   // The next reply line of `rank` without '\n'; "<timeout>" or "<eof>" otherwise.
   std::string recv(int rank, int timeout_ms = 5000) {
     std::string& buf = inbuf_[rank];
     auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
-    while (buf.find('\n') == std::string::npos) {
-      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
-      pollfd p{ends_[rank].get(), POLLIN, 0};
-      if (left.count() <= 0 || ::poll(&p, 1, static_cast<int>(left.count())) <= 0) return "<timeout>";
-      char tmp[4096];
-      ssize_t n = ::read(ends_[rank].get(), tmp, sizeof tmp);
-      if (n <= 0) return "<eof>";
-      buf.append(tmp, static_cast<std::size_t>(n));
-    }
+    while (buf.find('\n') == std::string::npos)
+      if (auto why = read_more(rank, deadline); !why.empty()) return why;
     auto nl = buf.find('\n');
     std::string line = buf.substr(0, nl);
     buf.erase(0, nl + 1);
@@ -188,13 +193,7 @@ class PmiServerTest : public ::testing::Test {
           return msg;
         }
       }
-      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
-      pollfd p{ends_[rank].get(), POLLIN, 0};
-      if (left.count() <= 0 || ::poll(&p, 1, static_cast<int>(left.count())) <= 0) return "<timeout>";
-      char tmp[4096];
-      ssize_t n = ::read(ends_[rank].get(), tmp, sizeof tmp);
-      if (n <= 0) return "<eof>";
-      buf.append(tmp, static_cast<std::size_t>(n));
+      if (auto why = read_more(rank, deadline); !why.empty()) return why;
     }
   }
   std::string call2(int rank, const std::string& message) {
