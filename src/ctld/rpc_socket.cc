@@ -21,10 +21,11 @@ namespace {
 constexpr size_t kReadChunk = 64 << 10;  // per wake-up: one client's flood waits for the others
 
 int grpc_code(const Status& st) { return static_cast<int>(net::to_grpc(st).error_code()); }
+constexpr int code(grpc::StatusCode c) { return static_cast<int>(c); }
 
 std::string status_frame(int code, std::string_view message) {
   std::string out;
-  net::append_step_frame(out, net::kStepFrameStatus, net::step_status_payload(code, message));
+  net::append_status_frame(out, code, message);
   return out;
 }
 
@@ -81,7 +82,7 @@ void RpcSocketServer::take(UniqueFd fd, Caller caller) {
   PerUser& user = per_uid_[caller.uid];
   if (caller.uid != 0 && user.conns >= limits_.per_user) {
     const std::string refusal = status_frame(
-        static_cast<int>(grpc::StatusCode::RESOURCE_EXHAUSTED),
+        code(grpc::StatusCode::RESOURCE_EXHAUSTED),
         fmt::format("too many connections from uid {} to corrald (at most {} at once)", caller.uid, limits_.per_user));
     (void)!::send(fd.get(), refusal.data(), refusal.size(), MSG_DONTWAIT | MSG_NOSIGNAL);
     return;
@@ -127,7 +128,7 @@ bool RpcSocketServer::read_some(Conn& c) {
   c.reader.feed(std::string_view(buf, static_cast<size_t>(n)));
   account(c);
   if (per_uid_[c.caller.uid].bytes > limits_.per_user_bytes && c.caller.uid != 0) {
-    refuse(c, static_cast<int>(grpc::StatusCode::RESOURCE_EXHAUSTED),
+    refuse(c, code(grpc::StatusCode::RESOURCE_EXHAUSTED),
            fmt::format("uid {} is sending corrald more than {} bytes of calls at once", c.caller.uid,
                        limits_.per_user_bytes));
     return flush(c);
@@ -139,11 +140,11 @@ bool RpcSocketServer::answer_calls(Conn& c) {
   while (c.out.empty() && !c.closing && !c.calling) {
     auto frame = c.reader.next();
     if (!frame) {
-      refuse(c, static_cast<int>(grpc::StatusCode::INVALID_ARGUMENT), frame.message());
+      refuse(c, code(grpc::StatusCode::INVALID_ARGUMENT), frame.message());
     } else if (!*frame) {
       break;
     } else if ((*frame)->type != net::kStepFrameMessage) {
-      refuse(c, static_cast<int>(grpc::StatusCode::INVALID_ARGUMENT), "rpc protocol: a client sends only call frames");
+      refuse(c, code(grpc::StatusCode::INVALID_ARGUMENT), "rpc protocol: a client sends only call frames");
     } else {
       answer(c, (*frame)->payload);
     }
@@ -172,7 +173,7 @@ void RpcSocketServer::refuse(Conn& c, int code, std::string_view message) {
 void RpcSocketServer::answer(Conn& c, std::string_view payload) {
   auto call = net::parse_rpc_call(payload);
   if (!call) {
-    c.out = status_frame(static_cast<int>(grpc::StatusCode::UNIMPLEMENTED),
+    c.out = status_frame(code(grpc::StatusCode::UNIMPLEMENTED),
                          "rpc protocol: unknown method (a newer client than this corrald?)");
     return;
   }
@@ -203,7 +204,7 @@ void RpcSocketServer::finish_call(uint64_t id, Status st, std::string&& reply) {
                fmt::format("uid {} has {} bytes of answers from corrald not yet read; read them first", c.caller.uid,
                            waiting)};
   if (st) net::append_step_frame(c.out, net::kStepFrameMessage, reply);
-  net::append_step_frame(c.out, net::kStepFrameStatus, net::step_status_payload(grpc_code(st), st ? "" : st.message()));
+  net::append_status_frame(c.out, grpc_code(st), st ? "" : st.message());
   c.last_answer = c.last_write = EventLoop::Clock::now();
   account(c);
   if (flush(c) && answer_calls(c)) watch(c);

@@ -18,6 +18,10 @@ std::string step_status_payload(int code, std::string_view message) {
   return out;
 }
 
+void append_status_frame(std::string& out, int code, std::string_view message) {
+  append_step_frame(out, kStepFrameStatus, step_status_payload(code, message));
+}
+
 Result<StepStatus> parse_step_status(std::string_view payload) {
   if (payload.empty()) return invalid("a step status frame without a code");
   return StepStatus{static_cast<unsigned char>(payload[0]), std::string(payload.substr(1))};

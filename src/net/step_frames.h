@@ -26,6 +26,8 @@ inline constexpr size_t kStepFrameHeader = 5;
 void append_step_frame(std::string& out, uint8_t type, std::string_view payload);
 // A kStatus frame's payload.
 std::string step_status_payload(int code, std::string_view message);
+// Appends a kStatus frame (the call's end) to `out`.
+void append_status_frame(std::string& out, int code, std::string_view message);
 struct StepStatus {
   int code = 0;
   std::string message;

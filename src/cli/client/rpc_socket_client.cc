@@ -2,12 +2,12 @@
 
 #include <poll.h>
 #include <sys/socket.h>
-#include <sys/un.h>
 
-#include <cctype>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+
+#include "net/unix_connect.h"
 
 namespace corral::cli {
 
@@ -16,13 +16,6 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 Error unavailable(std::string why) { return {Errc::unavailable, std::move(why)}; }
-
-// strerror's words as gRPC's messages give them: "connection refused".
-std::string reason(int err) {
-  std::string r = std::strerror(err);
-  if (!r.empty()) r[0] = static_cast<char>(std::tolower(static_cast<unsigned char>(r[0])));
-  return r;
-}
 
 // Milliseconds left until `end` (0 once past), for poll.
 int left_ms(Clock::time_point end) {
@@ -44,17 +37,9 @@ bool wait_for(int fd, short events, Clock::time_point end) {
 }  // namespace
 
 Status RpcSocketClient::connect() {
-  sockaddr_un addr{};
-  if (path_.size() >= sizeof addr.sun_path)
-    return unavailable("the socket path is " + std::to_string(path_.size()) +
-                       " bytes long, longer than a Unix socket address holds (" +
-                       std::to_string(sizeof addr.sun_path - 1) + ")");
-  UniqueFd fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
-  if (!fd.valid()) return unavailable(reason(errno));
-  addr.sun_family = AF_UNIX;
-  std::memcpy(addr.sun_path, path_.c_str(), path_.size() + 1);
-  if (::connect(fd.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) return unavailable(reason(errno));
-  fd_ = std::move(fd);
+  auto fd = net::connect_unix(path_);
+  if (!fd) return fd.error();
+  fd_ = std::move(*fd);
   return {};
 }
 
@@ -78,7 +63,7 @@ Result<RpcSocketClient::Answer> RpcSocketClient::call(net::RpcMethod method, std
       if (!wait_for(fd_.get(), POLLOUT, end)) return fail(unavailable("no answer within the deadline"));
       continue;
     }
-    if (n <= 0) return fail(unavailable(reason(errno)));
+    if (n <= 0) return fail(unavailable(net::errno_words(errno)));
     done += static_cast<size_t>(n);
   }
   net::StepFrameReader reader(max_reply_);
@@ -103,7 +88,7 @@ Result<RpcSocketClient::Answer> RpcSocketClient::call(net::RpcMethod method, std
     char buf[64 << 10];
     const ssize_t n = ::recv(fd_.get(), buf, sizeof buf, MSG_DONTWAIT);
     if (n < 0 && (errno == EINTR || errno == EAGAIN)) continue;
-    if (n < 0) return fail(unavailable(reason(errno)));
+    if (n < 0) return fail(unavailable(net::errno_words(errno)));
     if (n == 0) return fail(unavailable("corrald closed the connection without an answer"));
     reader.feed(std::string_view(buf, static_cast<size_t>(n)));
   }

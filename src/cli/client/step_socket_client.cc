@@ -1,7 +1,6 @@
 #include "cli/client/step_socket_client.h"
 
 #include <sys/socket.h>
-#include <sys/un.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -11,6 +10,7 @@
 #include <optional>
 
 #include "net/step_frames.h"
+#include "net/unix_connect.h"
 #include "util/unique_fd.h"
 
 namespace corral::cli {
@@ -115,14 +115,9 @@ class SocketStepStream final : public StepStream::Impl {
 }  // namespace
 
 Result<std::unique_ptr<StepStream::Impl>> open_step_socket(const std::string& path, uint64_t jobid, size_t max_frame) {
-  sockaddr_un addr{};
-  if (path.size() >= sizeof addr.sun_path) return invalid("socket path " + path + " is too long");
-  UniqueFd fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
-  if (!fd.valid()) return io_error(std::string("socket: ") + std::strerror(errno));
-  addr.sun_family = AF_UNIX;
-  std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
-  if (::connect(fd.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0)
-    return Error{Errc::unavailable, std::strerror(errno)};
+  auto connected = net::connect_unix(path);
+  if (!connected) return connected.error();
+  UniqueFd fd = std::move(*connected);
   const std::string_view preface = net::kStepPreface;
   if (::send(fd.get(), preface.data(), preface.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(preface.size()))
     return Error{Errc::unavailable, std::strerror(errno)};

@@ -320,25 +320,30 @@ void PmiServer::handle_line(Conn& c, std::string_view line) {
   }
 }
 
+std::string PmiServer::charge_put(Conn& c, const std::string* key, const std::string* value) {
+  if (!key || key->empty() || !value) return "a put needs key= and value=";
+  if (key->size() > pmi::kKeyMax) return "key is longer than keylen_max=" + std::to_string(pmi::kKeyMax);
+  if (value->size() > pmi::kValueMax) return "value is longer than vallen_max=" + std::to_string(pmi::kValueMax);
+  if (c.put_bytes + key->size() + value->size() > kMaxPutBytesPerRank)
+    return "rank put more than " + std::to_string(kMaxPutBytesPerRank) + " bytes";
+  c.put_bytes += key->size() + value->size();
+  return "";
+}
+
+void PmiServer::store_put(const std::string& key, const std::string& value) {
+  kvs_.insert_or_assign(key, value);  // visible to this node's ranks at once
+  pending_puts_.insert_or_assign(key, value);
+}
+
 void PmiServer::handle_put(Conn& c, const pmi::Command& cmd) {
   const std::string* kvsname = cmd.arg("kvsname");
   const std::string* key = cmd.arg("key");
   const std::string* value = cmd.arg("value");
-  std::string problem;
-  if (kvsname && *kvsname != step_.kvsname)
-    problem = "unknown kvsname '" + *kvsname + "' (this step's is '" + step_.kvsname + "')";
-  else if (!key || key->empty() || !value)
-    problem = "put needs key= and value=";
-  else if (key->size() > pmi::kKeyMax)
-    problem = "key is longer than keylen_max=" + std::to_string(pmi::kKeyMax);
-  else if (value->size() > pmi::kValueMax)
-    problem = "value is longer than vallen_max=" + std::to_string(pmi::kValueMax);
-  else if (c.put_bytes + key->size() + value->size() > kMaxPutBytesPerRank)
-    problem = "rank put more than " + std::to_string(kMaxPutBytesPerRank) + " bytes";
+  std::string problem = kvsname && *kvsname != step_.kvsname
+                            ? "unknown kvsname '" + *kvsname + "' (this step's is '" + step_.kvsname + "')"
+                            : charge_put(c, key, value);
   if (!problem.empty()) return reply(c, error_reply("put_result", problem));
-  c.put_bytes += key->size() + value->size();
-  kvs_.insert_or_assign(*key, *value);  // visible to this node's ranks at once
-  pending_puts_.insert_or_assign(*key, *value);
+  store_put(*key, *value);
   reply(c, pmi::format_reply("put_result", {{"rc", "0"}}));
 }
 
@@ -424,10 +429,7 @@ void PmiServer::handle_v2(Conn& c, std::string_view message) {
   }
   const pmi::Command& cmd = *parsed;
   const std::string thrid = cmd.arg("thrid") ? *cmd.arg("thrid") : "";
-  auto answer = [&](std::string_view name, Args args) {
-    if (!thrid.empty()) args.push_back({"thrid", thrid});
-    reply(c, pmi::format_v2(name, args));
-  };
+  auto answer = [&](std::string_view name, Args args) { reply_v2(c, name, std::move(args), thrid); };
   auto refuse = [&](std::string_view name, const std::string& why) { answer(name, {{"rc", "-1"}, {"errmsg", why}}); };
   const std::string& name = cmd.name;
   if (name == "fullinit") {
@@ -453,17 +455,9 @@ void PmiServer::handle_v2(Conn& c, std::string_view message) {
   } else if (name == "info-putnodeattr" || name == "info-getnodeattr") {
     handle_v2_nodeattr(c, cmd, thrid);
   } else if (name == "kvs-put") {
-    const std::string* key = cmd.arg("key");
-    const std::string* value = cmd.arg("value");
-    if (!key || key->empty() || !value) return refuse("kvs-put-response", "kvs-put needs key= and value=");
-    if (key->size() > pmi::kKeyMax || value->size() > pmi::kValueMax)
-      return refuse("kvs-put-response", "key or value longer than corral's limits (" + std::to_string(pmi::kKeyMax) +
-                                            ", " + std::to_string(pmi::kValueMax) + ")");
-    if (c.put_bytes + key->size() + value->size() > kMaxPutBytesPerRank)
-      return refuse("kvs-put-response", "rank put more than " + std::to_string(kMaxPutBytesPerRank) + " bytes");
-    c.put_bytes += key->size() + value->size();
-    kvs_.insert_or_assign(*key, *value);
-    pending_puts_.insert_or_assign(*key, *value);
+    if (auto problem = charge_put(c, cmd.arg("key"), cmd.arg("value")); !problem.empty())
+      return refuse("kvs-put-response", problem);
+    store_put(*cmd.arg("key"), *cmd.arg("value"));
     answer("kvs-put-response", {{"rc", "0"}});
   } else if (name == "kvs-get") {
     const std::string* key = cmd.arg("key");
@@ -486,48 +480,42 @@ void PmiServer::handle_v2(Conn& c, std::string_view message) {
   }
 }
 
+void PmiServer::reply_v2(Conn& c, std::string_view name, Args args, const std::string& thrid) {
+  if (!thrid.empty()) args.push_back({"thrid", thrid});
+  reply(c, pmi::format_v2(name, args));
+}
+
 void PmiServer::handle_v2_nodeattr(Conn& c, const pmi::Command& cmd, const std::string& thrid) {
   const std::string* key = cmd.arg("key");
-  auto answer = [this](Conn& to, std::string_view name, Args args, const std::string& tid) {
-    if (!tid.empty()) args.push_back({"thrid", tid});
-    reply(to, pmi::format_v2(name, args));
-  };
   if (cmd.name == "info-putnodeattr") {
     const std::string* value = cmd.arg("value");
-    if (!key || key->empty() || !value || key->size() > pmi::kKeyMax || value->size() > pmi::kValueMax)
-      return answer(c, "info-putnodeattr-response", {{"rc", "-1"}, {"errmsg", "needs key= and value= within limits"}},
-                    thrid);
-    if (c.put_bytes + key->size() + value->size() > kMaxPutBytesPerRank)
-      return answer(c, "info-putnodeattr-response", {{"rc", "-1"}, {"errmsg", "rank put too much"}}, thrid);
-    c.put_bytes += key->size() + value->size();
+    if (auto problem = charge_put(c, key, value); !problem.empty())
+      return reply_v2(c, "info-putnodeattr-response", {{"rc", "-1"}, {"errmsg", problem}}, thrid);
     node_attrs_.insert_or_assign(*key, *value);
-    answer(c, "info-putnodeattr-response", {{"rc", "0"}}, thrid);
+    reply_v2(c, "info-putnodeattr-response", {{"rc", "0"}}, thrid);
     // Who waited for it gets it now.
-    std::vector<ParkedGet> still;
-    for (auto& p : parked_) {
-      if (p.key != *key) {
-        still.push_back(std::move(p));
-        continue;
-      }
-      if (p.conn->open)
-        answer(*p.conn, "info-getnodeattr-response", {{"rc", "0"}, {"found", "TRUE"}, {"value", *value}}, p.thrid);
-    }
-    parked_ = std::move(still);
+    auto waited =
+        std::stable_partition(parked_.begin(), parked_.end(), [&](const ParkedGet& p) { return p.key != *key; });
+    for (auto it = waited; it != parked_.end(); ++it)
+      if (it->conn->open)
+        reply_v2(*it->conn, "info-getnodeattr-response", {{"rc", "0"}, {"found", "TRUE"}, {"value", *value}},
+                 it->thrid);
+    parked_.erase(waited, parked_.end());
     return;
   }
   if (!key || key->empty())
-    return answer(c, "info-getnodeattr-response", {{"rc", "-1"}, {"errmsg", "needs key="}}, thrid);
+    return reply_v2(c, "info-getnodeattr-response", {{"rc", "-1"}, {"errmsg", "needs key="}}, thrid);
   if (auto it = node_attrs_.find(*key); it != node_attrs_.end())
-    return answer(c, "info-getnodeattr-response", {{"rc", "0"}, {"found", "TRUE"}, {"value", it->second}}, thrid);
+    return reply_v2(c, "info-getnodeattr-response", {{"rc", "0"}, {"found", "TRUE"}, {"value", it->second}}, thrid);
   const std::string* wait = cmd.arg("wait");
   if (wait && *wait == "TRUE") {
-    // Bounded: one parked get per rank at a time, as a client waits for its answer.
+    // A client waits for its answer, so a rank has one parked get at most.
     for (const auto& p : parked_)
       if (p.conn == &c) return fail(c, "asked for a second node attribute while waiting for one");
     parked_.push_back({&c, *key, thrid});
     return;
   }
-  answer(c, "info-getnodeattr-response", {{"rc", "0"}, {"found", "FALSE"}}, thrid);
+  reply_v2(c, "info-getnodeattr-response", {{"rc", "0"}, {"found", "FALSE"}}, thrid);
 }
 
 void PmiServer::reply(Conn& c, std::string line) {

@@ -100,8 +100,15 @@ class PmiServer {
   void handle_line(Conn& c, std::string_view line);
   void handle_v2(Conn& c, std::string_view message);
   void handle_v2_nodeattr(Conn& c, const pmi::Command& cmd, const std::string& thrid);
+  // A PMI-2 answer, carrying the request's thrid back when it had one.
+  void reply_v2(Conn& c, std::string_view name, std::vector<std::pair<std::string, std::string>> args,
+                const std::string& thrid);
   void handle_barrier_in(Conn& c);
   void handle_put(Conn& c, const pmi::Command& cmd);
+  // Checks a put (PMI-1 put, PMI-2 kvs-put or node attribute) against the announced limits
+  // and the rank's budget, and charges the budget: "" when it may be stored, else why not.
+  std::string charge_put(Conn& c, const std::string* key, const std::string* value);
+  void store_put(const std::string& key, const std::string& value);
   void handle_get(Conn& c, const pmi::Command& cmd);
   void handle_abort(Conn& c, const pmi::Command& cmd);
   void start_fence();

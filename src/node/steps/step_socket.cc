@@ -52,11 +52,9 @@ StepSocketServer::~StepSocketServer() {
 void StepSocketServer::adopt(UniqueFd fd, uint32_t uid) {
   if (auto n = per_uid_.find(uid); uid != 0 && n != per_uid_.end() && n->second >= per_user_) {
     std::string refusal;
-    net::append_step_frame(
-        refusal, net::kStepFrameStatus,
-        net::step_status_payload(kResourceExhausted, "too many step connections from uid " + std::to_string(uid) +
-                                                         " on this agent (at most " + std::to_string(per_user_) +
-                                                         " at once)"));
+    net::append_status_frame(refusal, kResourceExhausted,
+                             "too many step connections from uid " + std::to_string(uid) + " on this agent (at most " +
+                                 std::to_string(per_user_) + " at once)");
     (void)!::send(fd.get(), refusal.data(), refusal.size(), MSG_DONTWAIT | MSG_NOSIGNAL);
     return;
   }
@@ -171,7 +169,7 @@ void StepSocketServer::send(StepManager::ClientId id, v1::StepServerMessage&& ms
 void StepSocketServer::end(Conn& c, int code, const std::string& message) {
   if (c.ended) return;
   c.ended = true;
-  net::append_step_frame(c.out, net::kStepFrameStatus, net::step_status_payload(code, message));
+  net::append_status_frame(c.out, code, message);
   flush(c);
 }
 
