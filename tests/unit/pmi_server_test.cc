@@ -397,6 +397,17 @@ TEST_F(PmiServerTest, Pmi2AbortAndBrokenMessages) {
   EXPECT_EQ(recv2(1), "<eof>");
 }
 
+TEST_F(PmiServerTest, Pmi2MessageLongerThanTheLimitClosesTheConnection) {
+  add_server(step(1), {0}, local_);
+  start_loop();
+  init_v2(0);
+  send(0, "999999cmd=kvs-put;key=a;value=");  // announces ~1 MB: nothing is buffered for it
+  EXPECT_EQ(recv2(0), "<eof>");
+  wait_for([&] { return !errors().empty(); });
+  ASSERT_FALSE(errors().empty());
+  EXPECT_TRUE(contains(errors()[0].second, "longer than 4096 bytes")) << errors()[0].second;
+}
+
 TEST_F(PmiServerTest, PutsAreSharedAtTheBarrier) {
   add_server(step(2), {0, 1}, local_);
   start_loop();
