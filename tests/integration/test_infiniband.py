@@ -115,7 +115,7 @@ def test_pool_shows_keys(ib_cluster):
 
 def test_mpi_job_on_two_nodes_sees_its_selected_devices(ib_cluster):
     prog = ib_cluster.shared_dir("mpi") / "pmi_ring"
-    subprocess.run(["mpicc", "-o", str(prog), str(SOURCE_DIR / "tests" / "data" / "mpi" / "pmi_ring.c")],
+    subprocess.run(["mpicc.mpich", "-o", str(prog), str(SOURCE_DIR / "tests" / "data" / "mpi" / "pmi_ring.c")],
                    check=True)
     out = ib_cluster.corral("run", "-N2", "-n4", "--ib", ib(fabric="IbFabric2", instance=0), "--ib",
                             ib(fabric="IbFabric1", instance=0), "sh", "-c",

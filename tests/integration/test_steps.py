@@ -174,7 +174,7 @@ def test_other_users_cannot_attach_steps(cluster):
 def mpi_program(tmp_path_factory):
     out = tmp_path_factory.mktemp("mpi") / "pmi_ring"
     src = SOURCE_DIR / "tests" / "data" / "mpi" / "pmi_ring.c"
-    subprocess.run(["mpicc", "-o", str(out), str(src)], check=True)
+    subprocess.run(["mpicc.mpich", "-o", str(out), str(src)], check=True)
     return str(out)
 
 

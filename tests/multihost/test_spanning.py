@@ -47,7 +47,7 @@ def mpi_program(tmp_path_factory):
     out = tmp_path_factory.mktemp("mpi") / "pmi_ring"
     for d in (out.parent, out.parent.parent, out.parent.parent.parent):  # other users run it
         os.chmod(d, 0o755)
-    subprocess.run(["mpicc", "-o", str(out), str(SOURCE_DIR / "tests" / "data" / "mpi" / "pmi_ring.c")],
+    subprocess.run(["mpicc.mpich", "-o", str(out), str(SOURCE_DIR / "tests" / "data" / "mpi" / "pmi_ring.c")],
                    check=True)
     return str(out)
 

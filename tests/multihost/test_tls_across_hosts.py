@@ -28,7 +28,7 @@ def test_everything_across_hosts_over_tls(tls_cluster, tmp_path_factory):
     assert "(TCP, TLS, MUNGE credentials)" in c.log("corrald.log")
     assert sorted(c.corral("run", "-N4", "hostname").stdout.split()) == ["c1", "c2", "c3", "c4"]
     prog = os.path.join(c.shared_dir("mpi"), "pmi_ring")
-    subprocess.run(["mpicc", "-o", prog, str(SOURCE_DIR / "tests" / "data" / "mpi" / "pmi_ring.c")], check=True)
+    subprocess.run(["mpicc.mpich", "-o", prog, str(SOURCE_DIR / "tests" / "data" / "mpi" / "pmi_ring.c")], check=True)
     job = c.batch(f"#!/bin/sh\n{binary('corral')} run -N4 -n8 {prog}\n", "-N4", "-n8", "-o",
                   os.path.join(c.shared_dir(), "mpi.out"), user=ALICE)
     info = c.wait_job(job, timeout=120)

@@ -646,7 +646,7 @@ class PmiMpichTest : public PmiServerTest {
     fs::create_directories(dir_);
     program_ = dir_ / "pmi_ring";
     auto source = test_data_dir() / "mpi" / "pmi_ring.c";
-    compiled_ = run_command({"mpicc", "-o", program_.string(), source.string()});
+    compiled_ = run_command({"mpicc.mpich", "-o", program_.string(), source.string()});
   }
   static void TearDownTestSuite() {
     std::error_code ec;
@@ -654,9 +654,9 @@ class PmiMpichTest : public PmiServerTest {
   }
   void SetUp() override {
     PmiServerTest::SetUp();
-    ASSERT_NE(compiled_, -1) << "mpicc was not found: the PMI tests need MPICH's compiler wrapper; "
+    ASSERT_NE(compiled_, -1) << "mpicc.mpich was not found: the PMI tests need MPICH's compiler wrapper; "
                                 "install it with `apt-get install libmpich-dev mpich`";
-    ASSERT_EQ(compiled_, 0) << "mpicc could not build " << (test_data_dir() / "mpi" / "pmi_ring.c");
+    ASSERT_EQ(compiled_, 0) << "mpicc.mpich could not build " << (test_data_dir() / "mpi" / "pmi_ring.c");
   }
 
   // fork+exec of one rank with its PMI end kept open across exec (it is close-on-exec in

@@ -707,7 +707,7 @@ class StepNodeMpiTest : public StepNodeTest {
     dir_ = fs::temp_directory_path() / ("corral-step-mpi-" + std::to_string(::getpid()));
     fs::create_directories(dir_);
     program_ = dir_ / "pmi_ring";
-    compiled_ = run_command({"mpicc", "-o", program_.string(), (test_data_dir() / "mpi" / "pmi_ring.c").string()});
+    compiled_ = run_command({"mpicc.mpich", "-o", program_.string(), (test_data_dir() / "mpi" / "pmi_ring.c").string()});
   }
   static void TearDownTestSuite() {
     std::error_code ec;
@@ -718,8 +718,8 @@ class StepNodeMpiTest : public StepNodeTest {
 };
 
 TEST_F(StepNodeMpiTest, RingAcrossTwoAgents) {
-  if (compiled_ == -1) GTEST_SKIP() << "mpicc not found (apt-get install libmpich-dev mpich)";
-  ASSERT_EQ(compiled_, 0) << "mpicc could not build pmi_ring.c";
+  if (compiled_ == -1) GTEST_SKIP() << "mpicc.mpich not found (apt-get install libmpich-dev mpich)";
+  ASSERT_EQ(compiled_, 0) << "mpicc.mpich could not build pmi_ring.c";
   launch(request({program_.string()}, {{"n1", a_.get(), 2}, {"n2", b_.get(), 2}}));
   ASSERT_TRUE(report_.wait_done(20000ms));
   std::lock_guard lock(report_.mu);
