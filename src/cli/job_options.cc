@@ -15,6 +15,7 @@
 #include "cli/values.h"
 #include "job/dependency.h"
 #include "job/eventlog.h"
+#include "job/mpi_kind.h"
 #include "job/rlimit.h"
 #include "util/hostlist.h"
 #include "util/idset.h"
@@ -95,6 +96,11 @@ void add_job_options(CLI::App& app, JobOptions& o) {
       ->take_all()
       ->allow_extra_args(false)
       ->group(g);
+  app.add_option("--mpi", o.mpi,
+                 "How the tasks' MPI starts: auto (default: PMI-1 and PMI-2 on PMI_FD, for MPICH), pmix "
+                 "(Open MPI and other PMIx programs), pmi2, pmi1, none (docs/user.md, \"MPI\")")
+      ->type_name("TYPE")
+      ->group(g);
   app.add_option("--setopt", o.setopt, "Set a job shell/hook option, KEY=VALUE or KEY (= true); repeatable")
       ->type_name("KEY[=VALUE]")
       ->take_all()
@@ -138,6 +144,7 @@ JobOptions merge_job_options(const JobOptions& base, const JobOptions& over) {
   pick(out.urgency, over.urgency);
   pick(out.cc, over.cc);
   pick(out.test_run_duration, over.test_run_duration);
+  pick(out.mpi, over.mpi);
   out.exclusive = base.exclusive || over.exclusive;
   if (over.requeue || over.no_requeue) {
     out.requeue = over.requeue;
@@ -350,6 +357,11 @@ Result<ParsedJob> to_job_request(const JobOptions& o, const JobContext& ctx) {
     req.dw.push_back(d);
   }
   req.ib = o.ib;
+  if (!o.mpi.empty()) {
+    auto mpi = job::check_mpi_name(o.mpi, "--mpi");
+    if (!mpi) return mpi.error();
+    req.mpi = std::move(*mpi);
+  }
   req.name = o.job_name;
   req.output = o.output;
   req.error = o.error;

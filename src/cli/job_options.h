@@ -29,6 +29,7 @@ struct JobOptions {
   std::vector<std::string> setopt;
   std::vector<std::string> dw;    // --dw and a batch script's #DW lines, in order
   std::vector<std::string> ib;    // --ib: Infiniband interfaces (checked by the controller)
+  std::string mpi;                // --mpi: how the tasks find each other (job/mpi_kind.h)
   std::string propagate = "ALL";  // --propagate: resource limits passed to the tasks
 };
 

@@ -72,6 +72,7 @@ Result<corral::v1::StepSpec> build_step_spec(uint64_t jobid, const JobOptions& o
   spec.set_error(req.error);
   spec.set_stdin_open(req.input.empty());
   for (const auto& [name, value] : req.rlimits) (*spec.mutable_rlimits())[name] = value;
+  spec.set_mpi(req.mpi);
   return spec;
 }
 

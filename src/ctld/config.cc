@@ -9,6 +9,7 @@
 
 #include <toml++/toml.h>
 
+#include "job/mpi_kind.h"
 #include "job/port_range.h"
 #include "util/units.h"
 
@@ -190,6 +191,14 @@ Status apply_steps_key(StepsConfig& s, const std::string& key, const toml::node&
   if (key == "fanout-width") return set_count(s.fanout_width, n, where, 2);
   if (key == "mpi-ports-per-job") return set_count(s.mpi_ports_per_job, n, where, 1);
   if (key == "mpi-ports-per-step") return set_count(s.mpi_ports_per_step, n, where, 1);
+  if (key == "mpi-default") {
+    std::string name;
+    if (auto st = set_string(name, n, where); !st.ok()) return st;
+    auto checked = job::check_mpi_name(name, where);
+    if (!checked) return checked.error();
+    s.mpi_default = std::move(*checked);
+    return {};
+  }
   if (key == "mpi-ports") {
     if (auto port = integer_of(n)) {
       s.mpi_ports = std::to_string(*port);  // a single port, written as a number

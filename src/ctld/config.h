@@ -29,6 +29,7 @@ struct StepsConfig {
   std::string mpi_ports;             // "12000-12999"; empty: no MPI ports
   unsigned mpi_ports_per_job = 100;  // one job's share of mpi_ports
   unsigned mpi_ports_per_step = 2;   // what each step takes from its job's share
+  std::string mpi_default = "auto";  // --mpi of jobs and steps that give none (job/mpi_kind.h)
 };
 
 // Per-user limits (Slurm's MaxSubmitJobs, MaxJobs, rl_enable) and request sizes.

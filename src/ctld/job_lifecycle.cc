@@ -12,6 +12,7 @@
 #include "ctld/controller.h"
 #include "ctld/job_summary.h"
 #include "job/key_wrap.h"
+#include "job/mpi_kind.h"
 #include "job/step_cred.h"
 #include "net/message_limits.h"
 #include "util/hostlist.h"
@@ -365,6 +366,20 @@ std::vector<std::pair<std::string, v1::ControllerMessage>> Controller::build_sta
   };
   const void* manager = agent_key(nodes_.named(job.R->nodes.front().name));
   std::map<const void*, std::pair<std::string, v1::StartJob>> per_agent;
+  // A job whose tasks use PMIx tells every agent where all of them run (the PMIx
+  // server's maps); other jobs need only their own nodes.
+  const bool pmix = job::mpi_service(job.spec->mpi.empty() ? cfg_.steps.mpi_default : job.spec->mpi) ==
+                    job::MpiService::pmix;
+  v1::StartJob layout;
+  if (pmix) {
+    auto nspace = job::pmix_namespace_name(std::to_string(job.id));
+    layout.set_pmix_namespace(nspace ? *nspace : "");  // none: every agent refuses the layout
+    for (const auto& n : job.R->nodes)
+      if (auto it = job.exec_tasks.find(n.name); it != job.exec_tasks.end()) {
+        layout.add_pmix_nodes(n.name);
+        layout.add_pmix_tasks(it->second);
+      }
+  }
   uint32_t rank = 0;
   for (size_t i = 0; i < job.R->nodes.size(); ++i) {
     const auto& n = job.R->nodes[i];
@@ -394,6 +409,10 @@ std::vector<std::pair<std::string, v1::ControllerMessage>> Controller::build_sta
       sj.set_alloc(job.spec->alloc);
       sj.set_attempt(job.status.requeues);
       sj.set_exec_nodes(static_cast<uint32_t>(job.exec_tasks.size()));
+      sj.set_mpi_default(cfg_.steps.mpi_default);
+      *sj.mutable_pmix_nodes() = layout.pmix_nodes();
+      *sj.mutable_pmix_tasks() = layout.pmix_tasks();
+      sj.set_pmix_namespace(layout.pmix_namespace());
       if (key == manager) add_step_manager_fields(job, sj);
     }
     auto* t = sj.add_tasks();

@@ -20,6 +20,7 @@
 #include <nlohmann/json.hpp>
 
 #include "job/dependency.h"
+#include "job/mpi_kind.h"
 #include "job/rlimit.h"
 #include "util/hostlist.h"
 #include "util/units.h"
@@ -529,6 +530,13 @@ Status Reader::read_shell(const json& shell) {
     std::string p = path + ".options.input";
     if (auto st = object_field(*input, p); !st) return st;
     if (auto st = read_file_stream(*input, p, "stdin", spec_.input); !st) return st;
+  }
+  if (const json* mpi = child(*opts, kMpiOption)) {
+    const std::string p = path + ".options.mpi";
+    if (!mpi->is_string()) return at(p, "must be a string (auto, pmix, pmi2, pmi1, none)");
+    auto name = check_mpi_name(mpi->get_ref<const std::string&>(), p);
+    if (!name) return name.error();
+    spec_.mpi = std::move(*name);
   }
   if (const json* limits = child(*opts, "rlimit")) return read_rlimits(*limits, path + ".options.rlimit");
   return {};

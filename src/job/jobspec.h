@@ -65,6 +65,7 @@ struct Jobspec {
   const nlohmann::json* option(std::string_view key) const;
   // The submitter's soft limits for the tasks (shell.options.rlimit); empty: inherited.
   std::vector<TaskRlimit> rlimits;
+  std::string mpi;  // shell.options.mpi (--mpi, canonical: job/mpi_kind.h); empty: the site's default
 };
 
 // Parses JSON or YAML (detected from the first non-blank character) and validates.
@@ -102,6 +103,7 @@ struct JobRequest {
   std::vector<std::pair<std::string, int64_t>> rlimits;      // name -> soft limit (-1 unlimited)
   std::vector<std::string> dw;                               // #DW directives (attributes.system.dw)
   std::vector<std::string> ib;                               // --ib values (attributes.system.infiniband)
+  std::string mpi;                                           // --mpi (shell.options.mpi)
 };
 Result<Jobspec> build_jobspec(const JobRequest& req);
 

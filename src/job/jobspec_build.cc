@@ -13,6 +13,7 @@
 
 #include "job/dependency.h"
 #include "job/jobspec.h"
+#include "job/mpi_kind.h"
 
 namespace corral::job {
 namespace {
@@ -71,6 +72,7 @@ Result<json> shell_options(const JobRequest& req) {
     if (auto st = set_option(options, key, value); !st) return st.error();
   }
   for (const auto& [name, value] : req.rlimits) options["rlimit"][name] = value;
+  if (!req.mpi.empty()) options[std::string(kMpiOption)] = req.mpi;
   return options;
 }
 

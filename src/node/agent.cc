@@ -48,10 +48,13 @@ class NodeLauncher final : public StepLauncher {
 Agent::Agent(EventLoop& loop, AgentConfig config, Uplink::Sink sink, StepNodeConfig steps)
     : loop_(loop), config_(std::move(config)), out_(std::move(sink)) {
   if (!config_.credentials) config_.credentials = net::munge_credentials("");
-  jobs_ = std::make_unique<JobExecutor>(loop_, tasks_, out_, config_);
+  pmix_ = std::make_unique<PmixHost>(loop_, config_.state_dir.empty() ? "" : config_.state_dir + "/pmix",
+                                     config_.nodes.empty() ? "" : config_.nodes.front().name);
+  jobs_ = std::make_unique<JobExecutor>(loop_, tasks_, out_, config_, pmix_.get());
   perilogs_ = std::make_unique<PerilogRunner>(loop_, tasks_, out_, config_);
   if (steps.self_uri.empty()) steps.self_uri = config_.step_uri;
   steps.job_keys = &keys_;
+  steps.pmix = pmix_.get();
   step_node_ = std::make_unique<StepNode>(loop_, tasks_, config_, std::move(steps));
   launcher_ = std::make_unique<NodeLauncher>(*step_node_);
   StepManagerConfig sc;

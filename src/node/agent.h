@@ -13,6 +13,7 @@
 #include "node/job_exec.h"
 #include "node/perilog_runner.h"
 #include "node/pmi/job_fence.h"
+#include "node/pmix/pmix_server.h"
 #include "node/steps/job_keys.h"
 #include "node/steps/step_manager.h"
 #include "node/steps/step_node.h"
@@ -73,6 +74,7 @@ class Agent {
   Uplink out_;
   std::unique_ptr<TaskCgroups> cgroups_;  // before the users below: destroyed after them
   JobKeys keys_;                          // read by the StepNode
+  std::unique_ptr<PmixHost> pmix_;        // started by the first --mpi=pmix; outlives its namespaces
   TaskSupervisor tasks_{loop_};           // every process started here; outlives its users
   std::unique_ptr<JobExecutor> jobs_;
   std::unique_ptr<PerilogRunner> perilogs_;

@@ -18,6 +18,7 @@
 #include <spdlog/spdlog.h>
 
 #include "job/jobspec.h"
+#include "job/mpi_kind.h"
 #include "node/exec/cpu_binding.h"
 #include "node/exec/output_pattern.h"
 #include "node/exec/spawn_process.h"
@@ -26,6 +27,7 @@
 #include "node/exec/wait_status.h"
 #include "node/pmi/job_fence.h"
 #include "node/pmi/node_pmi.h"
+#include "node/pmix/pmix_server.h"
 #include "util/write_all.h"
 
 namespace corral::node {
@@ -55,8 +57,9 @@ Status write_file(const std::string& path, const std::string& text, mode_t mode,
 
 }  // namespace
 
-JobExecutor::JobExecutor(EventLoop& loop, TaskSupervisor& tasks, Uplink& out, const AgentConfig& config)
-    : loop_(loop), tasks_(tasks), out_(out), config_(config) {}
+JobExecutor::JobExecutor(EventLoop& loop, TaskSupervisor& tasks, Uplink& out, const AgentConfig& config,
+                         PmixHost* pmix)
+    : loop_(loop), tasks_(tasks), out_(out), config_(config), pmix_(pmix) {}
 
 JobExecutor::~JobExecutor() {
   for (auto& [id, job] : jobs_) {
@@ -142,6 +145,10 @@ void JobExecutor::start(const v1::StartJob& msg) {
   } else if (spec->mock_duration >= 0) {
     start_mock(job, msg, spec->mock_duration);
   } else {
+    std::string mpi = spec->mpi;
+    if (mpi.empty())
+      if (auto def = job::check_mpi_name(msg.mpi_default(), "mpi-default"); def) mpi = *def;
+    job.mpi = job::mpi_service(mpi);
     start_real(job, msg, *spec);
   }
 }
@@ -313,11 +320,13 @@ void JobExecutor::start_node(Job& job, uint32_t ni, const v1::NodeTasks& nt, con
   const std::vector<std::vector<int>> cpus = task_cpus(config_, node.name, nt.cores(), node.ntasks);
   // A batch script is no MPI program; the PMI_* it would inherit would only mislead
   // the programs it starts.
-  const bool with_pmi = spec.batch_script.empty() && node.ntasks > 0;
+  const bool with_pmi = spec.batch_script.empty() && node.ntasks > 0 && job.mpi != job::MpiService::none;
   if (with_pmi) {
     for (auto it = node_env.begin(); it != node_env.end();)
       it = is_pmi_variable(it->first) ? node_env.erase(it) : std::next(it);
-    if (auto st = start_pmi(job, node, msg); !st) {
+    Status st = start_pmi(job, node, msg);
+    if (st && job.mpi == job::MpiService::pmix) st = start_pmix(job, msg);
+    if (!st) {
       node.exchange.reset();
       if (st.error().code == Errc::unavailable && patient(node))
         return defer_node(job, ni, nt, msg, spec, argv, user, st.message());
@@ -326,6 +335,15 @@ void JobExecutor::start_node(Job& job, uint32_t ni, const v1::NodeTasks& nt, con
       fail_node(job, node, st.message());
       return;
     }
+  }
+  std::vector<std::vector<std::string>> pmix_envs;  // registered before any task starts
+  for (uint32_t i = 0; job.pmix && i < node.ntasks; ++i) {
+    auto env = job.pmix->task_env(node.first_rank + i);
+    if (!env) {
+      out_.started(job.id, node.name);
+      return fail_node(job, node, env.message());
+    }
+    pmix_envs.push_back(std::move(*env));
   }
   node.deferred_since.reset();
   node.tasks.resize(node.ntasks);
@@ -344,6 +362,9 @@ void JobExecutor::start_node(Job& job, uint32_t ni, const v1::NodeTasks& nt, con
         req.env.insert(req.env.end(), pmi_end->env.begin(), pmi_end->env.end());
         req.inherit_fds = {pmi_end->fd.get()};
       }
+    } else if (job.pmix) {
+      const auto& pmix_env = pmix_envs[i];
+      req.env.insert(req.env.end(), pmix_env.begin(), pmix_env.end());
     }
     if (!spec.input.empty()) req.input_path = resolve_path(expand_output_pattern(spec.input, vars), cwd);
     if (!spec.output.path.empty()) req.output_path = resolve_path(expand_output_pattern(spec.output.path, vars), cwd);
@@ -509,6 +530,7 @@ Status JobExecutor::start_pmi(Job& job, Node& node, const v1::StartJob& msg) {
                                                        config_.credentials, config_.tls_ca);
   else
     node.exchange = std::make_unique<LocalPmiExchange>();
+  if (job.mpi == job::MpiService::pmix) return {};  // the job's namespace serves the node
   NodePmi pmi;
   pmi.step.kvsname = "corral_" + std::to_string(job.id);
   pmi.step.size = static_cast<int>(std::max(msg.total_tasks(), node.first_rank + node.ntasks));
@@ -520,6 +542,40 @@ Status JobExecutor::start_pmi(Job& job, Node& node, const v1::StartJob& msg) {
       [this, jobid = job.id, name = node.name](const std::string& text) { pmi_failed(jobid, name, text); });
   if (!server) return server.error();
   node.pmi = std::move(*server);
+  return {};
+}
+
+// One namespace for all of the job's nodes on this agent, made when the first starts.
+Status JobExecutor::start_pmix(Job& job, const v1::StartJob& msg) {
+  if (job.pmix) return {};
+  if (pmix_ == nullptr) return Error{Errc::unavailable, "this agent serves no PMIx (--mpi=pmix)"};
+  auto server = pmix_->server();
+  if (!server) return Error{Errc::invalid_argument, server.message()};  // not worth waiting for
+  std::vector<std::string> local;
+  for (const auto& t : msg.tasks())
+    if (config_.hosts(t.node()) && t.ntasks() > 0) local.push_back(t.node());
+  auto layout = pmix_block_layout(msg.pmix_namespace(),
+                                  {msg.pmix_nodes().begin(), msg.pmix_nodes().end()},
+                                  {msg.pmix_tasks().begin(), msg.pmix_tasks().end()}, local, msg.userid(),
+                                  msg.groupid());
+  if (!layout) return invalid("--mpi=pmix: " + layout.message());
+  const NodeHardware* hw = local.empty() ? nullptr : config_.node(local.front());
+  layout->virtual_nodes = hw != nullptr && hw->core_cpus.empty();
+  const uint64_t jobid = job.id;
+  job.pmix_exchange = std::make_unique<SharedNodesExchange>([this, jobid]() -> Result<std::vector<PmiExchange*>> {
+    Job* j = find(jobid);
+    if (j == nullptr) return Error{Errc::unavailable, "the job is ending"};
+    std::vector<PmiExchange*> parts;
+    for (auto& node : j->nodes)
+      if (node.exchange) parts.push_back(node.exchange.get());
+    return parts;
+  });
+  auto ns = (*server)->add(std::move(*layout), *job.pmix_exchange,
+                           pmi_failure_callbacks(local.empty() ? "" : local.front(),
+                                                 [this, jobid, name = local.empty() ? "" : local.front()](
+                                                     const std::string& text) { pmi_failed(jobid, name, text); }));
+  if (!ns) return invalid(ns.message());
+  job.pmix = std::move(*ns);
   return {};
 }
 
@@ -556,6 +612,12 @@ void JobExecutor::task_exited(Job& job, Node& node, Task& task, const TaskSuperv
   task.done = true;
   task.waitstatus = exit.waitstatus;
   task.cpu_seconds = exit.cpu_seconds;
+  // A rank that failed without finalizing leaves the others waiting. (A rank that exits
+  // 0 is taken at its word: its client need not wait for the library to take its finalize.)
+  if (job.pmix && exit.waitstatus != 0 && job.pmix->left_unfinalized(task.rank))
+    pmi_failed(job.id, node.name,
+               "rank " + std::to_string(task.rank) + ": exited without PMIx_Finalize (" +
+                   describe_wait_status(exit.waitstatus) + ")");
   if (--node.live == 0 && node.deferred.empty()) report_node(job, node);
 }
 
@@ -598,6 +660,12 @@ void JobExecutor::report_node(Job& job, Node& node) {
   out_.exited(exit);
   exits_[job.id].push_back(std::move(exit));
   if (--job.unreported != 0) return;
+  if (job.pmix || job.pmix_exchange)  // posted, as the nodes' servers above
+    loop_.post([ns = std::shared_ptr<PmixNamespace>(std::move(job.pmix)),
+                ex = std::shared_ptr<SharedNodesExchange>(std::move(job.pmix_exchange))]() mutable {
+      ns.reset();
+      ex.reset();
+    });
   if (job.kill_timer) {
     loop_.cancel_timer(*job.kill_timer);
     job.kill_timer.reset();

@@ -14,10 +14,12 @@
 #include <unordered_map>
 #include <vector>
 
+#include "job/mpi_kind.h"
 #include "node/exec/agent_config.h"
 #include "node/exec/spawn_process.h"
 #include "node/exec/task_supervisor.h"
 #include "node/pmi/pmi_server.h"
+#include "node/pmix/pmix_server.h"
 #include "node/uplink.h"
 #include "util/event_loop.h"
 #include "util/result.h"
@@ -33,7 +35,8 @@ class TaskCgroups;
 class JobExecutor {
  public:
   // Tasks run under `tasks`, which must outlive this.
-  JobExecutor(EventLoop& loop, TaskSupervisor& tasks, Uplink& out, const AgentConfig& config);
+  // `pmix`: the agent's PMIx server, for jobs whose tasks use PMIx (null: none here).
+  JobExecutor(EventLoop& loop, TaskSupervisor& tasks, Uplink& out, const AgentConfig& config, PmixHost* pmix = nullptr);
   ~JobExecutor();
   JobExecutor(const JobExecutor&) = delete;
   JobExecutor& operator=(const JobExecutor&) = delete;
@@ -93,7 +96,7 @@ class JobExecutor {
     // PMI for the job's own tasks (MPI programs run with `corral run` outside an
     // allocation): barriers across nodes go through the step manager (JobFence).
     std::unique_ptr<PmiExchange> exchange;
-    std::unique_ptr<PmiServer> pmi;
+    std::unique_ptr<PmiServer> pmi;  // PMI-1/PMI-2; PMIx is the job's (Job::pmix)
   };
   struct Job {
     uint64_t id = 0;
@@ -109,6 +112,11 @@ class JobExecutor {
     uint32_t attempt = 0;  // StartJob.attempt
     int worst = 0;         // over the nodes reported so far
     double cpu_seconds = 0;
+    job::MpiService mpi = job::MpiService::pmi;
+    // PMIx: one namespace for the job's nodes on this agent, fencing through their
+    // exchanges (declared first: it outlives the namespace).
+    std::unique_ptr<SharedNodesExchange> pmix_exchange;
+    std::unique_ptr<PmixNamespace> pmix;
   };
   struct UserInfo {
     std::string name, home;
@@ -133,6 +141,7 @@ class JobExecutor {
   void retry_spawns(uint64_t jobid);
   void drop_deferred(Job& job, int sig);
   Status start_pmi(Job& job, Node& node, const v1::StartJob& msg);
+  Status start_pmix(Job& job, const v1::StartJob& msg);
   void pmi_failed(uint64_t jobid, const std::string& node, const std::string& text);
   Node& add_node(Job& job, const v1::NodeTasks& t);
   Result<std::string> write_batch_script(Job& job, const v1::StartJob& msg, const job::Jobspec& spec);
@@ -154,6 +163,7 @@ class JobExecutor {
   TaskSupervisor& tasks_;
   Uplink& out_;
   const AgentConfig& config_;
+  PmixHost* pmix_;
   TaskCgroups* cgroups_ = nullptr;
   std::unordered_map<uint64_t, Job> jobs_;
   std::unordered_map<uint64_t, std::vector<v1::JobNodeExit>> exits_;  // not yet forgotten

@@ -232,7 +232,14 @@ struct StepServer {
 
 }  // namespace
 
+// Where libmunge (and so OpenPMIx's munge module) finds munged.
+constexpr const char* kMungeDefaultSocket = "/run/munge/munge.socket.2";
+
 int main(int argc, char** argv) {
+  // Read by OpenPMIx when the agent's PMIx server starts (node/pmix), set before any
+  // thread runs: job data stays in the server's memory and is served over each client's
+  // socket, instead of shared-memory files that every local user could map.
+  ::setenv("PMIX_MCA_gds", "hash", 1);
   Options o;
   CLI::App app{
       "corral-node: the corral node agent. Registers its nodes with the controller (corrald) and runs\n"
@@ -307,6 +314,10 @@ int main(int argc, char** argv) {
                  "with MUNGE it is not: the agent checks step credentials with the key of each job, which "
                  "the controller sends to the job's nodes (wrapped for this connection)");
   CLI11_PARSE(app, argc, argv);
+  // PMIx clients (node/pmix) prove who they are with a MUNGE credential where munged runs
+  // (munged takes the uid from the kernel), else with the library's native check; an
+  // administrator's PMIX_MCA_psec is kept. Set before any thread starts.
+  if (o.auth == "munge" && ::access(kMungeDefaultSocket, W_OK) == 0) ::setenv("PMIX_MCA_psec", "munge", 0);
 
   block_signals();
   ensure_std_fds();

@@ -3,6 +3,9 @@
 #pragma once
 
 #include <signal.h>
+#include <sys/wait.h>
+
+#include <string>
 
 namespace corral::node {
 
@@ -11,6 +14,12 @@ inline int exit_status(int code) { return code << 8; }
 
 // "killed by signal `sig`".
 inline int signalled_status(int sig) { return sig & 0x7f; }
+
+// "exit code 3" or "killed by signal 11", for messages.
+inline std::string describe_wait_status(int ws) {
+  if (WIFSIGNALED(ws)) return "killed by signal " + std::to_string(WTERMSIG(ws));
+  return "exit code " + std::to_string(WEXITSTATUS(ws));
+}
 
 // Whether a signal's default action ends a process: such a signal ends what has no
 // process to receive it (an alloc job's tasks, a step that has not started).

@@ -22,6 +22,10 @@ struct NodePmi {
 // `failed` gets "rank 3: MPI_Abort (exit code 2)" or "node n1: <what broke>"; the other
 // ranks would wait forever, so the launcher should end the tasks. Errors of the server's
 // start keep their code (Errc::unavailable: out of descriptors) and say what failed.
+// The callbacks that turn an abort or a broken connection into one such line, for the
+// PMI server and for a PMIx namespace alike.
+PmiCallbacks pmi_failure_callbacks(const std::string& node, std::function<void(const std::string& text)> failed);
+
 Result<std::unique_ptr<PmiServer>> start_node_pmi(EventLoop& loop, PmiExchange& exchange, NodePmi pmi,
                                                   std::function<void(const std::string& text)> failed);
 

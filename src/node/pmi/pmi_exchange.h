@@ -9,6 +9,7 @@
 #include <map>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "util/result.h"
 
@@ -32,6 +33,24 @@ class PmiExchange {
 class LocalPmiExchange final : public PmiExchange {
  public:
   void fence(PmiKvs local_puts, Done done) override { done(std::move(local_puts)); }
+};
+
+}  // namespace corral::node
+
+namespace corral::node {
+
+// Several nodes of one agent taking part in each fence with a single contribution (a
+// PMIx server serves all of an agent's ranks): `parts` names the nodes' exchanges when a
+// fence starts; the first carries the puts, the others take part with none, and `done`
+// gets the first answer once every part has answered (an error if any failed).
+class SharedNodesExchange final : public PmiExchange {
+ public:
+  using Parts = std::function<Result<std::vector<PmiExchange*>>()>;
+  explicit SharedNodesExchange(Parts parts) : parts_(std::move(parts)) {}
+  void fence(PmiKvs local_puts, Done done) override;
+
+ private:
+  Parts parts_;
 };
 
 }  // namespace corral::node

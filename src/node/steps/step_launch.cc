@@ -6,6 +6,7 @@
 
 #include "job/eventlog.h"
 #include "job/hmac_key.h"
+#include "job/mpi_kind.h"
 #include "job/step_cred.h"
 #include "job/step_id.h"
 #include "node/pmi/pmi_server.h"
@@ -29,6 +30,8 @@ Result<StepRequest> StepManager::to_request(const Job& job, const v1::StepSpec& 
     r.overlap = true;
     return r;
   }
+  if (!spec.mpi().empty())
+    if (auto mpi = job::check_mpi_name(spec.mpi(), "--mpi"); !mpi) return mpi.error();
   r.nnodes = spec.nnodes();
   r.ntasks = spec.ntasks() > 0 ? spec.ntasks() : (spec.nnodes() > 0 ? spec.nnodes() : 1);
   if (r.nnodes > r.ntasks)
@@ -175,6 +178,23 @@ Result<v1::LaunchTasksRequest> StepManager::build_launch(Job& job, Step& step, j
   }
   req.set_fanout_width(job.fanout_width >= 2 ? job.fanout_width : kDefaultFanoutWidth);
   req.set_pmi_mapping(pmi_block_process_mapping(tasks_per_node));
+  // The interactive step is a shell: what its MPI programs need comes with their own steps.
+  // (The step's --mpi was checked when it was asked for: to_request.)
+  std::string mpi = job.mpi;
+  if (spec.interactive())
+    mpi = "auto";
+  else if (auto asked = job::check_mpi_name(spec.mpi(), "--mpi"); asked)
+    mpi = std::move(*asked);
+  req.set_mpi(mpi);
+  if (job::mpi_service(mpi) == job::MpiService::pmix) {
+    auto nspace = job::pmix_namespace_name(std::to_string(job.id) + "." + std::to_string(step.id));
+    if (!nspace) return nspace.error();
+    req.set_pmix_namespace(std::move(*nspace));
+    for (const auto& share : step.share.nodes) {
+      req.add_pmix_nodes(share.name);
+      req.add_pmix_tasks(share.ntasks);
+    }
+  }
   req.set_kvsname(step_kvsname(job.id, step.id));
   req.set_pty(spec.pty());
   req.set_stdin_open(spec.stdin_open());

@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include "job/mpi_kind.h"
 #include "job/eventlog.h"
 #include "job/jobspec.h"
 #include "job/rlimit.h"
@@ -131,7 +132,9 @@ void StepManager::add_job(const v1::StartJob& msg) {
   job->fanout_width = msg.fanout_width();
   job->extra_env = msg.extra_env();
   job->t_start = job::now();
+  if (auto def = job::check_mpi_name(msg.mpi_default(), "mpi-default"); def) job->mpi = std::move(*def);
   if (auto spec = job::parse_jobspec(msg.jobspec()); spec) {
+    if (!spec->mpi.empty()) job->mpi = spec->mpi;
     job->name = spec->name;
     job->batch = !spec->batch_script.empty() && !msg.alloc();
     job->env.insert(spec->environment.begin(), spec->environment.end());

@@ -73,6 +73,7 @@ struct StepManager::Job {
   std::optional<job::PortShare> ports;
   uint32_t ports_per_step = 0;
   uint32_t fanout_width = 0;
+  std::string mpi = "auto";  // the job's --mpi, else the site's [steps] mpi-default (canonical)
   google::protobuf::Map<std::string, std::string> extra_env;
   google::protobuf::Map<std::string, std::string> env;  // the jobspec's, when a client sends none
   double t_start = 0;

@@ -15,6 +15,7 @@
 #include <spdlog/spdlog.h>
 
 #include "job/eventlog.h"
+#include "job/mpi_kind.h"
 #include "job/step_id.h"
 #include "node/exec/agent_config.h"
 #include "node/exec/cpu_binding.h"
@@ -24,6 +25,7 @@
 #include "node/exec/wait_status.h"
 #include "node/pmi/node_pmi.h"
 #include "node/pmi/pmi_server.h"
+#include "node/pmix/pmix_server.h"
 #include "node/steps/fanout.h"
 #include "node/steps/job_keys.h"
 #include "node/steps/step_child_link.h"
@@ -113,6 +115,11 @@ struct StepNode::Impl {
     bool finishing = false;
     std::optional<std::vector<std::string>> cgroup;  // created with the first task (empty: none)
     job::StepCred cred;  // verified once for the request (or made by this agent's step manager)
+    job::MpiService mpi = job::MpiService::pmi;
+    // --mpi=pmix: one namespace for all of this agent's nodes of the step, whose fences
+    // go through the local nodes' exchanges (declared first: it outlives the namespace).
+    std::unique_ptr<SharedNodesExchange> pmix_exchange;
+    std::unique_ptr<PmixNamespace> pmix;
   };
   EventLoop& loop;
   TaskSupervisor& tasks;
@@ -166,6 +173,8 @@ struct StepNode::Impl {
   void refuse_node(Launch& l, const v1::LaunchNode& node, const std::string& message);
   void start_local(Launch& l, const v1::LaunchNode& node);
   Status start_pmi(Launch& l, LocalNode& node, size_t ni);
+  Status start_pmix(Launch& l, const std::vector<const v1::LaunchNode*>& local);
+  std::function<void(const std::string&)> pmi_failed(LaunchId id);
   void start_task(Launch& l, LocalNode& node, size_t ni, size_t ti, const EnvMap& env, const StepUser& user,
                   const std::string& cwd, bool use_imp, std::string& node_error);
   std::string task_prefix(const Launch& l, const LocalNode& node) const;
@@ -241,6 +250,7 @@ StepNode::LaunchId StepNode::Impl::launch(v1::LaunchTasksRequest req, Up up, Don
     }
     l.cred = std::move(*cred);
   }
+  l.mpi = job::mpi_service(l.req.mpi());
   if (!malformed.empty()) {
     later(id, [this, malformed](Launch& x) {
       Done d = std::move(x.done);
@@ -311,6 +321,15 @@ void StepNode::Impl::route(Launch& l) {
             (nodes[i].agent().empty() ? std::string("no agent address")
                                       : "its address " + nodes[i].agent() + " is this agent, which does not host it") +
             ")");
+  if (l.mpi == job::MpiService::pmix && !groups[0].empty()) {
+    std::vector<const v1::LaunchNode*> local;
+    for (int i : groups[0])
+      if (nodes[i].ntasks() > 0) local.push_back(&nodes[i]);
+    if (auto st = local.empty() ? Status{} : start_pmix(l, local); !st) {
+      for (int i : groups[0]) refuse_node(l, nodes[i], st.message());
+      return;
+    }
+  }
   for (int i : groups[0]) start_local(l, nodes[i]);
 }
 
@@ -401,7 +420,23 @@ void StepNode::Impl::start_local(Launch& l, const v1::LaunchNode& info) {
   schedule_flush(l);
 }
 
+std::function<void(const std::string&)> StepNode::Impl::pmi_failed(LaunchId id) {
+  // An abort, or a broken connection that leaves the other ranks waiting forever: the
+  // step manager kills the step.
+  return [this, id](const std::string& text) {
+    Launch* x = find(id);
+    if (x == nullptr) return;
+    x->pending.add_pmi_aborts(text);
+    schedule_flush(*x);
+  };
+}
+
 Status StepNode::Impl::start_pmi(Launch& l, LocalNode& node, size_t ni) {
+  if (l.mpi == job::MpiService::none) return {};
+  const LaunchId id = l.id;
+  node.exchange = std::make_unique<ForwardingExchange>(
+      [this, id, ni](PmiKvs puts, PmiExchange::Done done) { local_fence(id, ni, std::move(puts), std::move(done)); });
+  if (l.mpi == job::MpiService::pmix) return {};  // the launch's namespace serves the node
   NodePmi pmi;
   pmi.step.kvsname = l.req.kvsname().empty()
                          ? "corral_" + std::to_string(l.req.jobid()) + "_" + std::to_string(l.req.stepid())
@@ -411,19 +446,44 @@ Status StepNode::Impl::start_pmi(Launch& l, LocalNode& node, size_t ni) {
   pmi.first_rank = node.info.first_rank();
   pmi.ntasks = node.info.ntasks();
   pmi.node = node.info.name();
-  const LaunchId id = l.id;
-  node.exchange = std::make_unique<ForwardingExchange>(
-      [this, id, ni](PmiKvs puts, PmiExchange::Done done) { local_fence(id, ni, std::move(puts), std::move(done)); });
-  // An abort, or a broken PMI connection that leaves the other ranks waiting forever: the
-  // step manager kills the step.
-  auto server = start_node_pmi(loop, *node.exchange, std::move(pmi), [this, id](const std::string& text) {
-    Launch* x = find(id);
-    if (x == nullptr) return;
-    x->pending.add_pmi_aborts(text);
-    schedule_flush(*x);
-  });
+  auto server = start_node_pmi(loop, *node.exchange, std::move(pmi), pmi_failed(id));
   if (!server) return server.error();
   node.pmi = std::move(*server);
+  return {};
+}
+
+Status StepNode::Impl::start_pmix(Launch& l, const std::vector<const v1::LaunchNode*>& local) {
+  if (sc.pmix == nullptr) return Error{Errc::unavailable, "this agent serves no PMIx (--mpi=pmix)"};
+  auto server = sc.pmix->server();
+  if (!server) return server.error();
+  std::vector<std::string> names;
+  for (const auto* n : local) names.push_back(n->name());
+  auto layout = pmix_block_layout(
+      l.req.pmix_namespace(),
+      {l.req.pmix_nodes().begin(), l.req.pmix_nodes().end()}, {l.req.pmix_tasks().begin(), l.req.pmix_tasks().end()},
+      names, l.cred.uid, l.cred.gid);
+  if (!layout) return Error{layout.error().code, "--mpi=pmix: " + layout.message()};
+  const NodeHardware* hw = config.node(local.front()->name());
+  layout->virtual_nodes = hw != nullptr && hw->core_cpus.empty();
+  for (const auto* n : local) {  // the layout must agree with the ranks this request gives the node
+    const uint32_t i = n->node_index();
+    const bool agrees = i < layout->nodes.size() && layout->nodes[i] == n->name() &&
+                        layout->ranks[i].size() == n->ntasks() && layout->ranks[i].front() == n->first_rank();
+    if (!agrees) return invalid("--mpi=pmix: the step's layout disagrees with node " + n->name() + "'s ranks");
+  }
+  const LaunchId id = l.id;
+  l.pmix_exchange = std::make_unique<SharedNodesExchange>([this, id]() -> Result<std::vector<PmiExchange*>> {
+    Launch* x = find(id);
+    if (x == nullptr) return Error{Errc::unavailable, "the step is ending"};
+    std::vector<PmiExchange*> parts;
+    for (auto& node : x->locals)
+      if (node->exchange) parts.push_back(node->exchange.get());
+    return parts;
+  });
+  auto ns = (*server)->add(std::move(*layout), *l.pmix_exchange,
+                           pmi_failure_callbacks(local.front()->name(), pmi_failed(id)));
+  if (!ns) return ns.error();
+  l.pmix = std::move(*ns);
   return {};
 }
 
@@ -451,10 +511,20 @@ void StepNode::Impl::start_task(Launch& l, LocalNode& node, size_t ni, size_t ti
     add_exit(l, t.rank, exit_status(spawn_failure_code(e)), 0);
   };
 
-  auto pmi_end = node.pmi->take_task_end(static_cast<int>(t.rank));
-  if (!pmi_end) return fail(pmi_end.error());
-  lr.env = step_task_env(env, t.rank, t.local_rank, pmi_end->env);
-  lr.inherit_fds = {pmi_end->fd.get()};
+  std::optional<PmiTaskEnd> pmi_end;  // open until the task is spawned
+  if (node.pmi) {
+    auto end = node.pmi->take_task_end(static_cast<int>(t.rank));
+    if (!end) return fail(end.error());
+    pmi_end = std::move(*end);
+    lr.env = step_task_env(env, t.rank, t.local_rank, pmi_end->env);
+    lr.inherit_fds = {pmi_end->fd.get()};
+  } else if (l.pmix) {
+    auto pmix_env = l.pmix->task_env(t.rank);
+    if (!pmix_env) return fail(pmix_env.error());
+    lr.env = step_task_env(env, t.rank, t.local_rank, *pmix_env);
+  } else {
+    lr.env = step_task_env(env, t.rank, t.local_rank, {});
+  }
   if (use_imp) {
     lr.imp_path = config.imp_path;
     lr.uid = user.uid;
@@ -572,6 +642,11 @@ TaskSupervisor::Handlers StepNode::Impl::task_handlers(LaunchId id, size_t ni, s
 
 void StepNode::Impl::task_exited(Launch& l, Task& t, const TaskSupervisor::Exit& exit) {
   t.exited = true;
+  // A rank that failed without finalizing leaves the others waiting. (A rank that exits
+  // 0 is taken at its word: its client need not wait for the library to take its finalize.)
+  if (l.pmix && exit.waitstatus != 0 && l.pmix->left_unfinalized(t.rank))
+    pmi_failed(l.id)("rank " + std::to_string(t.rank) + ": exited without PMIx_Finalize (" +
+                     describe_wait_status(exit.waitstatus) + ")");
   add_exit(l, t.rank, exit.waitstatus, exit.cpu_seconds);
   --l.live;
   maybe_finish(l);

@@ -24,6 +24,7 @@ class EventLoop;
 
 namespace corral::node {
 
+class PmixHost;
 class TaskCgroups;
 class TaskSupervisor;
 struct AgentConfig;
@@ -35,6 +36,7 @@ struct StepNodeConfig {
   std::string self_uri;               // this agent's StepService address (unix:/... or host:port)
   double clock_skew = 5.0;            // tolerated disagreement with the step manager's clock
   const JobKeys* job_keys = nullptr;  // those keys (the agent's); null with neither: all refused
+  PmixHost* pmix = nullptr;           // the agent's PMIx server, for --mpi=pmix (null: none)
 };
 
 class StepNode {

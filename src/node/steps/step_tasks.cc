@@ -73,6 +73,11 @@ std::string launch_digest(const v1::LaunchTasksRequest& req) {
   for (const auto* f : {&req.cwd(), &req.input(), &req.output(), &req.error(), &req.job_name()}) put(s, *f);
   put(s, std::to_string(req.gid()));
   put(s, req.pty() ? "pty" : "-");
+  put(s, req.mpi());
+  put(s, req.pmix_namespace());
+  put(s, std::to_string(req.pmix_nodes_size()));
+  for (const auto& n : req.pmix_nodes()) put(s, n);
+  for (uint32_t t : req.pmix_tasks()) put(s, std::to_string(t));
   put(s, req.stdin_open() ? "stdin" : "-");
   std::vector<std::pair<std::string_view, int64_t>> limits(req.rlimits().begin(), req.rlimits().end());
   std::sort(limits.begin(), limits.end());
