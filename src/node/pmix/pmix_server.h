@@ -37,7 +37,8 @@ struct PmixLayout {
   gid_t gid = 0;
   // Virtual nodes (test clusters): every node of the step is on this one machine, whose
   // host name Open MPI puts in its shared-memory segment names, so ranks of different
-  // virtual nodes would share segments: their tasks are told to leave that transport out.
+  // virtual nodes would share segments: the tasks of a step on several of them are told
+  // to leave that transport out.
   bool virtual_nodes = false;
 };
 
