@@ -13,7 +13,7 @@ PKGS=(
   libspdlog-dev libfmt-dev
   libhwloc-dev libssl-dev
   munge libmunge-dev
-  mpich libmpich-dev libpmix-dev openmpi-bin libopenmpi-dev
+  mpich libmpich-dev libpmix-dev openmpi-bin libopenmpi-dev hpcc
   libgtest-dev libgmock-dev libbenchmark-dev
   procps util-linux iproute2 python3 python3-pytest
   clang

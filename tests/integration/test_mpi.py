@@ -1,10 +1,13 @@
 """MPI under `corral run` without mpirun, with programs built by the MPIs' own compiler
 wrappers: Debian's Open MPI through the agents' PMIx servers (--mpi=pmix), as a step and
-as a job, on 4 virtual nodes each served by its own agent; MPI_Abort; what an Open MPI
-program does without PMIx; the --mpi values refused at every door."""
+as a job, on 4 virtual nodes each served by its own agent; Debian's HPC Challenge suite
+(hpcc); MPI_Abort; a rank that dies without finalizing; what an Open MPI program does
+without PMIx; the --mpi values refused at every door."""
 import json
 import os
+import re
 import subprocess
+from pathlib import Path
 
 import pytest
 
@@ -68,6 +71,27 @@ def test_open_mpi_job_of_16_ranks_as_another_user(cluster, ompi_ring):
     # agents host two nodes each, so each agent's namespace serves two nodes' ranks.
     proc = cluster.corral("run", "--mpi=pmix", "-N4", "-n16", ompi_ring, check=False, timeout=180, user=4242)
     ring_ok(proc, 16)
+
+
+@pytest.mark.cluster(size=2, agents=2, cores=2)
+def test_hpc_challenge_runs_as_a_pmix_step(cluster, tmp_path):
+    # Debian's hpcc (HPC Challenge, built against its Open MPI): HPL, DGEMM, STREAM,
+    # PTRANS, RandomAccess, FFT and the b_eff latency/bandwidth tests on 2x2 ranks, with
+    # the package's own example input made small (N=200).
+    example = Path("/usr/share/doc/hpcc/examples/_hpccinf.txt").read_text()
+    lines = example.splitlines()
+    lines[5] = "200          Ns"
+    lines[7] = "40           NBs"
+    (tmp_path / "hpccinf.txt").write_text("\n".join(lines) + "\n")
+    jobid = hold(cluster, "-N2", "-n4")
+    proc = cluster.corral("run", f"--jobid={jobid}", "--mpi=pmix", "-N2", "-n4", "-D", str(tmp_path), "hpcc",
+                          check=False, timeout=400)
+    out = (tmp_path / "hpccoutf.txt").read_text()
+    assert proc.returncode == 0, proc.stderr + out[-2000:]
+    assert "CommWorldProcs=4" in out and "End of HPC Challenge tests." in out, out[-2000:]
+    assert "tests completed and passed residual checks" in out, out
+    failed = re.findall(r"(\d+) tests completed and failed residual checks", out)
+    assert failed and all(n == "0" for n in failed) and "FAILED" not in out, out
 
 
 @pytest.mark.cluster(size=2, agents=2, cores=2)
