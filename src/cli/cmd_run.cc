@@ -21,6 +21,7 @@
 #include "cli/job_format.h"
 #include "cli/job_submit.h"
 #include "cli/job_watch.h"
+#include "cli/mpi_detect.h"
 #include "cli/progress.h"
 #include "cli/step_attach.h"
 #include "cli/step_spec.h"
@@ -331,6 +332,7 @@ void run_run(const Globals& g, const RunState& st) {
   if (!st.job.cc.empty()) usage_error("run", "--cc submits several jobs; use it with corral submit");
   ParsedJob job = parse_or_exit("run", st.job, ctx);
   job.request.command = command;
+  if (job.request.mpi.empty()) job.request.mpi = mpi_for_program(command.front(), ctx);
   pb::SubmitRequest req = build_submit_request("run", job);
   if (dry_run(st.flags, req)) return;
   SignalFd signals;  // before the client, so gRPC's threads inherit the blocked mask

@@ -7,6 +7,7 @@
 #include "cli/commands.h"
 #include "cli/job_submit.h"
 #include "cli/jobspec_file.h"
+#include "cli/mpi_detect.h"
 
 namespace corral::cli {
 
@@ -63,8 +64,10 @@ void run_submit(const Globals& g, const SubmitState& st, const CLI::App& sub) {
   const std::vector<std::string>& command = g.command.empty() ? st.command : g.command;
   if (!st.jobspec_file.empty()) return run_submit_jobspec(g, st, sub, command);
   if (command.empty()) usage_error("submit", "missing COMMAND (e.g. corral submit -N2 hostname)");
-  ParsedJob job = parse_or_exit("submit", st.job, current_context());
+  const JobContext ctx = current_context();
+  ParsedJob job = parse_or_exit("submit", st.job, ctx);
   job.request.command = command;
+  if (job.request.mpi.empty()) job.request.mpi = mpi_for_program(command.front(), ctx);
   if (job.request.output.empty()) job.request.output = kDefaultOutput;
   pb::SubmitRequest req = build_submit_request("submit", job);
   if (dry_run(st.flags, req)) return;

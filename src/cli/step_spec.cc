@@ -5,6 +5,8 @@
 
 #include <fmt/format.h>
 
+#include "cli/mpi_detect.h"
+
 namespace corral::cli {
 
 namespace {
@@ -72,7 +74,7 @@ Result<corral::v1::StepSpec> build_step_spec(uint64_t jobid, const JobOptions& o
   spec.set_error(req.error);
   spec.set_stdin_open(req.input.empty());
   for (const auto& [name, value] : req.rlimits) (*spec.mutable_rlimits())[name] = value;
-  spec.set_mpi(req.mpi);
+  spec.set_mpi(req.mpi.empty() ? mpi_for_program(argv.front(), ctx) : req.mpi);
   return spec;
 }
 

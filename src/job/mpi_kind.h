@@ -23,7 +23,8 @@ Result<std::string> check_mpi_name(std::string_view name, std::string_view where
 
 // What `name` (canonical, or empty for auto) asks of the agent. `auto` serves PMI-1 and
 // PMI-2, which cost the agent nothing until a task connects; PMIx is served to the
-// steps that ask for it, by --mpi=pmix or the site's [steps] mpi-default.
+// steps that ask for it: --mpi=pmix, the site's [steps] mpi-default, or the command's
+// look at a program that needs PMIx (cli/mpi_detect.h).
 MpiService mpi_service(std::string_view name);
 
 // A PMIx namespace for `what` ("42.3": a job and step) that only those told it can

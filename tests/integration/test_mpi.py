@@ -116,10 +116,13 @@ def test_a_rank_that_exits_without_finalize_ends_the_step(cluster, pmix_fence):
 
 
 @pytest.mark.cluster(size=2, agents=1, cores=2)
-def test_without_pmix_open_mpi_starts_singletons(cluster, ompi_ring):
-    # What the user guide tells users to look for: every rank says "rank 0 of 1".
+def test_open_mpi_is_found_out_without_mpi_and_pmi1_gives_singletons(cluster, ompi_ring):
     jobid = hold(cluster, "-N2", "-n2")
+    # --mpi=auto (the default): the command sees that the program needs Open MPI's libmpi.
     proc = cluster.corral("run", f"--jobid={jobid}", "-N2", "-n2", ompi_ring, check=False, timeout=120)
+    ring_ok(proc, 2)
+    # What the user guide tells users to look for when the PMI is wrong: "rank 0 of 1".
+    proc = cluster.corral("run", f"--jobid={jobid}", "--mpi=pmi1", "-N2", "-n2", ompi_ring, check=False, timeout=120)
     assert proc.stdout.splitlines().count("rank 0 of 1") == 2, proc.stdout + proc.stderr
 
 
