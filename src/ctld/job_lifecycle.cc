@@ -368,8 +368,7 @@ std::vector<std::pair<std::string, v1::ControllerMessage>> Controller::build_sta
   std::map<const void*, std::pair<std::string, v1::StartJob>> per_agent;
   // A job whose tasks use PMIx tells every agent where all of them run (the PMIx
   // server's maps); other jobs need only their own nodes.
-  const bool pmix = job::mpi_service(job.spec->mpi.empty() ? cfg_.steps.mpi_default : job.spec->mpi) ==
-                    job::MpiService::pmix;
+  const bool pmix = job::mpi_service(job::job_mpi_name(job.spec->mpi, cfg_.steps.mpi_default)) == job::MpiService::pmix;
   v1::StartJob layout;
   if (pmix) {
     auto nspace = job::pmix_namespace_name(std::to_string(job.id));

@@ -30,6 +30,12 @@ Result<std::string> pmix_namespace_name(const std::string& what) {
   return "corral." + what + "." + hex;
 }
 
+std::string job_mpi_name(const std::string& own, const std::string& site_default) {
+  if (!own.empty()) return own;
+  auto def = check_mpi_name(site_default, "mpi-default");
+  return def ? *def : "auto";
+}
+
 MpiService mpi_service(std::string_view name) {
   if (name == "pmix") return MpiService::pmix;
   if (name == "none") return MpiService::none;

@@ -21,6 +21,11 @@ enum class MpiService {
 // name ("pmi1" for "pmi"), or an error that lists them. `where` names the option.
 Result<std::string> check_mpi_name(std::string_view name, std::string_view where);
 
+// A job's MPI type: its own --mpi (`own`, as the jobspec reader left it), else the site's
+// [steps] mpi-default as the controller sent it, else auto (a default that does not
+// check out is not trusted).
+std::string job_mpi_name(const std::string& own, const std::string& site_default);
+
 // What `name` (canonical, or empty for auto) asks of the agent. `auto` serves PMI-1 and
 // PMI-2, which cost the agent nothing until a task connects; PMIx is served to the
 // steps that ask for it: --mpi=pmix, the site's [steps] mpi-default, or the command's

@@ -27,7 +27,7 @@
 #include "node/exec/wait_status.h"
 #include "node/pmi/job_fence.h"
 #include "node/pmi/node_pmi.h"
-#include "node/pmix/pmix_server.h"
+#include "node/pmix/node_pmix.h"
 #include "util/write_all.h"
 
 namespace corral::node {
@@ -145,10 +145,7 @@ void JobExecutor::start(const v1::StartJob& msg) {
   } else if (spec->mock_duration >= 0) {
     start_mock(job, msg, spec->mock_duration);
   } else {
-    std::string mpi = spec->mpi;
-    if (mpi.empty())
-      if (auto def = job::check_mpi_name(msg.mpi_default(), "mpi-default"); def) mpi = *def;
-    job.mpi = job::mpi_service(mpi);
+    job.mpi = job::mpi_service(job::job_mpi_name(spec->mpi, msg.mpi_default()));
     start_real(job, msg, *spec);
   }
 }
@@ -548,19 +545,17 @@ Status JobExecutor::start_pmi(Job& job, Node& node, const v1::StartJob& msg) {
 // One namespace for all of the job's nodes on this agent, made when the first starts.
 Status JobExecutor::start_pmix(Job& job, const v1::StartJob& msg) {
   if (job.pmix) return {};
-  if (pmix_ == nullptr) return Error{Errc::unavailable, "this agent serves no PMIx (--mpi=pmix)"};
-  auto server = pmix_->server();
-  if (!server) return Error{Errc::invalid_argument, server.message()};  // not worth waiting for
-  std::vector<std::string> local;
+  NodePmix pmix{msg.pmix_namespace(),
+                {msg.pmix_nodes().begin(), msg.pmix_nodes().end()},
+                {msg.pmix_tasks().begin(), msg.pmix_tasks().end()},
+                {},
+                msg.userid(),
+                msg.groupid()};
   for (const auto& t : msg.tasks())
-    if (config_.hosts(t.node()) && t.ntasks() > 0) local.push_back(t.node());
-  auto layout = pmix_block_layout(msg.pmix_namespace(),
-                                  {msg.pmix_nodes().begin(), msg.pmix_nodes().end()},
-                                  {msg.pmix_tasks().begin(), msg.pmix_tasks().end()}, local, msg.userid(),
-                                  msg.groupid());
-  if (!layout) return invalid("--mpi=pmix: " + layout.message());
-  const NodeHardware* hw = local.empty() ? nullptr : config_.node(local.front());
-  layout->virtual_nodes = hw != nullptr && hw->core_cpus.empty();
+    if (config_.hosts(t.node()) && t.ntasks() > 0) pmix.local.push_back(t.node());
+  const NodeHardware* hw = pmix.local.empty() ? nullptr : config_.node(pmix.local.front());
+  pmix.virtual_nodes = hw != nullptr && hw->core_cpus.empty();
+  const std::string first_node = pmix.local.empty() ? "" : pmix.local.front();
   const uint64_t jobid = job.id;
   job.pmix_exchange = std::make_unique<SharedNodesExchange>([this, jobid]() -> Result<std::vector<PmiExchange*>> {
     Job* j = find(jobid);
@@ -570,10 +565,10 @@ Status JobExecutor::start_pmix(Job& job, const v1::StartJob& msg) {
       if (node.exchange) parts.push_back(node.exchange.get());
     return parts;
   });
-  auto ns = (*server)->add(std::move(*layout), *job.pmix_exchange,
-                           pmi_failure_callbacks(local.empty() ? "" : local.front(),
-                                                 [this, jobid, name = local.empty() ? "" : local.front()](
-                                                     const std::string& text) { pmi_failed(jobid, name, text); }));
+  auto ns = start_node_pmix(pmix_, std::move(pmix), *job.pmix_exchange,
+                            [this, jobid, first_node](const std::string& text) { pmi_failed(jobid, first_node, text); });
+  // Nothing to wait for: a server that cannot start, or a layout that does not hold
+  // together, will not do better later.
   if (!ns) return invalid(ns.message());
   job.pmix = std::move(*ns);
   return {};

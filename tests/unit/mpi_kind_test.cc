@@ -22,6 +22,10 @@ TEST(MpiKind, NamesAndServices) {
   EXPECT_EQ(job::mpi_service("pmix"), job::MpiService::pmix);
   EXPECT_EQ(job::mpi_service("none"), job::MpiService::none);
   for (const char* n : {"auto", "pmi1", "pmi2", ""}) EXPECT_EQ(job::mpi_service(n), job::MpiService::pmi);
+  EXPECT_EQ(job::job_mpi_name("pmi2", "pmix"), "pmi2");  // the job's own wins
+  EXPECT_EQ(job::job_mpi_name("", "pmix"), "pmix");      // else the site's
+  EXPECT_EQ(job::job_mpi_name("", ""), "auto");          // an old controller sends none
+  EXPECT_EQ(job::job_mpi_name("", "bogus"), "auto");     // nor is a bad one trusted
   auto bad = job::check_mpi_name(std::string(1000, 'x'), "--mpi");
   ASSERT_FALSE(bad.ok());
   EXPECT_LT(bad.message().size(), 200u);  // the value is shown cut short

@@ -9,9 +9,9 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
-#include "job/mpi_kind.h"
 #include "job/eventlog.h"
 #include "job/jobspec.h"
+#include "job/mpi_kind.h"
 #include "job/rlimit.h"
 #include "job/step_id.h"
 #include "node/exec/wait_status.h"
@@ -132,9 +132,9 @@ void StepManager::add_job(const v1::StartJob& msg) {
   job->fanout_width = msg.fanout_width();
   job->extra_env = msg.extra_env();
   job->t_start = job::now();
-  if (auto def = job::check_mpi_name(msg.mpi_default(), "mpi-default"); def) job->mpi = std::move(*def);
+  job->mpi = job::job_mpi_name("", msg.mpi_default());
   if (auto spec = job::parse_jobspec(msg.jobspec()); spec) {
-    if (!spec->mpi.empty()) job->mpi = spec->mpi;
+    job->mpi = job::job_mpi_name(spec->mpi, msg.mpi_default());
     job->name = spec->name;
     job->batch = !spec->batch_script.empty() && !msg.alloc();
     job->env.insert(spec->environment.begin(), spec->environment.end());

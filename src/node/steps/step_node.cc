@@ -25,7 +25,7 @@
 #include "node/exec/wait_status.h"
 #include "node/pmi/node_pmi.h"
 #include "node/pmi/pmi_server.h"
-#include "node/pmix/pmix_server.h"
+#include "node/pmix/node_pmix.h"
 #include "node/steps/fanout.h"
 #include "node/steps/job_keys.h"
 #include "node/steps/step_child_link.h"
@@ -453,24 +453,26 @@ Status StepNode::Impl::start_pmi(Launch& l, LocalNode& node, size_t ni) {
 }
 
 Status StepNode::Impl::start_pmix(Launch& l, const std::vector<const v1::LaunchNode*>& local) {
-  if (sc.pmix == nullptr) return Error{Errc::unavailable, "this agent serves no PMIx (--mpi=pmix)"};
-  auto server = sc.pmix->server();
-  if (!server) return server.error();
-  std::vector<std::string> names;
-  for (const auto* n : local) names.push_back(n->name());
-  auto layout = pmix_block_layout(
-      l.req.pmix_namespace(),
-      {l.req.pmix_nodes().begin(), l.req.pmix_nodes().end()}, {l.req.pmix_tasks().begin(), l.req.pmix_tasks().end()},
-      names, l.cred.uid, l.cred.gid);
-  if (!layout) return Error{layout.error().code, "--mpi=pmix: " + layout.message()};
-  const NodeHardware* hw = config.node(local.front()->name());
-  layout->virtual_nodes = hw != nullptr && hw->core_cpus.empty();
-  for (const auto* n : local) {  // the layout must agree with the ranks this request gives the node
+  const auto& req = l.req;
+  NodePmix pmix{req.pmix_namespace(),
+                {req.pmix_nodes().begin(), req.pmix_nodes().end()},
+                {req.pmix_tasks().begin(), req.pmix_tasks().end()},
+                {},
+                l.cred.uid,
+                l.cred.gid};
+  // The layout must give each local node the ranks this request gives it (blocks in
+  // node order).
+  std::vector<uint32_t> first(pmix.tasks.size() + 1, 0);
+  for (size_t i = 0; i < pmix.tasks.size(); ++i) first[i + 1] = first[i] + pmix.tasks[i];
+  for (const auto* n : local) {
     const uint32_t i = n->node_index();
-    const bool agrees = i < layout->nodes.size() && layout->nodes[i] == n->name() &&
-                        layout->ranks[i].size() == n->ntasks() && layout->ranks[i].front() == n->first_rank();
-    if (!agrees) return invalid("--mpi=pmix: the step's layout disagrees with node " + n->name() + "'s ranks");
+    if (i >= pmix.nodes.size() || pmix.nodes[i] != n->name() || pmix.tasks[i] != n->ntasks() ||
+        first[i] != n->first_rank())
+      return invalid("--mpi=pmix: the step's layout disagrees with node " + n->name() + "'s ranks");
+    pmix.local.push_back(n->name());
   }
+  const NodeHardware* hw = config.node(pmix.local.front());
+  pmix.virtual_nodes = hw != nullptr && hw->core_cpus.empty();
   const LaunchId id = l.id;
   l.pmix_exchange = std::make_unique<SharedNodesExchange>([this, id]() -> Result<std::vector<PmiExchange*>> {
     Launch* x = find(id);
@@ -480,8 +482,7 @@ Status StepNode::Impl::start_pmix(Launch& l, const std::vector<const v1::LaunchN
       if (node->exchange) parts.push_back(node->exchange.get());
     return parts;
   });
-  auto ns = (*server)->add(std::move(*layout), *l.pmix_exchange,
-                           pmi_failure_callbacks(local.front()->name(), pmi_failed(id)));
+  auto ns = start_node_pmix(sc.pmix, std::move(pmix), *l.pmix_exchange, pmi_failed(id));
   if (!ns) return ns.error();
   l.pmix = std::move(*ns);
   return {};
