@@ -10,6 +10,12 @@ install(FILES packaging/systemd/corral-authd.service DESTINATION lib/systemd/sys
 install(TARGETS corrald RUNTIME DESTINATION ${CMAKE_INSTALL_SBINDIR} COMPONENT corrald)
 # corral-node finds corral-imp next to itself.
 install(TARGETS corral-node corral-imp RUNTIME DESTINATION ${CMAKE_INSTALL_SBINDIR} COMPONENT corral-node)
+# The PMI client libraries go where tasks run, beside (not over) a Slurm libpmi0 or
+# libpmi2-0 package: users point their MPI at them (docs/user.md, "MPI").
+install(TARGETS corral_pmi corral_pmi2 LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}/corral COMPONENT corral-node
+        NAMELINK_COMPONENT corral-node)
+install(FILES src/pmi_lib/include/pmi.h src/pmi_lib/include/pmi2.h DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/corral
+        COMPONENT corral-node)
 install(FILES packaging/systemd/corrald.service DESTINATION lib/systemd/system COMPONENT corrald)
 install(FILES packaging/systemd/corral-node.service DESTINATION lib/systemd/system COMPONENT corral-node)
 install(FILES docs/user.md docs/admin.md DESTINATION ${CMAKE_INSTALL_DATAROOTDIR}/doc/corral COMPONENT corral)

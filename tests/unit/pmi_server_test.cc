@@ -369,6 +369,17 @@ TEST_F(PmiServerTest, Pmi2PutsAreSharedAtTheFenceAcrossNodes) {
   EXPECT_EQ(call2(1, "cmd=kvs-get;key=nothing;"), "cmd=kvs-get-response;rc=0;found=FALSE;value=;");
 }
 
+// PMI-2 clients size values by pmi2.h's PMI2_MAX_VALLEN (1024), not PMI-1's 512.
+TEST_F(PmiServerTest, Pmi2ValuesMayBeLongerThanPmi1Ones) {
+  add_server(step(1), {0}, local_);
+  start_loop();
+  init_v2(0);
+  EXPECT_TRUE(contains(call2(0, "cmd=fullinit;pmirank=0;"), "rc=0"));
+  std::string longest(pmi::kV2ValueMax, 'v');
+  EXPECT_EQ(call2(0, "cmd=kvs-put;key=k;value=" + longest + ";"), "cmd=kvs-put-response;rc=0;");
+  EXPECT_TRUE(contains(call2(0, "cmd=kvs-put;key=k;value=" + longest + "v;"), "rc=-1;errmsg=value is longer than"));
+}
+
 TEST_F(PmiServerTest, Pmi2NodeAttributesWaitForTheirPut) {
   add_server(step(2), {0, 1}, local_);
   start_loop();

@@ -323,7 +323,9 @@ void PmiServer::handle_line(Conn& c, std::string_view line) {
 std::string PmiServer::charge_put(Conn& c, const std::string* key, const std::string* value) {
   if (!key || key->empty() || !value) return "a put needs key= and value=";
   if (key->size() > pmi::kKeyMax) return "key is longer than keylen_max=" + std::to_string(pmi::kKeyMax);
-  if (value->size() > pmi::kValueMax) return "value is longer than vallen_max=" + std::to_string(pmi::kValueMax);
+  if (c.v2 && value->size() > pmi::kV2ValueMax)
+    return "value is longer than " + std::to_string(pmi::kV2ValueMax) + " characters";
+  if (!c.v2 && value->size() > pmi::kValueMax) return "value is longer than vallen_max=" + std::to_string(pmi::kValueMax);
   if (c.put_bytes + key->size() + value->size() > kMaxPutBytesPerRank)
     return "rank put more than " + std::to_string(kMaxPutBytesPerRank) + " bytes";
   c.put_bytes += key->size() + value->size();

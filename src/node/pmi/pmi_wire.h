@@ -26,6 +26,9 @@ inline constexpr std::size_t kKvsNameMax = 256;
 inline constexpr std::size_t kKeyMax = 64;
 inline constexpr std::size_t kValueMax = 512;
 inline constexpr std::size_t kLineMax = 4096;
+// PMI-2 clients size their buffers by pmi2.h's PMI2_MAX_VALLEN (1024) and no line buffer
+// limits them; a client library may add an encoding to that (src/pmi_lib), hence twice it.
+inline constexpr std::size_t kV2ValueMax = 2048;
 
 struct Command {
   std::string name;  // "put", "barrier_in", ...; for a multi-line command, "spawn"

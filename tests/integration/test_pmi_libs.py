@@ -1,0 +1,98 @@
+"""corral's PMI client libraries (libpmi.so, libpmi2.so) under real steps: programs built
+against their headers exchange keys across nodes; Debian's own PMI-1 example client
+(libpmix-dev's pmi1client.c) runs on them unchanged; Debian's Open MPI bootstraps through
+libpmi.so with the component it loads a PMI library with; PMI2_Abort ends the step."""
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from conftest import BUILD_DIR, SOURCE_DIR
+
+DATA = SOURCE_DIR / "tests" / "data" / "mpi"
+INCLUDE = SOURCE_DIR / "src" / "pmi_lib" / "include"
+LIB_DIR = BUILD_DIR / "lib"
+PMIX_EXAMPLE = Path("/usr/share/doc/libpmix-dev/examples/pmi1client.c")
+
+
+def build(out_dir, source, lib, compiler="cc"):
+    out = out_dir / Path(source).stem
+    subprocess.run([compiler, "-o", str(out), str(source), f"-I{INCLUDE}", f"-L{LIB_DIR}", f"-l{lib}",
+                    f"-Wl,-rpath,{LIB_DIR}"], check=True)
+    return str(out)
+
+
+def hold(cluster, *args):
+    proc = cluster.corral("batch", "--parsable", *args, "-", input="#!/bin/sh\nexec sleep 300\n")
+    jobid = int(proc.stdout.strip())
+    cluster.wait_job(jobid, "RUN")
+    return jobid
+
+
+@pytest.mark.cluster(size=2, agents=2, cores=4)
+def test_pmi1_library_exchanges_keys_across_nodes(cluster, tmp_path):
+    prog = build(tmp_path, DATA / "pmi1_kvs.c", "pmi")
+    jobid = hold(cluster, "-N2", "-n4")
+    proc = cluster.corral("run", f"--jobid={jobid}", "--mpi=pmi1", "-N2", "-n4", prog, check=False, timeout=60)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    # Two ranks a node: each node's clique is its own two ranks.
+    assert sorted(proc.stdout.splitlines()) == [
+        "rank 0 of 4 clique 2: 0,1 got value-1", "rank 1 of 4 clique 2: 0,1 got value-2",
+        "rank 2 of 4 clique 2: 2,3 got value-3", "rank 3 of 4 clique 2: 2,3 got value-0"], proc.stdout + proc.stderr
+    # The key nobody put is an error the library explains.
+    assert "no key 'nobody-put-this'" in proc.stderr
+
+
+def test_pmi1_library_outside_corral_is_a_singleton(tmp_path):
+    prog = build(tmp_path, DATA / "pmi1_kvs.c", "pmi")
+    proc = subprocess.run([prog], capture_output=True, text=True, timeout=30)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == "rank 0 of 1 clique 1: 0 got value-0\n"
+
+
+@pytest.mark.cluster(size=2, agents=1, cores=4)
+def test_debian_pmi1_example_client_runs_on_libpmi(cluster, tmp_path):
+    if not PMIX_EXAMPLE.exists():
+        pytest.fail(f"{PMIX_EXAMPLE} is missing: install libpmix-dev (scripts/install-deps.sh)", pytrace=False)
+    source = tmp_path / "pmi1client.c"
+    source.write_bytes(PMIX_EXAMPLE.read_bytes())
+    prog = build(tmp_path, source, "pmi")
+    jobid = hold(cluster, "-N2", "-n4")
+    proc = cluster.corral("run", f"--jobid={jobid}", "--mpi=pmi1", "-N2", "-n4", prog, check=False, timeout=60)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    for rank in range(4):
+        assert f"Client {rank}: Finalizing" in proc.stderr, proc.stderr
+
+
+@pytest.mark.cluster(size=2, agents=2, cores=4)
+def test_open_mpi_bootstraps_through_libpmi(cluster, tmp_path):
+    # Open MPI 4 loads a PMI-1 library (the one FLUX_PMI_LIBRARY_PATH names) in its
+    # component for launchers that offer one; FLUX_JOB_ID is what selects that component.
+    prog = build(tmp_path, DATA / "pmi_ring.c", "pmi", compiler="mpicc.openmpi")
+    jobid = hold(cluster, "-N2", "-n4")
+    env = ["env", "FLUX_JOB_ID=1", f"FLUX_PMI_LIBRARY_PATH={LIB_DIR / 'libpmi.so'}", "OMPI_MCA_pmix=flux",
+           "OMPI_MCA_btl=self,tcp"]
+    proc = cluster.corral("run", f"--jobid={jobid}", "--mpi=pmi1", "-N2", "-n4", *env, prog, check=False,
+                          timeout=120)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert sorted(proc.stdout.splitlines()) == sorted(
+        [f"rank {r} of 4" for r in range(4)] + ["ring and allreduce ok"]), proc.stdout + proc.stderr
+
+
+@pytest.mark.cluster(size=2, agents=2, cores=4)
+def test_pmi2_library_exchanges_keys_and_node_attributes(cluster, tmp_path):
+    prog = build(tmp_path, DATA / "pmi2_kvs.c", "pmi2")
+    jobid = hold(cluster, "-N2", "-n4")
+    proc = cluster.corral("run", f"--jobid={jobid}", "--mpi=pmi2", "-N2", "-n4", prog, check=False, timeout=60)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    mapping = "(vector,(0,2,2))"
+    assert sorted(proc.stdout.splitlines()) == [
+        f"rank 0 of 4 job set got value-1 node from-0 mapping {mapping}",
+        f"rank 1 of 4 job set got value-2 node from-0 mapping {mapping}",
+        f"rank 2 of 4 job set got value-3 node from-2 mapping {mapping}",
+        f"rank 3 of 4 job set got value-0 node from-2 mapping {mapping}"], proc.stdout + proc.stderr
+    # PMI2_Abort ends the step, with the rank and its message (';' cannot cross the wire).
+    proc = cluster.corral("run", f"--jobid={jobid}", "--mpi=pmi2", "-N2", "-n4", prog, "abort", check=False,
+                          timeout=60)
+    assert proc.returncode != 0
+    assert "rank 3: rank gives up  on purpose (exit code 1)" in proc.stderr, proc.stderr
