@@ -99,7 +99,8 @@ void add_job_options(CLI::App& app, JobOptions& o) {
   app.add_option("--mpi", o.mpi,
                  "How the tasks' MPI starts: auto (default: PMIx for a program linked with Open MPI or "
                  "libpmix, else PMI-1 and PMI-2 on PMI_FD, for MPICH), pmix (Open MPI and other PMIx "
-                 "programs), pmi2, pmi1, none (docs/user.md, \"MPI\")")
+                 "programs), pmi2, pmi1, cray-pals (Cray MPICH: an apinfo file and PALS_* variables), none "
+                 "(docs/user.md, \"MPI\")")
       ->type_name("TYPE")
       ->group(g);
   app.add_option("--setopt", o.setopt, "Set a job shell/hook option, KEY=VALUE or KEY (= true); repeatable")

@@ -211,6 +211,7 @@ class Controller final : private HookContext {
   std::string finish_context(const JobRecord& job) const CORRAL_REQUIRES(mu_);
   // The step fields of the StartJob going to the step manager's agent.
   void add_step_manager_fields(const JobRecord& job, v1::StartJob& sj) const CORRAL_REQUIRES(mu_);
+  void add_pals_fields(const JobRecord& job, v1::StartJob& layout) const CORRAL_REQUIRES(mu_);
 
   // step_records.cc
   // Stores finished-step records from an agent; the agent hears `steps_stored` once durable.

@@ -13,6 +13,7 @@
 #include "ctld/job_summary.h"
 #include "job/key_wrap.h"
 #include "job/mpi_kind.h"
+#include "job/port_range.h"
 #include "job/step_cred.h"
 #include "net/message_limits.h"
 #include "util/hostlist.h"
@@ -368,17 +369,20 @@ std::vector<std::pair<std::string, v1::ControllerMessage>> Controller::build_sta
   std::map<const void*, std::pair<std::string, v1::StartJob>> per_agent;
   // A job whose tasks use PMIx tells every agent where all of them run (the PMIx
   // server's maps); other jobs need only their own nodes.
-  const bool pmix = job::mpi_service(job::job_mpi_name(job.spec->mpi, cfg_.steps.mpi_default)) == job::MpiService::pmix;
+  const auto service = job::mpi_service(job::job_mpi_name(job.spec->mpi, cfg_.steps.mpi_default));
   v1::StartJob layout;
-  if (pmix) {
+  if (service == job::MpiService::pmix) {
     auto nspace = job::pmix_namespace_name(std::to_string(job.id));
     layout.set_pmix_namespace(nspace ? *nspace : "");  // none: every agent refuses the layout
+  }
+  if (service == job::MpiService::pmix || service == job::MpiService::cray_pals) {
     for (const auto& n : job.R->nodes)
       if (auto it = job.exec_tasks.find(n.name); it != job.exec_tasks.end()) {
         layout.add_pmix_nodes(n.name);
         layout.add_pmix_tasks(it->second);
       }
   }
+  if (service == job::MpiService::cray_pals) add_pals_fields(job, layout);
   uint32_t rank = 0;
   for (size_t i = 0; i < job.R->nodes.size(); ++i) {
     const auto& n = job.R->nodes[i];
@@ -412,6 +416,9 @@ std::vector<std::pair<std::string, v1::ControllerMessage>> Controller::build_sta
       *sj.mutable_pmix_nodes() = layout.pmix_nodes();
       *sj.mutable_pmix_tasks() = layout.pmix_tasks();
       sj.set_pmix_namespace(layout.pmix_namespace());
+      sj.set_pals_control_ports(layout.pals_control_ports());
+      sj.set_pals_secret(layout.pals_secret());
+      sj.set_pals_cpus_per_task(layout.pals_cpus_per_task());
       if (key == manager) add_step_manager_fields(job, sj);
     }
     auto* t = sj.add_tasks();
@@ -431,6 +438,29 @@ std::vector<std::pair<std::string, v1::ControllerMessage>> Controller::build_sta
     out.emplace_back(entry.first, std::move(msg));
   }
   return out;
+}
+
+// A cray-pals job's own tasks: PMI_CONTROL_PORT from the first block of the job's MPI
+// port share (its step manager keeps that block from its steps), a secret of the job's
+// own, the CPUs a rank has. Without ports a job on several nodes is refused by its
+// agents, which say why.
+void Controller::add_pals_fields(const JobRecord& job, v1::StartJob& layout) const {
+  const JobSteps* js = steps_.find(job.id);
+  if (js != nullptr && !js->mpi_ports.empty() && cfg_.steps.mpi_ports_per_step > 0)
+    if (auto share = job::PortRange::parse(js->mpi_ports); share) {
+      job::PortRange block{share->first,
+                           static_cast<uint16_t>(std::min<uint32_t>(share->last, share->first + cfg_.steps.mpi_ports_per_step - 1))};
+      layout.set_pals_control_ports(job::pals_control_ports(block));
+    }
+  auto secret = job::pals_secret();
+  layout.set_pals_secret(secret ? *secret : "");
+  uint32_t cpus = 0;
+  for (const auto& n : job.R->nodes)
+    if (auto it = job.exec_tasks.find(n.name); it != job.exec_tasks.end() && it->second > 0) {
+      uint32_t each = std::max<uint32_t>(1, static_cast<uint32_t>(n.cores.count()) / it->second);
+      cpus = cpus == 0 ? each : std::min(cpus, each);
+    }
+  layout.set_pals_cpus_per_task(std::max<uint32_t>(cpus, 1));
 }
 
 // Everything the step manager needs to launch steps anywhere in the job; resends after a

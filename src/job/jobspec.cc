@@ -533,7 +533,7 @@ Status Reader::read_shell(const json& shell) {
   }
   if (const json* mpi = child(*opts, kMpiOption)) {
     const std::string p = path + ".options.mpi";
-    if (!mpi->is_string()) return at(p, "must be a string (auto, pmix, pmi2, pmi1, none)");
+    if (!mpi->is_string()) return at(p, "must be a string (auto, pmix, pmi2, pmi1, cray-pals, none)");
     auto name = check_mpi_name(mpi->get_ref<const std::string&>(), p);
     if (!name) return name.error();
     spec_.mpi = std::move(*name);

@@ -14,11 +14,13 @@ namespace corral::job {
 enum class MpiService {
   pmi,   // the PMI-1/PMI-2 server on PMI_FD (MPICH, Intel MPI, anything on simple PMI)
   pmix,  // a PMIx namespace of the agent's PMIx server (Open MPI, PMIx programs)
-  none,  // nothing: the tasks get no PMI variables
+  cray_pals,  // Cray PMI's bootstrap: an apinfo file and PALS_* variables, no server
+  none,       // nothing: the tasks get no PMI variables
 };
 
-// The accepted names: auto, pmix, pmi2, pmi1 (and pmi), none. Returns the canonical
-// name ("pmi1" for "pmi"), or an error that lists them. `where` names the option.
+// The accepted names: auto, pmix, pmi2, pmi1 (and pmi), cray-pals (and Slurm's
+// cray_shasta), none. Returns the canonical name ("pmi1" for "pmi"), or an error that
+// lists them. `where` names the option.
 Result<std::string> check_mpi_name(std::string_view name, std::string_view where);
 
 // A job's MPI type: its own --mpi (`own`, as the jobspec reader left it), else the site's
@@ -37,6 +39,10 @@ MpiService mpi_service(std::string_view name);
 // when a client claiming a rank of a namespace is refused (another user) and that
 // namespace is then deregistered, so nobody but a step's own tasks may know its name.
 Result<std::string> pmix_namespace_name(const std::string& what);
+
+// PMI_SHARED_SECRET of a cray-pals step or job: a random 64-bit number in decimal, which
+// Cray PMI's ranks use to recognise each other's control connections.
+Result<std::string> pals_secret();
 
 // The jobspec's shell option for --mpi: attributes.system.shell.options.mpi.
 inline constexpr char kMpiOption[] = "mpi";

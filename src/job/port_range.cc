@@ -45,6 +45,12 @@ std::string PortRange::encode() const {
 
 std::string mpi_ports_env(const PortRange& ports) { return std::string(kMpiPortsVar) + "=" + ports.encode(); }
 
+std::string pals_control_ports(const PortRange& block) {
+  std::string out = std::to_string(block.first);
+  if (block.last > block.first) out += "," + std::to_string(block.first + 1);
+  return out;
+}
+
 Result<PortRange> PortFreeList::take(uint32_t n) {
   if (n == 0) return invalid("asked for 0 ports; ask for at least one");
   for (auto it = free_.begin(); it != free_.end(); ++it) {

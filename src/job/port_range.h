@@ -31,6 +31,10 @@ struct PortRange {
 inline constexpr std::string_view kMpiPortsVar = "CORRAL_MPI_PORTS";
 std::string mpi_ports_env(const PortRange& ports);
 
+// Cray PMI's PMI_CONTROL_PORT from a step's block: its first two ports ("12000,12001"),
+// one for the step's one command and one more, as Cray PMI asks; one for a block of one.
+std::string pals_control_ports(const PortRange& block);
+
 // Free ports of one range, kept as sorted disjoint spans; allocation is first fit.
 class PortFreeList {
  public:

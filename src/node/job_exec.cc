@@ -362,6 +362,9 @@ void JobExecutor::start_node(Job& job, uint32_t ni, const v1::NodeTasks& nt, con
     } else if (job.pmix) {
       const auto& pmix_env = pmix_envs[i];
       req.env.insert(req.env.end(), pmix_env.begin(), pmix_env.end());
+    } else if (node.pals) {
+      auto pals_env = node.pals->task_env(task.rank);
+      req.env.insert(req.env.end(), pals_env.begin(), pals_env.end());
     }
     if (!spec.input.empty()) req.input_path = resolve_path(expand_output_pattern(spec.input, vars), cwd);
     if (!spec.output.path.empty()) req.output_path = resolve_path(expand_output_pattern(spec.output.path, vars), cwd);
@@ -383,6 +386,7 @@ void JobExecutor::start_node(Job& job, uint32_t ni, const v1::NodeTasks& nt, con
       node.deferred.clear();
       node.tasks.clear();
       node.pmi.reset();
+      node.pals.reset();
       node.exchange.reset();
       return defer_node(job, ni, nt, msg, spec, argv, user, "out of resources");
     }
@@ -522,6 +526,7 @@ void JobExecutor::drop_deferred(Job& job, int sig) {
 }
 
 Status JobExecutor::start_pmi(Job& job, Node& node, const v1::StartJob& msg) {
+  if (job.mpi == job::MpiService::cray_pals) return start_pals(node, msg);
   if (msg.exec_nodes() > 1 && !msg.stepmgr().empty())
     node.exchange = std::make_unique<JobFenceExchange>(loop_, msg.stepmgr(), job.id, node.name, msg.exec_nodes(),
                                                        config_.credentials, config_.tls_ca);
@@ -539,6 +544,29 @@ Status JobExecutor::start_pmi(Job& job, Node& node, const v1::StartJob& msg) {
       [this, jobid = job.id, name = node.name](const std::string& text) { pmi_failed(jobid, name, text); });
   if (!server) return server.error();
   node.pmi = std::move(*server);
+  return {};
+}
+
+Status JobExecutor::start_pals(Node& node, const v1::StartJob& msg) {
+  NodePals pals;
+  pals.layout = {{msg.pmix_nodes().begin(), msg.pmix_nodes().end()},
+                 {msg.pmix_tasks().begin(), msg.pmix_tasks().end()},
+                 msg.pals_cpus_per_task()};
+  // The layout holds the nodes that run tasks, in rank order: this node's place in it.
+  auto at = std::find(pals.layout.nodes.begin(), pals.layout.nodes.end(), node.name);
+  pals.node_index = static_cast<uint32_t>(at - pals.layout.nodes.begin());
+  pals.apid = std::to_string(msg.jobid());
+  pals.node = node.name;
+  pals.first_rank = node.first_rank;
+  pals.ntasks = node.ntasks;
+  pals.control_ports = msg.pals_control_ports();
+  pals.secret = msg.pals_secret();
+  pals.base = pals_base(config_.state_dir);
+  pals.uid = msg.userid();
+  pals.gid = msg.groupid();
+  auto started = PalsNode::start(std::move(pals));
+  if (!started) return started.error();
+  node.pals = std::move(*started);
   return {};
 }
 
@@ -644,6 +672,7 @@ void JobExecutor::report_node(Job& job, Node& node) {
   }
   node.reported = true;
   // Posted: a PMI callback may be on the stack (an abort killed the last task).
+  node.pals.reset();  // the spool directory goes with the node's last task
   if (node.pmi || node.exchange)
     loop_.post([pmi = std::shared_ptr<PmiServer>(std::move(node.pmi)),
                 ex = std::shared_ptr<PmiExchange>(std::move(node.exchange))]() mutable {

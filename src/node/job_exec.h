@@ -18,6 +18,7 @@
 #include "node/exec/agent_config.h"
 #include "node/exec/spawn_process.h"
 #include "node/exec/task_supervisor.h"
+#include "node/pals/node_pals.h"
 #include "node/pmi/pmi_server.h"
 #include "node/pmix/pmix_server.h"
 #include "node/uplink.h"
@@ -97,6 +98,7 @@ class JobExecutor {
     // allocation): barriers across nodes go through the step manager (JobFence).
     std::unique_ptr<PmiExchange> exchange;
     std::unique_ptr<PmiServer> pmi;  // PMI-1/PMI-2; PMIx is the job's (Job::pmix)
+    std::unique_ptr<PalsNode> pals;  // --mpi=cray-pals: the spool directory and apinfo file
   };
   struct Job {
     uint64_t id = 0;
@@ -142,6 +144,7 @@ class JobExecutor {
   void drop_deferred(Job& job, int sig);
   Status start_pmi(Job& job, Node& node, const v1::StartJob& msg);
   Status start_pmix(Job& job, const v1::StartJob& msg);
+  Status start_pals(Node& node, const v1::StartJob& msg);
   void pmi_failed(uint64_t jobid, const std::string& node, const std::string& text);
   Node& add_node(Job& job, const v1::NodeTasks& t);
   Result<std::string> write_batch_script(Job& job, const v1::StartJob& msg, const job::Jobspec& spec);

@@ -151,8 +151,6 @@ def test_pmix_tasks_hold_no_agent_descriptor(cluster):
 def test_mpi_values_are_checked_at_every_door(cluster, tmp_path):
     bad = cluster.corral("run", "--mpi=openmpi", "true", check=False, user=4242)
     assert bad.returncode != 0 and "'openmpi' is not an MPI type" in bad.stderr, bad.stderr
-    pals = cluster.corral("submit", "--mpi=cray-pals", "true", check=False)
-    assert pals.returncode != 0 and "Cray PALS" in pals.stderr, pals.stderr
     # A jobspec written by hand, with a value the command line would have refused.
     spec = {"version": 1,
             "resources": [{"type": "slot", "count": 1, "label": "task",

@@ -17,8 +17,14 @@ namespace corral {
 namespace {
 
 TEST(MpiKind, NamesAndServices) {
-  for (const char* n : {"auto", "pmix", "pmi2", "pmi1", "none"}) EXPECT_EQ(*job::check_mpi_name(n, "--mpi"), n);
+  for (const char* n : {"auto", "pmix", "pmi2", "pmi1", "cray-pals", "none"})
+    EXPECT_EQ(*job::check_mpi_name(n, "--mpi"), n);
   EXPECT_EQ(*job::check_mpi_name("pmi", "--mpi"), "pmi1");
+  EXPECT_EQ(*job::check_mpi_name("cray_shasta", "--mpi"), "cray-pals");  // Slurm's name
+  EXPECT_EQ(job::mpi_service("cray-pals"), job::MpiService::cray_pals);
+  auto secret = job::pals_secret();
+  ASSERT_TRUE(secret.ok());
+  EXPECT_NE(*secret, *job::pals_secret());
   EXPECT_EQ(job::mpi_service("pmix"), job::MpiService::pmix);
   EXPECT_EQ(job::mpi_service("none"), job::MpiService::none);
   for (const char* n : {"auto", "pmi1", "pmi2", ""}) EXPECT_EQ(job::mpi_service(n), job::MpiService::pmi);
@@ -30,7 +36,7 @@ TEST(MpiKind, NamesAndServices) {
   ASSERT_FALSE(bad.ok());
   EXPECT_LT(bad.message().size(), 200u);  // the value is shown cut short
   EXPECT_NE(job::check_mpi_name("openmpi", "--mpi").message().find("'openmpi' is not an MPI type"), std::string::npos);
-  EXPECT_NE(job::check_mpi_name("cray-pals", "--mpi").message().find("Cray PALS"), std::string::npos);
+  EXPECT_NE(job::check_mpi_name("cray-palz", "--mpi").message().find("cray-pals"), std::string::npos);
 }
 
 TEST(MpiKind, JobspecShellOption) {

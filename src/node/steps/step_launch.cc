@@ -12,6 +12,7 @@
 #include "node/pmi/pmi_server.h"
 #include "node/steps/fanout.h"
 #include "node/steps/step_manager.h"
+
 #include "node/steps/step_manager_state.h"
 #include "node/steps/step_tasks.h"
 #include "util/hostlist.h"
@@ -124,6 +125,27 @@ void StepManager::launch(Job& job, Step& step) {
   for (const auto& down : held) launcher_.deliver(id, down);
 }
 
+// --mpi=cray-pals: PMI_CONTROL_PORT from the step's MPI ports (Cray PMI needs them to
+// reach its other nodes), a secret of the step's own, and the apinfo file's CPUs a rank.
+Status StepManager::add_pals_fields(const Job& job, const Step& step, v1::LaunchTasksRequest& req) {
+  if (step.share.nodes.size() > 1 && !step.ports)
+    return invalid(fmt::format(
+        "--mpi=cray-pals on {} nodes needs MPI ports for PMI_CONTROL_PORT, and step {}.{} has none{}: the site "
+        "sets [steps] mpi-ports (docs/admin.md)",
+        step.share.nodes.size(), job.id, job::step_name(step.id), job.ports ? " left" : ""));
+  if (step.ports) req.set_pals_control_ports(job::pals_control_ports(*step.ports));
+  auto secret = job::pals_secret();
+  if (!secret) return secret.error();
+  req.set_pals_secret(std::move(*secret));
+  uint32_t cpus = 0;
+  for (const auto& share : step.share.nodes) {
+    uint32_t each = share.ntasks == 0 ? 1 : std::max<uint32_t>(1, static_cast<uint32_t>(share.cores.count()) / share.ntasks);
+    cpus = cpus == 0 ? each : std::min(cpus, each);
+  }
+  req.set_pals_cpus_per_task(std::max<uint32_t>(cpus, 1));
+  return {};
+}
+
 Result<v1::LaunchTasksRequest> StepManager::build_launch(Job& job, Step& step, job::StepCred& cred) {
   cred.jobid = job.id;
   cred.stepid = step.id;
@@ -186,15 +208,20 @@ Result<v1::LaunchTasksRequest> StepManager::build_launch(Job& job, Step& step, j
   else if (auto asked = job::check_mpi_name(spec.mpi(), "--mpi"); asked)
     mpi = std::move(*asked);
   req.set_mpi(mpi);
-  if (job::mpi_service(mpi) == job::MpiService::pmix) {
+  const job::MpiService service = job::mpi_service(mpi);
+  if (service == job::MpiService::pmix) {
     auto nspace = job::pmix_namespace_name(std::to_string(job.id) + "." + std::to_string(step.id));
     if (!nspace) return nspace.error();
     req.set_pmix_namespace(std::move(*nspace));
+  }
+  if (service == job::MpiService::pmix || service == job::MpiService::cray_pals) {
     for (const auto& share : step.share.nodes) {
       req.add_pmix_nodes(share.name);
       req.add_pmix_tasks(share.ntasks);
     }
   }
+  if (service == job::MpiService::cray_pals)
+    if (auto st = add_pals_fields(job, step, req); !st) return st.error();
   req.set_kvsname(step_kvsname(job.id, step.id));
   req.set_pty(spec.pty());
   req.set_stdin_open(spec.stdin_open());

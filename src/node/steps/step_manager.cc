@@ -137,6 +137,11 @@ void StepManager::add_job(const v1::StartJob& msg) {
     job->mpi = job::job_mpi_name(spec->mpi, msg.mpi_default());
     job->name = spec->name;
     job->batch = !spec->batch_script.empty() && !msg.alloc();
+    // A cray-pals job's own tasks use the first block of its share (the controller
+    // names it to every agent: StartJob.pals_control_ports); steps get the rest.
+    if (job->mpi == "cray-pals" && spec->batch_script.empty() && !msg.alloc() && job->ports &&
+        job->ports_per_step > 0)
+      (void)job->ports->take(job->ports_per_step);
     job->env.insert(spec->environment.begin(), spec->environment.end());
   }
   spdlog::debug("job {}: step manager started ({} node(s))", msg.jobid(), job->allocator->nodes().size());

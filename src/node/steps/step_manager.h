@@ -143,6 +143,7 @@ class StepManager {
   // The request and its credential; signed into req.cred only when a node of the step is
   // another agent's.
   Result<v1::LaunchTasksRequest> build_launch(Job& job, Step& step, job::StepCred& cred);
+  Status add_pals_fields(const Job& job, const Step& step, v1::LaunchTasksRequest& req);
 
   // Running steps (step_manager.cc).
   void on_up(uint64_t jobid, uint32_t stepid, uint64_t serial, v1::LaunchUp&& up);

@@ -24,6 +24,7 @@
 #include "node/exec/task_supervisor.h"
 #include "node/exec/wait_status.h"
 #include "node/pmi/node_pmi.h"
+#include "node/pals/node_pals.h"
 #include "node/pmi/pmi_server.h"
 #include "node/pmix/node_pmix.h"
 #include "node/steps/fanout.h"
@@ -81,6 +82,7 @@ struct StepNode::Impl {
     v1::LaunchNode info;
     std::unique_ptr<ForwardingExchange> exchange;
     std::unique_ptr<PmiServer> pmi;
+    std::unique_ptr<PalsNode> pals;  // --mpi=cray-pals: the spool directory and apinfo file
     std::map<uint32_t, PmiExchange::Done> fences;  // by barrier number, waiting for the result
     uint32_t next_seq = 0;
     std::vector<Task> tasks;
@@ -174,6 +176,7 @@ struct StepNode::Impl {
   void start_local(Launch& l, const v1::LaunchNode& node);
   Status start_pmi(Launch& l, LocalNode& node, size_t ni);
   Status start_pmix(Launch& l, const std::vector<const v1::LaunchNode*>& local);
+  Status start_pals(Launch& l, LocalNode& node);
   std::function<void(const std::string&)> pmi_failed(LaunchId id);
   void start_task(Launch& l, LocalNode& node, size_t ni, size_t ti, const EnvMap& env, const StepUser& user,
                   const std::string& cwd, bool use_imp, std::string& node_error);
@@ -433,6 +436,7 @@ std::function<void(const std::string&)> StepNode::Impl::pmi_failed(LaunchId id) 
 
 Status StepNode::Impl::start_pmi(Launch& l, LocalNode& node, size_t ni) {
   if (l.mpi == job::MpiService::none) return {};
+  if (l.mpi == job::MpiService::cray_pals) return start_pals(l, node);
   const LaunchId id = l.id;
   node.exchange = std::make_unique<ForwardingExchange>(
       [this, id, ni](PmiKvs puts, PmiExchange::Done done) { local_fence(id, ni, std::move(puts), std::move(done)); });
@@ -449,6 +453,28 @@ Status StepNode::Impl::start_pmi(Launch& l, LocalNode& node, size_t ni) {
   auto server = start_node_pmi(loop, *node.exchange, std::move(pmi), pmi_failed(id));
   if (!server) return server.error();
   node.pmi = std::move(*server);
+  return {};
+}
+
+Status StepNode::Impl::start_pals(Launch& l, LocalNode& node) {
+  const auto& req = l.req;
+  NodePals pals;
+  pals.layout = {{req.pmix_nodes().begin(), req.pmix_nodes().end()},
+                 {req.pmix_tasks().begin(), req.pmix_tasks().end()},
+                 req.pals_cpus_per_task()};
+  pals.apid = std::to_string(req.jobid()) + "." + std::to_string(req.stepid());
+  pals.node_index = node.info.node_index();
+  pals.node = node.info.name();
+  pals.first_rank = node.info.first_rank();
+  pals.ntasks = node.info.ntasks();
+  pals.control_ports = req.pals_control_ports();
+  pals.secret = req.pals_secret();
+  pals.base = pals_base(config.state_dir);
+  pals.uid = l.cred.uid;
+  pals.gid = l.cred.gid;
+  auto started = PalsNode::start(std::move(pals));
+  if (!started) return started.error();
+  node.pals = std::move(*started);
   return {};
 }
 
@@ -523,6 +549,8 @@ void StepNode::Impl::start_task(Launch& l, LocalNode& node, size_t ni, size_t ti
     auto pmix_env = l.pmix->task_env(t.rank);
     if (!pmix_env) return fail(pmix_env.error());
     lr.env = step_task_env(env, t.rank, t.local_rank, *pmix_env);
+  } else if (node.pals) {
+    lr.env = step_task_env(env, t.rank, t.local_rank, node.pals->task_env(t.rank));
   } else {
     lr.env = step_task_env(env, t.rank, t.local_rank, {});
   }

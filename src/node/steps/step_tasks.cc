@@ -78,6 +78,9 @@ std::string launch_digest(const v1::LaunchTasksRequest& req) {
   put(s, std::to_string(req.pmix_nodes_size()));
   for (const auto& n : req.pmix_nodes()) put(s, n);
   for (uint32_t t : req.pmix_tasks()) put(s, std::to_string(t));
+  put(s, req.pals_control_ports());
+  put(s, req.pals_secret());
+  put(s, std::to_string(req.pals_cpus_per_task()));
   put(s, req.stdin_open() ? "stdin" : "-");
   std::vector<std::pair<std::string_view, int64_t>> limits(req.rlimits().begin(), req.rlimits().end());
   std::sort(limits.begin(), limits.end());
