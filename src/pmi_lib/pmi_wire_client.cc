@@ -148,8 +148,10 @@ std::optional<Fields> WireClient::call_v2(std::string_view message) {
   std::string head, body;
   int length = 0;
   if (!send(frame_v2(message)) || !read_exact(6, head)) return std::nullopt;
-  std::size_t first = head.find_first_not_of(' ');
-  if (first == std::string::npos || !parse_int(std::string_view(head).substr(first), length) || length < 0 ||
+  // Right-aligned ("%6d", MPICH's and corral's servers) or left-aligned ("%-6d").
+  std::size_t first = head.find_first_not_of(' '), last = head.find_last_not_of(' ');
+  if (first == std::string::npos || !parse_int(std::string_view(head).substr(first, last - first + 1), length) ||
+      length < 0 ||
       static_cast<std::size_t>(length) > kMaxReply || !read_exact(static_cast<std::size_t>(length), body))
     return std::nullopt;
   return parse_v2(body);

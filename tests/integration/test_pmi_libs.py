@@ -13,12 +13,14 @@ DATA = SOURCE_DIR / "tests" / "data" / "mpi"
 INCLUDE = SOURCE_DIR / "src" / "pmi_lib" / "include"
 LIB_DIR = BUILD_DIR / "lib"
 PMIX_EXAMPLE = Path("/usr/share/doc/libpmix-dev/examples/pmi1client.c")
+SLURM_PMI2 = Path("/usr/lib/x86_64-linux-gnu/libpmi2.so.0")  # Debian's libpmi2-0 (Slurm's)
 
 
-def build(out_dir, source, lib, compiler="cc"):
-    out = out_dir / Path(source).stem
-    subprocess.run([compiler, "-o", str(out), str(source), f"-I{INCLUDE}", f"-L{LIB_DIR}", f"-l{lib}",
-                    f"-Wl,-rpath,{LIB_DIR}"], check=True)
+def build(out_dir, source, lib, compiler="cc", name=None):
+    out = out_dir / (name or Path(source).stem)
+    # A path: another implementation's library, built against corral's header (the same API).
+    link = [lib, "-DOTHER_PMI2_LIBRARY"] if "/" in lib else [f"-L{LIB_DIR}", f"-l{lib}", f"-Wl,-rpath,{LIB_DIR}"]
+    subprocess.run([compiler, "-o", str(out), str(source), f"-I{INCLUDE}", *link], check=True)
     return str(out)
 
 
@@ -91,6 +93,15 @@ def test_pmi2_library_exchanges_keys_and_node_attributes(cluster, tmp_path):
         f"rank 1 of 4 job set got value-2 node from-0 mapping {mapping}",
         f"rank 2 of 4 job set got value-3 node from-2 mapping {mapping}",
         f"rank 3 of 4 job set got value-0 node from-2 mapping {mapping}"], proc.stdout + proc.stderr
+    # Slurm's own PMI-2 client library (Debian's libpmi2-0), a client nobody here wrote,
+    # with the same program: the agent's PMI-2 server is what it talks to.
+    if not SLURM_PMI2.exists():
+        pytest.fail(f"{SLURM_PMI2} is missing: install libpmi2-0 (scripts/install-deps.sh)", pytrace=False)
+    slurm = build(tmp_path, DATA / "pmi2_kvs.c", str(SLURM_PMI2), name="pmi2_kvs_slurm")
+    proc = cluster.corral("run", f"--jobid={jobid}", "--mpi=pmi2", "-N2", "-n4", slurm, check=False, timeout=60)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert len(proc.stdout.splitlines()) == 4 and all(
+        f"got value-{(r + 1) % 4} node from-{r - r % 2} mapping" in proc.stdout for r in range(4)), proc.stdout
     # PMI2_Abort ends the step, with the rank and its message (';' cannot cross the wire).
     proc = cluster.corral("run", f"--jobid={jobid}", "--mpi=pmi2", "-N2", "-n4", prog, "abort", check=False,
                           timeout=60)

@@ -315,6 +315,9 @@ TEST_F(PmiServerTest, InitServesVersionsOneAndTwo) {
 TEST(PmiWireV2, LengthsAndMessages) {
   EXPECT_EQ(pmi::parse_v2_length("    42"), 42u);
   EXPECT_EQ(pmi::parse_v2_length("000042"), 42u);
+  EXPECT_EQ(pmi::parse_v2_length("42    "), 42u);  // Slurm's libpmi2 writes "%-6d"
+  EXPECT_EQ(pmi::parse_v2_length(" 42   "), 42u);
+  EXPECT_FALSE(pmi::parse_v2_length("42x   "));
   EXPECT_FALSE(pmi::parse_v2_length("  4 2 "));
   EXPECT_FALSE(pmi::parse_v2_length("      "));
   EXPECT_FALSE(pmi::parse_v2_length("12345"));

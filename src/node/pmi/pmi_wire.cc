@@ -91,13 +91,14 @@ std::string format_reply(std::string_view name, const std::vector<std::pair<std:
 
 std::optional<std::size_t> parse_v2_length(std::string_view head) {
   if (head.size() != kV2LengthChars) return std::nullopt;
+  // MPICH writes "%6d" (right-aligned), Slurm's libpmi2 "%-6d" (left-aligned).
   std::size_t i = 0, n = 0;
   while (i < head.size() && head[i] == ' ') ++i;
-  if (i == head.size()) return std::nullopt;
-  for (; i < head.size(); ++i) {
-    if (head[i] < '0' || head[i] > '9') return std::nullopt;
-    n = n * 10 + static_cast<std::size_t>(head[i] - '0');
-  }
+  const std::size_t first = i;
+  for (; i < head.size() && head[i] >= '0' && head[i] <= '9'; ++i) n = n * 10 + static_cast<std::size_t>(head[i] - '0');
+  if (i == first) return std::nullopt;
+  for (; i < head.size(); ++i)
+    if (head[i] != ' ') return std::nullopt;
   return n;
 }
 

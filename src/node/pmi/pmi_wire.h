@@ -43,8 +43,8 @@ struct Command {
 Result<Command> parse_line(std::string_view line);
 
 inline constexpr std::size_t kV2LengthChars = 6;
-// A PMI-2 message's length from its first 6 characters ("    42"); nullopt if they are not
-// one (spaces, then digits).
+// A PMI-2 message's length from its first 6 characters ("    42", or "42    " as Slurm's
+// libpmi2 writes it); nullopt if they are not one (digits with spaces around them).
 std::optional<std::size_t> parse_v2_length(std::string_view head);
 // A PMI-2 message without its length.
 Result<Command> parse_v2(std::string_view message);

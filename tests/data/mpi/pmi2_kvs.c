@@ -36,7 +36,9 @@ int main(int argc, char **argv) {
   }
   if (check(PMI2_Info_GetNodeAttr("corral-test", node, sizeof node, &found, 1), "PMI2_Info_GetNodeAttr") || !found)
     return 1;
+#ifndef OTHER_PMI2_LIBRARY /* corral's library refuses what its wire cannot carry */
   if (PMI2_KVS_Put("bad;key", "x") != PMI2_ERR_INVALID_KEY) return 2;
+#endif
   printf("rank %d of %d job %s got %s node %s mapping %s\n", rank, size, strlen(jobid) ? "set" : "empty", got,
          node, mapping);
   fflush(stdout);
