@@ -38,17 +38,7 @@ Pmi1& state() {
 
 // One request; null (after saying why) if the socket failed or the server refused it.
 std::optional<Fields> call(Pmi1& s, const std::string& line, const char* what) {
-  auto reply = s.wire->call_v1(line);
-  if (!reply) {
-    complain(kLib, std::string(what) + ": the connection to corral's PMI server was lost");
-    return std::nullopt;
-  }
-  if (int_field(*reply, "rc", 0) != 0) {
-    const std::string* msg = field(*reply, "msg");
-    complain(kLib, std::string(what) + " failed" + (msg ? ": " + *msg : std::string()));
-    return std::nullopt;
-  }
-  return reply;
+  return checked(s.wire->call_v1(line), kLib, what);
 }
 
 int init(Pmi1& s) {

@@ -39,16 +39,7 @@ std::optional<Fields> call(Pmi2& s, const std::string& message, const char* what
   if (reply)
     for (auto& [k, v] : *reply)
       if (k == "value") v = decode_value(v);
-  if (!reply) {
-    complain(kLib, std::string(what) + ": the connection to corral's PMI server was lost");
-    return std::nullopt;
-  }
-  if (int_field(*reply, "rc", 0) != 0) {
-    const std::string* msg = field(*reply, "errmsg");
-    complain(kLib, std::string(what) + " failed" + (msg ? ": " + *msg : std::string()));
-    return std::nullopt;
-  }
-  return reply;
+  return checked(std::move(reply), kLib, what);
 }
 
 int init(Pmi2& s) {
@@ -136,6 +127,19 @@ int give_ints(const Fields& reply, int* array, int arraylen, int* outlen, int* f
   const std::string* v = found_value(reply, found);
   if (!v) return PMI2_SUCCESS;
   return parse_ints(*v, array, arraylen, outlen) ? PMI2_SUCCESS : PMI2_ERR_INVALID_VAL;
+}
+
+// A key-value put or a node attribute (`command`); a singleton keeps it under `space`.
+int put(Pmi2& s, const char* command, const char* space, const char* key, const char* value, const char* what) {
+  if (!v2_word(key, PMI2_MAX_KEYLEN)) return PMI2_ERR_INVALID_KEY;
+  if (value == nullptr) return PMI2_ERR_INVALID_VAL;
+  if (std::string_view(value).size() > PMI2_MAX_VALLEN) return PMI2_ERR_INVALID_VAL_LENGTH;
+  if (!s.wire) {
+    s.own[std::string(space) + key] = value;
+    return PMI2_SUCCESS;
+  }
+  std::string message = std::string("cmd=") + command + ";key=" + key + ";value=" + encode_value(value, true) + ";";
+  return call(s, message, what) ? PMI2_SUCCESS : PMI2_FAIL;
 }
 
 std::optional<Fields> node_attr(Pmi2& s, const char* name, bool wait) {
@@ -231,19 +235,7 @@ PMI2_EXPORT int PMI2_Info_GetSize(int* size) {
 }
 
 PMI2_EXPORT int PMI2_KVS_Put(const char key[], const char value[]) {
-  return with_state([&](Pmi2& s) {
-    if (!v2_word(key, PMI2_MAX_KEYLEN)) return PMI2_ERR_INVALID_KEY;
-    if (value == nullptr) return PMI2_ERR_INVALID_VAL;
-    if (std::string_view(value).size() > PMI2_MAX_VALLEN) return PMI2_ERR_INVALID_VAL_LENGTH;
-    if (!s.wire) {
-      s.own[std::string("kvs:") + key] = value;
-      return PMI2_SUCCESS;
-    }
-    return call(s, std::string("cmd=kvs-put;key=") + key + ";value=" + encode_value(value, true) + ";",
-                "PMI2_KVS_Put")
-               ? PMI2_SUCCESS
-               : PMI2_FAIL;
-  });
+  return with_state([&](Pmi2& s) { return put(s, "kvs-put", "kvs:", key, value, "PMI2_KVS_Put"); });
 }
 
 PMI2_EXPORT int PMI2_KVS_Fence(void) {
@@ -299,19 +291,7 @@ PMI2_EXPORT int PMI2_Info_GetNodeAttrIntArray(const char name[], int array[], in
 }
 
 PMI2_EXPORT int PMI2_Info_PutNodeAttr(const char name[], const char value[]) {
-  return with_state([&](Pmi2& s) {
-    if (!v2_word(name, PMI2_MAX_KEYLEN)) return PMI2_ERR_INVALID_KEY;
-    if (value == nullptr) return PMI2_ERR_INVALID_VAL;
-    if (std::string_view(value).size() > PMI2_MAX_VALLEN) return PMI2_ERR_INVALID_VAL_LENGTH;
-    if (!s.wire) {
-      s.own[std::string("node:") + name] = value;
-      return PMI2_SUCCESS;
-    }
-    return call(s, std::string("cmd=info-putnodeattr;key=") + name + ";value=" + encode_value(value, true) + ";",
-                "PMI2_Info_PutNodeAttr")
-               ? PMI2_SUCCESS
-               : PMI2_FAIL;
-  });
+  return with_state([&](Pmi2& s) { return put(s, "info-putnodeattr", "node:", name, value, "PMI2_Info_PutNodeAttr"); });
 }
 
 PMI2_EXPORT int PMI2_Info_GetJobAttr(const char name[], char value[], int valuelen, int* found) {

@@ -273,6 +273,20 @@ std::string decode_value(std::string_view value) {
   return out;
 }
 
+std::optional<Fields> checked(std::optional<Fields> reply, const char* library, const std::string& what) {
+  if (!reply) {
+    complain(library, what + ": the connection to corral's PMI server was lost");
+    return std::nullopt;
+  }
+  if (int_field(*reply, "rc", 0) != 0) {
+    const std::string* msg = field(*reply, "msg");
+    if (!msg) msg = field(*reply, "errmsg");
+    complain(library, what + " failed" + (msg ? ": " + *msg : std::string()));
+    return std::nullopt;
+  }
+  return reply;
+}
+
 void complain(const char* library, const std::string& what) {
   std::fprintf(stderr, "corral %s: %s\n", library, what.c_str());
 }

@@ -77,6 +77,10 @@ inline constexpr int kEncodingRoom = 16;
 std::string encode_value(std::string_view value, bool v2);
 std::string decode_value(std::string_view value);
 
+// `reply` if it came and says rc=0; else null, after saying what failed: the lost
+// connection, or the server's own words (PMI-1 sends them as msg=, PMI-2 as errmsg=).
+std::optional<Fields> checked(std::optional<Fields> reply, const char* library, const std::string& what);
+
 // Says what went wrong, once per call that failed: "corral libpmi: ...".
 void complain(const char* library, const std::string& what);
 

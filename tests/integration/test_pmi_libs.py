@@ -31,12 +31,18 @@ def hold(cluster, *args):
     return jobid
 
 
+def run_4_ranks(cluster, jobid, mpi, prog, *args):
+    """`prog` as a step of 4 ranks on 2 nodes; it must succeed."""
+    proc = cluster.corral("run", f"--jobid={jobid}", f"--mpi={mpi}", "-N2", "-n4", prog, *args, check=False,
+                          timeout=60)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    return proc
+
+
 @pytest.mark.cluster(size=2, agents=2, cores=4)
 def test_pmi1_library_exchanges_keys_across_nodes(cluster, tmp_path):
     prog = build(tmp_path, DATA / "pmi1_kvs.c", "pmi")
-    jobid = hold(cluster, "-N2", "-n4")
-    proc = cluster.corral("run", f"--jobid={jobid}", "--mpi=pmi1", "-N2", "-n4", prog, check=False, timeout=60)
-    assert proc.returncode == 0, proc.stdout + proc.stderr
+    proc = run_4_ranks(cluster, hold(cluster, "-N2", "-n4"), "pmi1", prog)
     # Two ranks a node: each node's clique is its own two ranks.
     assert sorted(proc.stdout.splitlines()) == [
         "rank 0 of 4 clique 2: 0,1 got value-1", "rank 1 of 4 clique 2: 0,1 got value-2",
@@ -59,9 +65,7 @@ def test_debian_pmi1_example_client_runs_on_libpmi(cluster, tmp_path):
     source = tmp_path / "pmi1client.c"
     source.write_bytes(PMIX_EXAMPLE.read_bytes())
     prog = build(tmp_path, source, "pmi")
-    jobid = hold(cluster, "-N2", "-n4")
-    proc = cluster.corral("run", f"--jobid={jobid}", "--mpi=pmi1", "-N2", "-n4", prog, check=False, timeout=60)
-    assert proc.returncode == 0, proc.stdout + proc.stderr
+    proc = run_4_ranks(cluster, hold(cluster, "-N2", "-n4"), "pmi1", prog)
     for rank in range(4):
         assert f"Client {rank}: Finalizing" in proc.stderr, proc.stderr
 
@@ -71,12 +75,9 @@ def test_open_mpi_bootstraps_through_libpmi(cluster, tmp_path):
     # Open MPI 4 loads a PMI-1 library (the one FLUX_PMI_LIBRARY_PATH names) in its
     # component for launchers that offer one; FLUX_JOB_ID is what selects that component.
     prog = build(tmp_path, DATA / "pmi_ring.c", "pmi", compiler="mpicc.openmpi")
-    jobid = hold(cluster, "-N2", "-n4")
     env = ["env", "FLUX_JOB_ID=1", f"FLUX_PMI_LIBRARY_PATH={LIB_DIR / 'libpmi.so'}", "OMPI_MCA_pmix=flux",
            "OMPI_MCA_btl=self,tcp"]
-    proc = cluster.corral("run", f"--jobid={jobid}", "--mpi=pmi1", "-N2", "-n4", *env, prog, check=False,
-                          timeout=120)
-    assert proc.returncode == 0, proc.stdout + proc.stderr
+    proc = run_4_ranks(cluster, hold(cluster, "-N2", "-n4"), "pmi1", *env, prog)
     assert sorted(proc.stdout.splitlines()) == sorted(
         [f"rank {r} of 4" for r in range(4)] + ["ring and allreduce ok"]), proc.stdout + proc.stderr
 
@@ -85,8 +86,7 @@ def test_open_mpi_bootstraps_through_libpmi(cluster, tmp_path):
 def test_pmi2_library_exchanges_keys_and_node_attributes(cluster, tmp_path):
     prog = build(tmp_path, DATA / "pmi2_kvs.c", "pmi2")
     jobid = hold(cluster, "-N2", "-n4")
-    proc = cluster.corral("run", f"--jobid={jobid}", "--mpi=pmi2", "-N2", "-n4", prog, check=False, timeout=60)
-    assert proc.returncode == 0, proc.stdout + proc.stderr
+    proc = run_4_ranks(cluster, jobid, "pmi2", prog)
     mapping = "(vector,(0,2,2))"
     assert sorted(proc.stdout.splitlines()) == [
         f"rank 0 of 4 job set got value-1 node from-0 mapping {mapping}",
@@ -98,8 +98,7 @@ def test_pmi2_library_exchanges_keys_and_node_attributes(cluster, tmp_path):
     if not SLURM_PMI2.exists():
         pytest.fail(f"{SLURM_PMI2} is missing: install libpmi2-0 (scripts/install-deps.sh)", pytrace=False)
     slurm = build(tmp_path, DATA / "pmi2_kvs.c", str(SLURM_PMI2), name="pmi2_kvs_slurm")
-    proc = cluster.corral("run", f"--jobid={jobid}", "--mpi=pmi2", "-N2", "-n4", slurm, check=False, timeout=60)
-    assert proc.returncode == 0, proc.stdout + proc.stderr
+    proc = run_4_ranks(cluster, jobid, "pmi2", slurm)
     assert len(proc.stdout.splitlines()) == 4 and all(
         f"got value-{(r + 1) % 4} node from-{r - r % 2} mapping" in proc.stdout for r in range(4)), proc.stdout
     # PMI2_Abort ends the step, with the rank and its message (';' cannot cross the wire).
