@@ -92,10 +92,9 @@ bool run_one(StepClient& client, const pb::StepSpec& spec, std::string* error) {
   pb::StepServerMessage msg;
   bool ok = false;
   while ((*stream)->read(msg)) {
-    if (msg.has_exit()) {
+    if (msg.has_exit()) {  // the call ends with it: the connection serves the next step
       ok = msg.exit().waitstatus() == 0 && msg.exit().state() == "COMPLETED";
       if (!ok && error) *error = msg.exit().error().empty() ? msg.exit().state() : msg.exit().error();
-      (*stream)->close_writes();
     }
   }
   auto st = (*stream)->finish();

@@ -5,6 +5,13 @@
 // agent -> client: kMessage frames carrying StepServerMessage, then one kStatus frame
 // ([code: 1 byte, gRPC's numbering][message]) that ends the call. The agent's listener
 // tells this protocol from gRPC's HTTP/2 by the preface (net/peer_listener.h).
+// A connection carries one call after another: when a call has ended, the client has not
+// closed its side for writing and the agent holds no unread frame of it, the agent keeps
+// the connection and reads the next call's `create` from it. A client sends that only
+// after the last call's status frame, and reuses only connections on which it sent
+// nothing but `create` (anything else could still be in flight). An agent before this
+// closed every connection after its call; clients see that as EOF on an idle connection
+// and connect again.
 #pragma once
 
 #include <cstddef>

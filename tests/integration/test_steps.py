@@ -393,3 +393,68 @@ def test_the_agents_step_protocol_checks_hand_written_frames_from_other_users(cl
                           check=False)
     assert grpc.stdout == "grpc\n" and grpc.returncode == 3, grpc.stderr
     cluster.corral("cancel", jobid)
+
+
+# One connection, one call after another (net/step_frames.h), by a client written by hand.
+REUSE_CLIENT = FRAME_HELPERS + r'''
+path, jobid = sys.argv[1], int(sys.argv[2])
+spec = varint(1 << 3) + varint(jobid) + field(2, b"/bin/true")
+create = frame(1, field(1, spec))
+
+class Answers:
+    """Status frames in order, keeping what arrives beyond one answer for the next."""
+    def __init__(self, sock):
+        self.sock, self.buf = sock, b""
+    def __call__(self):
+        while True:
+            while len(self.buf) >= 5:
+                kind, n = self.buf[0], struct.unpack(">I", self.buf[1:5])[0]
+                if len(self.buf) < 5 + n:
+                    break
+                payload, self.buf = self.buf[5:5 + n], self.buf[5 + n:]
+                if kind == 2:
+                    return f"{payload[0]} {payload[1:].decode()}"
+            chunk = self.sock.recv(65536)
+            if not chunk:
+                return "closed"
+            self.buf += chunk
+
+s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+s.settimeout(30)
+s.connect(path)
+read_answer = lambda sock: (answers(),)
+answers = Answers(s)
+s.send(b"CORRAL-STEP/1\n" + create)
+print(read_answer(s)[0])
+s.send(create)                       # the next call on the same connection
+print(read_answer(s)[0])
+s.send(frame(1, field(3, b"x")))     # a call that does not start with `create`
+print(read_answer(s)[0])
+print(read_answer(s)[0])             # ... ends the connection
+t = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+t.settimeout(30)
+t.connect(path)
+answers = Answers(t)
+t.send(b"CORRAL-STEP/1\n" + create)
+t.shutdown(socket.SHUT_WR)           # a client that says it is done writing
+print(read_answer(t)[0])
+print(read_answer(t)[0])             # gets its answer, then the connection ends
+'''
+
+
+@pytest.mark.cluster(size=1, agents=1, cores=4)
+def test_a_connection_carries_one_call_after_another(cluster):
+    proc = cluster.corral("batch", "--parsable", "-N1", "-", input="#!/bin/sh\nexec sleep 300\n", user=4242)
+    jobid = int(proc.stdout.strip())
+    cluster.wait_job(jobid, "RUN")
+    stepmgr = cluster.job(jobid)["stepmgr"]
+    assert stepmgr.startswith("unix:"), stepmgr
+    proc = subprocess.run(["setpriv", "--reuid=4242", "--regid=4242", "--clear-groups",
+                           "/usr/bin/python3", "-c", REUSE_CLIENT, stepmgr[5:], str(jobid)],
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines() == ["0 "] * 2 + [
+        "3 the first RunStep message must carry `create`", "closed", "0 ", "closed"], proc.stdout
+    steps = steps_json(cluster, jobid)
+    assert sum(1 for s in steps if s.get("state") == "COMPLETED") >= 3, steps
+    cluster.corral("cancel", jobid)

@@ -977,6 +977,11 @@ class StepServiceTest : public StepAgent {
     });
     done.get_future().wait();
   }
+  size_t socket_connections() {
+    size_t n = 0;
+    on_loop([&] { n = socket_->connections(); });
+    return n;
+  }
   // Job `jobid` of this test's user, holding its allocation with `sleep 30`.
   void start_holding(uint64_t jobid) {
     job::JobRequest jr;
@@ -992,8 +997,11 @@ class StepServiceTest : public StepAgent {
     Status status;
   };
   SocketRun socket_run(uint64_t jobid, std::vector<std::string> argv) {
-    SocketRun r;
     cli::StepClient client(agent_->config().step_uri, jobid);
+    return socket_run(client, jobid, std::move(argv));
+  }
+  SocketRun socket_run(cli::StepClient& client, uint64_t jobid, std::vector<std::string> argv) {
+    SocketRun r;
     auto stream = client.run(true_step(jobid, std::move(argv)));
     if (!stream) {
       r.status = stream.error();
@@ -1174,6 +1182,31 @@ TEST_F(StepManagerTest, StepSocketConnectionsAreLimitedPerUser) {
   ASSERT_TRUE(test::run_loop_until(*loop_, [&] { return server.connections() == 2; }));
   connect(kOwner);
   EXPECT_EQ(server.connections(), 3u);
+}
+
+// A client's calls one after another go over one connection; one that sent more than
+// `create` (stdin) is not kept, since what it sent could still be on its way.
+TEST_F(StepServiceTest, OneConnectionCarriesOneCallAfterAnother) {
+  start_holding(8);
+  cli::StepClient client(agent_->config().step_uri, 8);
+  for (const char* word : {"one", "two", "three"}) {
+    auto r = socket_run(client, 8, {"/bin/echo", word});
+    ASSERT_TRUE(r.status.ok()) << r.status.message();
+    EXPECT_EQ(r.out, std::string(word) + "\n");
+    EXPECT_EQ(socket_connections(), 1u);  // kept, idle, for the next
+  }
+  {
+    auto with_stdin = client.run(true_step(8, {"cat"}));
+    ASSERT_TRUE(with_stdin) << with_stdin.message();
+    v1::StepClientMessage data;
+    data.set_stdin("typed\n");
+    data.set_stdin_eof(true);
+    ASSERT_TRUE((*with_stdin)->send(data));
+    for (v1::StepServerMessage m; (*with_stdin)->read(m);) {}
+    EXPECT_TRUE((*with_stdin)->finish().ok());
+  }  // its connection closes with it
+  EXPECT_TRUE(test::wait_until([&] { return socket_connections() == 0u; }, 10));
+  EXPECT_EQ(socket_run(client, 8, {"/bin/echo", "again"}).out, "again\n");  // a new connection
 }
 
 // `corral`'s StepClient over the agent's own protocol (no gRPC), beside gRPC on one socket.

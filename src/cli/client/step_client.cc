@@ -168,6 +168,9 @@ struct StepClient::Stub {
 StepClient::StepClient(std::string address, uint64_t jobid) : address_(std::move(address)), jobid_(jobid) {
   const char* transport = std::getenv("CORRAL_STEP_TRANSPORT");
   grpc_only_ = transport != nullptr && std::string_view(transport) == "grpc";
+  const char* reuse = std::getenv("CORRAL_STEP_REUSE");
+  if (address_.rfind("unix:", 0) == 0 && !grpc_only_)
+    sockets_ = std::make_shared<StepSocketPool>(address_.substr(5), reuse == nullptr || std::string_view(reuse) != "0");
 }
 
 StepClient::~StepClient() = default;
@@ -191,8 +194,8 @@ StepClient::Stub* StepClient::stub() {
 }
 
 Result<std::unique_ptr<StepStream::Impl>> StepClient::open_stream() {
-  if (address_.rfind("unix:", 0) == 0 && !grpc_only_) {
-    auto impl = open_step_socket(address_.substr(5), jobid_, net::kMaxClientReply);
+  if (sockets_) {
+    auto impl = open_step_socket(sockets_, jobid_, net::kMaxClientReply);
     if (!impl) return Error{impl.error().code, unreachable(jobid_, address_, impl.message())};
     return std::move(*impl);
   }

@@ -57,6 +57,8 @@ class StepStream {
   std::unique_ptr<Impl> impl_;
 };
 
+class StepSocketPool;
+
 class StepClient {
  public:
   // Its calls may come from several threads at once. `address`: "unix:/path" or
@@ -88,6 +90,7 @@ class StepClient {
   bool grpc_only_ = false;
   std::mutex stub_mu_;
   std::unique_ptr<Stub> stub_;  // under stub_mu_ until made
+  std::shared_ptr<StepSocketPool> sockets_;  // a Unix step manager's idle connections
   Status setup_;                // why the channel could not be made (an unreadable CORRAL_TLS_CA)
 };
 

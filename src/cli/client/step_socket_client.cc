@@ -24,8 +24,9 @@ constexpr int kUnavailable = 14;
 
 class SocketStepStream final : public StepStream::Impl {
  public:
-  SocketStepStream(UniqueFd fd, uint64_t jobid, std::string address, size_t max_frame)
-      : fd_(std::move(fd)), jobid_(jobid), address_(std::move(address)), reader_(max_frame) {}
+  SocketStepStream(UniqueFd fd, std::weak_ptr<StepSocketPool> pool, uint64_t jobid, std::string address,
+                   size_t max_frame)
+      : fd_(std::move(fd)), pool_(std::move(pool)), jobid_(jobid), address_(std::move(address)), reader_(max_frame) {}
 
   bool read(pb::StepServerMessage& msg) override {
     if (end_) return false;
@@ -39,6 +40,7 @@ class SocketStepStream final : public StepStream::Impl {
         if ((*frame)->type == net::kStepFrameStatus) {
           auto st = net::parse_step_status((*frame)->payload);
           if (!st) return stop({Errc::internal, st.message()});
+          keep_connection();
           if (st->code == 0) return stop(Status());
           return stop(step_rpc_error(st->code, st->message, jobid_, address_));
         }
@@ -71,6 +73,7 @@ class SocketStepStream final : public StepStream::Impl {
     net::append_step_frame(frame, net::kStepFrameMessage, msg.SerializeAsString());
     std::lock_guard lock(write_mu_);
     if (write_closed_) return false;
+    ++sent_;
     for (size_t done = 0; done < frame.size();) {
       const ssize_t n = ::send(fd_.get(), frame.data() + done, frame.size() - done, MSG_NOSIGNAL);
       if (n < 0 && errno == EINTR) continue;
@@ -91,38 +94,78 @@ class SocketStepStream final : public StepStream::Impl {
   }
 
   void cancel() override {
+    std::lock_guard lock(write_mu_);
     cancelled_ = true;
+    write_closed_ = true;
     ::shutdown(fd_.get(), SHUT_RDWR);  // read() returns at once; the agent sees the client go
   }
 
  private:
+  // The call ended: the connection goes back to the pool for the next call, unless this
+  // side closed it for writing (or cancelled), sent more than `create` (stdin could still
+  // be on its way), or the agent sent more than the call.
+  void keep_connection() {
+    std::lock_guard lock(write_mu_);
+    if (write_closed_ || sent_ != 1 || !reader_.empty()) return;
+    write_closed_ = true;
+    if (auto pool = pool_.lock()) pool->give_back(std::move(fd_));
+  }
+
   bool stop(Status st) {
     end_ = std::move(st);
     return false;
   }
   bool stop(Error e) { return stop(Status(std::move(e))); }
 
-  UniqueFd fd_;
+  UniqueFd fd_;  // moved to the pool by keep_connection(), under write_mu_
+  std::weak_ptr<StepSocketPool> pool_;
   uint64_t jobid_;
   std::string address_;
   net::StepFrameReader reader_;
   std::optional<Status> end_;
   std::mutex write_mu_;
   bool write_closed_ = false;  // under write_mu_
-  std::atomic<bool> cancelled_{false};
+  unsigned sent_ = 0;          // messages sent, under write_mu_: only `create` keeps the connection
+  std::atomic<bool> cancelled_{false};  // set under write_mu_
 };
 
 }  // namespace
 
-Result<std::unique_ptr<StepStream::Impl>> open_step_socket(const std::string& path, uint64_t jobid, size_t max_frame) {
-  auto connected = net::connect_unix(path);
+Result<UniqueFd> StepSocketPool::take() {
+  for (;;) {
+    UniqueFd fd;
+    {
+      std::lock_guard lock(mu_);
+      if (idle_.empty()) break;
+      fd = std::move(idle_.back());
+      idle_.pop_back();
+    }
+    // Idle means nothing to read: EOF is an agent that closed it (restarted, or one that
+    // serves a call per connection), anything else is out of step.
+    char byte;
+    if (::recv(fd.get(), &byte, 1, MSG_PEEK | MSG_DONTWAIT) < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+      return fd;
+  }
+  auto connected = net::connect_unix(path_);
   if (!connected) return connected.error();
   UniqueFd fd = std::move(*connected);
   const std::string_view preface = net::kStepPreface;
   if (::send(fd.get(), preface.data(), preface.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(preface.size()))
     return Error{Errc::unavailable, std::strerror(errno)};
+  return fd;
+}
+
+void StepSocketPool::give_back(UniqueFd fd) {
+  std::lock_guard lock(mu_);
+  if (keep_ && idle_.size() < kMaxIdle) idle_.push_back(std::move(fd));
+}
+
+Result<std::unique_ptr<StepStream::Impl>> open_step_socket(const std::shared_ptr<StepSocketPool>& pool,
+                                                           uint64_t jobid, size_t max_frame) {
+  auto fd = pool->take();
+  if (!fd) return fd.error();
   return std::unique_ptr<StepStream::Impl>(
-      std::make_unique<SocketStepStream>(std::move(fd), jobid, "unix:" + path, max_frame));
+      std::make_unique<SocketStepStream>(std::move(*fd), pool, jobid, "unix:" + pool->path(), max_frame));
 }
 
 }  // namespace corral::cli

@@ -37,6 +37,7 @@ struct StepSocketServer::Conn {
   bool answered = false;  // the step manager ended the call (the step's exit, or a refusal)
   bool reading = true;    // until the client's end of stream
   bool ended = false;     // the status frame is queued: close once written
+  bool served = false;    // a call before this one ended on this connection
   uint32_t watching = 0;  // the events registered
 
   explicit Conn(size_t max) : reader(max) {}
@@ -93,6 +94,10 @@ bool StepSocketServer::read_some(Conn& c) {
   }
   if (n == 0) {  // the client said all it will: the step goes on
     c.reading = false;
+    if (!c.opened && c.served && c.reader.empty()) {
+      close(c);  // done with its calls
+      return false;
+    }
     if (!c.opened)
       end(c, kInvalidArgument, "the client sent no step request");
     else
@@ -100,8 +105,13 @@ bool StepSocketServer::read_some(Conn& c) {
     return alive(id);
   }
   c.reader.feed(std::string_view(buf, static_cast<size_t>(n)));
-  // What the step manager does with a frame may end the call (and close `c`): look again
-  // before each frame.
+  return take_frames(c);
+}
+
+bool StepSocketServer::take_frames(Conn& c) {
+  const StepManager::ClientId id = c.id;
+  // What the step manager does with a frame may end the call (and close `c`, or start its
+  // next call under another id): look again before each frame.
   while (alive(id) && !c.ended) {
     auto frame = c.reader.next();
     if (!frame) {
@@ -188,7 +198,12 @@ bool StepSocketServer::flush(Conn& c) {
     c.out.clear();
     c.sent = 0;
     if (c.ended) {
-      close(c);
+      // The client may send another call, unless it closed its side or sent frames the
+      // ended call did not read (they would be taken for the next call's).
+      if (c.reading && c.opened && c.reader.empty())
+        next_call(c);
+      else
+        close(c);
       return false;
     }
   } else if (c.sent > c.out.size() / 2) {  // a client that reads slowly: keep only what it has not
@@ -204,6 +219,24 @@ void StepSocketServer::watch(Conn& c) {
   if (want == c.watching) return;
   c.watching = want;
   if (auto st = loop_.set_events(c.fd.get(), want); !st) spdlog::warn("step socket: {}", st.message());
+}
+
+void StepSocketServer::next_call(Conn& c) {
+  loop_.remove_fd(c.fd.get());
+  auto it = conns_.find(c.id);
+  std::unique_ptr<Conn> conn = std::move(it->second);
+  conns_.erase(it);
+  conn->id = next_id_++;
+  conn->opened = conn->answered = conn->ended = false;
+  conn->served = true;
+  conn->watching = EPOLLIN;
+  const StepManager::ClientId id = conn->id;
+  if (auto st = loop_.add_fd(conn->fd.get(), EPOLLIN, [this, id](uint32_t ev) { on_events(id, ev); }); !st) {
+    spdlog::warn("step socket: {}", st.message());
+    if (auto n = per_uid_.find(conn->uid); n != per_uid_.end() && --n->second == 0) per_uid_.erase(n);
+    return;
+  }
+  conns_.emplace(id, std::move(conn));
 }
 
 void StepSocketServer::close(Conn& c) {

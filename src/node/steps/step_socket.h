@@ -1,6 +1,7 @@
 // RunStep over the agent's Unix socket without gRPC (the protocol is net/step_frames.h):
-// a connection lives on the agent's event loop from its preface to the step's exit, so a
-// step's request, launch and answer pass no thread hand-off. The caller is who the
+// a connection lives on the agent's event loop from its preface on, one call after
+// another, so a step's request, launch and answer pass no thread hand-off, and a client
+// that keeps its connection (the step API) costs no accept per step. The caller is who the
 // socket's SO_PEERCRED says; everything it sends goes through the same StepManager calls
 // (and checks) as gRPC's RunStep. Remote callers (TCP) keep gRPC.
 #pragma once
@@ -39,6 +40,8 @@ class StepSocketServer {
   void on_events(StepManager::ClientId id, uint32_t events);
   // Reads what is there; false if the connection was closed meanwhile.
   bool read_some(Conn& c);
+  // Hands the frames read so far to the step manager; false if `c` closed meanwhile.
+  bool take_frames(Conn& c);
   void handle_frame(Conn& c, uint8_t type, std::string&& payload);
   bool alive(StepManager::ClientId id) const { return conns_.count(id) != 0; }
   void send(StepManager::ClientId id, v1::StepServerMessage&& msg);
@@ -47,6 +50,8 @@ class StepSocketServer {
   bool flush(Conn& c);
   void watch(Conn& c);
   void close(Conn& c);
+  // The call on `c` has ended and the client may send another: `c` gets a new call id.
+  void next_call(Conn& c);
 
   EventLoop& loop_;
   StepManager& steps_;
