@@ -573,6 +573,39 @@ TEST_F(StepNodeTest, SignalReachesEveryTask) {
   }
 }
 
+// An agent starts one node's tasks per turn of its loop; a signal that ends the step
+// while later nodes wait for their turn keeps them from starting.
+TEST_F(StepNodeTest, NodesWaitingForTheirTurnDoNotStartAfterTheStepIsKilled) {
+  b_.reset();
+  b_ = std::make_unique<TestAgent>(std::vector<std::string>{"n2", "n3"}, "unix:" + tmp_.str() + "/b2.sock",
+                                   kClusterKey);
+  b_->serve();
+  auto req = request({"sleep", "30"}, {{"n2", b_.get(), 1}, {"n3", b_.get(), 1}});
+  digest_ = launch_digest(req);
+  req.set_cred(sign(cred()));
+  b_->on_loop([&] {
+    auto id = b_->node().launch(
+        std::move(req), [this](v1::LaunchUp&& up) { report_.add(std::move(up)); },
+        [this](const std::string& error) {
+          std::lock_guard lock(report_.mu);
+          report_.done = true;
+          report_.error = error;
+          report_.cv.notify_all();
+        });
+    v1::LaunchDown down;
+    down.set_signal(SIGKILL);
+    b_->node().deliver(id, down);  // in the same turn: n3 has not started yet
+    return 0;
+  });
+  ASSERT_TRUE(report_.wait_done(5000ms));
+  std::lock_guard lock(report_.mu);
+  ASSERT_EQ(report_.errors.size(), 1u);
+  EXPECT_EQ(report_.errors[0].node(), "n3");
+  EXPECT_THAT(report_.errors[0].message(), HasSubstr("ended (signal 9) before its tasks started"));
+  ASSERT_EQ(report_.exits.size(), 2u);
+  EXPECT_TRUE(WIFSIGNALED(report_.exits[0]) && WTERMSIG(report_.exits[0]) == SIGKILL) << report_.exits[0];
+}
+
 TEST_F(StepNodeTest, AbandonKillsTheSubtree) {
   auto id = launch(request({"sleep", "30"}, {{"n1", a_.get(), 1}, {"n2", b_.get(), 1}}));
   ASSERT_TRUE(report_.wait([&] { return report_.started.size() == 2; }));

@@ -114,6 +114,8 @@ struct StepNode::Impl {
     size_t pending_bytes = 0;
     bool flush_posted = false;
     size_t live = 0;  // local tasks whose exit is not reported yet
+    size_t starting = 0;  // local nodes not started yet (start_locals)
+    int stopped_by = 0;   // a signal that ends tasks came while some were still to start
     bool finishing = false;
     std::optional<std::vector<std::string>> cgroup;  // created with the first task (empty: none)
     job::StepCred cred;  // verified once for the request (or made by this agent's step manager)
@@ -171,6 +173,7 @@ struct StepNode::Impl {
   // ---- launch
   LaunchId launch(v1::LaunchTasksRequest req, Up up, Done done, const job::StepCred* made_here);
   void route(Launch& l);
+  void start_locals(Launch& l, std::vector<int> indices, size_t next);
   void start_child(Launch& l, const std::vector<int>& node_indices);
   void refuse_node(Launch& l, const v1::LaunchNode& node, const std::string& message);
   void start_local(Launch& l, const v1::LaunchNode& node);
@@ -333,7 +336,27 @@ void StepNode::Impl::route(Launch& l) {
       return;
     }
   }
-  for (int i : groups[0]) start_local(l, nodes[i]);
+  start_locals(l, std::move(groups[0]), 0);
+}
+
+// One node's tasks per turn of the loop: between two nodes the loop reads the exits of the
+// tasks started so far, so on a wide step the agent's loop, which starts every task and
+// reads every exit, does not leave all the exits to after the last start.
+void StepNode::Impl::start_locals(Launch& l, std::vector<int> indices, size_t next) {
+  if (next >= indices.size()) return;
+  if (next == 0) l.starting = indices.size();
+  const auto& node = l.req.nodes(indices[next]);
+  if (l.stopped_by == 0)
+    start_local(l, node);
+  else  // the step was ended while its later nodes waited for their turn
+    refuse_node(l, node, "the step ended (signal " + std::to_string(l.stopped_by) + ") before its tasks started here");
+  --l.starting;
+  if (next + 1 < indices.size())
+    later(l.id, [this, indices = std::move(indices), next](Launch& x) mutable {
+      start_locals(x, std::move(indices), next + 1);
+    });
+  else
+    maybe_finish(l);
 }
 
 void StepNode::Impl::start_child(Launch& l, const std::vector<int>& node_indices) {
@@ -625,7 +648,7 @@ void StepNode::Impl::flush(Launch& l) {
 }
 
 void StepNode::Impl::maybe_finish(Launch& l) {
-  if (l.finishing || l.live > 0) return;
+  if (l.finishing || l.live > 0 || l.starting > 0) return;
   for (const auto& c : l.children)
     if (!c->closed) return;
   l.finishing = true;
@@ -682,6 +705,10 @@ void StepNode::Impl::task_exited(Launch& l, Task& t, const TaskSupervisor::Exit&
 }
 
 void StepNode::Impl::signal_local(Launch& l, int sig) {
+  // Nodes still waiting for their turn (start_locals) would miss it: those that end the
+  // step keep them from starting; others reach only the tasks already running.
+  if (l.starting > 0 && (sig == SIGKILL || sig == SIGTERM || sig == SIGINT || sig == SIGHUP || sig == SIGQUIT))
+    l.stopped_by = sig;
   for (auto& node : l.locals)
     for (auto& t : node->tasks)
       if (t.pid > 0 && !t.exited) tasks.signal(t.pid, sig);
