@@ -74,7 +74,24 @@ Agent::~Agent() {
   loop_.set_end_of_iteration(nullptr);
 }
 
+// The loop's thread starts and reads every task; when tasks keep the node's CPUs busy, a
+// launch waits for a CPU at every step (docs/performance.md). So the loop may run at a
+// higher priority than the tasks, which start back at the agent's own.
+void Agent::set_loop_nice() {
+  errno = 0;
+  const int own = ::getpriority(PRIO_PROCESS, 0);
+  if (errno != 0 || config_.loop_nice >= own) return;
+  if (::setpriority(PRIO_PROCESS, 0, config_.loop_nice) != 0) {  // this thread only
+    spdlog::info("the event loop stays at nice {} ({}): tasks and launches share the CPUs alike", own,
+                 std::strerror(errno));
+    return;
+  }
+  tasks_.set_task_nice(own);
+  spdlog::info("event loop at nice {}, tasks at {}", config_.loop_nice, own);
+}
+
 Status Agent::start() {
+  set_loop_nice();
   sigset_t set;
   sigemptyset(&set);
   sigaddset(&set, SIGCHLD);

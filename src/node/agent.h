@@ -59,6 +59,7 @@ class Agent {
  private:
   void arm_sweep();
   Status open_cgroups();    // config_.cgroups; logs whether tasks are contained
+  void set_loop_nice();
   void open_spool();        // STATE_DIR/output.spool, for output while the controller is away
   void end_of_iteration();  // flushes the outbox; step records that linger get a timer
   void on_signal();

@@ -61,6 +61,7 @@ struct Options {
   uint64_t job_pids_max = 0;
   std::string output_spool = "16MiB";
   std::string cpu_bind = "cores";
+  int loop_nice = -10;
   std::string agent_id;
   std::string log_level = "info";
   std::string log_file;
@@ -295,6 +296,12 @@ int main(int argc, char** argv) {
                  "tasks may run on any CPU")
       ->check(CLI::IsMember({"cores", "none"}))
       ->capture_default_str();
+  app.add_option("--loop-nice", o.loop_nice,
+                 "Scheduling priority (nice, -20 to 19) of the agent's event loop, which starts every task "
+                 "and reads every exit: below the agent's own, launches are not kept waiting by the node's "
+                 "busy tasks, which start at the agent's own priority. Needs root; 0 or more: as the agent")
+      ->check(CLI::Range(-20, 19))
+      ->capture_default_str();
   app.add_option("--auth", o.auth,
                  "How this agent and the hosts it talks to over TCP know each other: munge (munged on every "
                  "host) or cluster-key (the cluster key, which --key-file names, signs; corral-authd signs "
@@ -369,6 +376,7 @@ int main(int argc, char** argv) {
   if (auto ca = net::channel_credentials(o.tls_ca, "tcp-check"); !ca) return fail("--tls-ca: " + ca.message());
   config.tls_ca = o.tls_ca;
   config.cpu_bind = o.cpu_bind == "cores";
+  config.loop_nice = o.loop_nice;
   config.local_job_pids_max = app.get_option("--job-pids-max")->count() > 0;
   config.local_cpu_bind = app.get_option("--cpu-bind")->count() > 0;
   std::error_code ec;

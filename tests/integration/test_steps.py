@@ -458,3 +458,27 @@ def test_a_connection_carries_one_call_after_another(cluster):
     steps = steps_json(cluster, jobid)
     assert sum(1 for s in steps if s.get("state") == "COMPLETED") >= 3, steps
     cluster.corral("cancel", jobid)
+
+
+def nice_of(stat_text):
+    return int(stat_text.rsplit(")", 1)[1].split()[16])  # field 19 of /proc/PID/stat
+
+
+@pytest.mark.cluster(size=1, agents=1, cores=4)
+def test_the_agents_loop_runs_above_its_tasks(cluster):
+    # The agent (root, --loop-nice -10 by default) raises its event loop's priority; its
+    # tasks start at the agent's own, 0: steps, a job's own tasks and batch scripts alike.
+    agent = cluster.agents[0].pid
+    with open(f"/proc/{agent}/stat") as f:
+        assert nice_of(f.read()) == -10
+    show = "cat /proc/self/stat"
+    jobid = hold(cluster, "-N1")
+    assert nice_of(step(cluster, jobid, "sh", "-c", show, check=True).stdout) == 0
+    cluster.corral("cancel", jobid)
+    assert nice_of(cluster.corral("run", "-n1", "sh", "-c", show, user=4242).stdout) == 0
+    out = str(cluster.shared_dir("cwd") / "nice.out")
+    proc = cluster.corral("batch", "--parsable", "-o", out, "-", input=f"#!/bin/sh\n{show}\n")
+    batch = int(proc.stdout.strip())
+    cluster.wait_job(batch, "INACTIVE")
+    with open(out) as f:
+        assert nice_of(f.read()) == 0

@@ -23,6 +23,9 @@ struct AgentConfig {
   std::string imp_path;             // corral-imp, used when running as root
   bool as_root = false;             // tasks of other users go through corral-imp
   double kill_grace = 2.0;          // SIGTERM -> SIGKILL delay (shutdown, perilog timeouts)
+  // The event loop's scheduling priority (nice) when it is below the agent's own; its
+  // tasks start at the agent's own. Only root may lower it. docs/admin.md "Node agent".
+  int loop_nice = 0;
   bool handle_termination = true;   // SIGTERM/SIGINT shut the agent down (off in tests)
   // The node halves of fabric and storage hooks (node/hooks/registry.cc), started.
   std::shared_ptr<const NodeHooks> hooks = std::make_shared<NodeHooks>();

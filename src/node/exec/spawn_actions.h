@@ -7,6 +7,7 @@
 
 #include <sched.h>
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -38,7 +39,8 @@ struct ChildSetup {
   std::vector<std::string> cgroups;      // the cgroup directories it moves itself into
   std::vector<int> cpus;                 // non-empty: the only CPUs it (and what it starts) may run on
   std::vector<job::TaskRlimit> rlimits;  // soft limits, capped at the hard ones
-  bool any() const { return !cgroups.empty() || !cpus.empty() || !rlimits.empty(); }
+  std::optional<int> nice;               // its scheduling priority; unset: the spawning thread's
+  bool any() const { return !cgroups.empty() || !cpus.empty() || !rlimits.empty() || nice.has_value(); }
 };
 
 struct SpawnFailure {

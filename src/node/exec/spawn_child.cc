@@ -44,6 +44,7 @@ struct Prepared {
   const std::vector<const char*>& procs;  // the cgroup.procs files to join
   const cpu_set_t* cpus;                  // null: no binding
   const std::vector<job::TaskRlimit>& rlimits;
+  const std::optional<int>& nice;
   int report;
 };
 
@@ -68,6 +69,9 @@ SpawnFailure join_and_bind(const Prepared& p) {
     return {errno, SpawnFailure::Stage::cpus};
   for (const auto& l : p.rlimits)
     if (int err = set_soft_limit(l); err != 0) return {err, SpawnFailure::Stage::rlimits};
+  // Back to the priority tasks start with (the agent's loop runs above them); lowering
+  // one's own priority cannot fail.
+  if (p.nice) ::setpriority(PRIO_PROCESS, 0, *p.nice);
   return {};
 }
 
@@ -113,7 +117,7 @@ SpawnFailure spawn_child(pid_t& pid, const std::string& path, char* const argv[]
   if (::pipe2(report, O_CLOEXEC | O_NONBLOCK) != 0) return {errno};
   const Prepared prepared{
       path,          argv,     envp, actions, new_session, proc_files, setup.cpus.empty() ? nullptr : &cpus,
-      setup.rlimits, report[1]};
+      setup.rlimits, setup.nice, report[1]};
   // No handler of the agent may run in the child before it resets them (as glibc does).
   sigset_t all, old;
   sigfillset(&all);

@@ -216,7 +216,7 @@ void add_inherited(SpawnActions& actions, const std::vector<int>& fds) {
   for (int fd : fds) actions.dup2(fd, fd);
 }
 
-Result<SpawnedProcess> spawn_direct(const SpawnRequest& req) {
+Result<SpawnedProcess> spawn_direct(const SpawnRequest& req, std::optional<int> nice) {
   auto outs = open_outputs(req);
   if (!outs) return outs.error();
   if (!req.stderr_note.empty() && !req.error_path.empty() && !req.merge_stderr)
@@ -248,7 +248,7 @@ Result<SpawnedProcess> spawn_direct(const SpawnRequest& req) {
   actions.dup2(outs->err.get(), STDERR_FILENO);
   add_inherited(actions, req.inherit_fds);
   if (!req.cwd.empty()) actions.chdir(req.cwd);
-  auto pid = do_spawn(*exe, req.argv, req.env, actions, false, {req.cgroups, req.cpus, req.rlimits});
+  auto pid = do_spawn(*exe, req.argv, req.env, actions, false, {req.cgroups, req.cpus, req.rlimits, nice});
   if (!pid) return fail(pid.error());
   outs->proc.pid = *pid;
   return std::move(outs->proc);
@@ -256,7 +256,7 @@ Result<SpawnedProcess> spawn_direct(const SpawnRequest& req) {
 
 // The task leads a new session; opening the terminal there (without O_NOCTTY) makes it
 // the session's controlling terminal, so job control and ^C work as in a login.
-Result<SpawnedProcess> spawn_on_terminal(const SpawnRequest& req) {
+Result<SpawnedProcess> spawn_on_terminal(const SpawnRequest& req, std::optional<int> nice) {
   if (!req.cwd.empty()) {
     struct stat st {};
     if (::stat(req.cwd.c_str(), &st) != 0) return spawn_error(errno, "cannot change directory to '" + req.cwd + "'");
@@ -270,7 +270,7 @@ Result<SpawnedProcess> spawn_on_terminal(const SpawnRequest& req) {
   actions.dup2(STDIN_FILENO, STDERR_FILENO);
   add_inherited(actions, req.inherit_fds);
   if (!req.cwd.empty()) actions.chdir(req.cwd);
-  auto pid = do_spawn(*exe, req.argv, req.env, actions, true, {req.cgroups, req.cpus, req.rlimits});
+  auto pid = do_spawn(*exe, req.argv, req.env, actions, true, {req.cgroups, req.cpus, req.rlimits, nice});
   if (!pid) return pid.error();
   SpawnedProcess proc;
   proc.pid = *pid;
@@ -306,7 +306,7 @@ int imp_fd_slot(int from, const std::vector<int>& taken) {
   return fd;
 }
 
-Result<SpawnedProcess> spawn_via_imp(const SpawnRequest& req) {
+Result<SpawnedProcess> spawn_via_imp(const SpawnRequest& req, std::optional<int> nice) {
   SpawnedProcess proc;
   const bool tty = !req.terminal.empty();
   UniqueFd in =
@@ -385,7 +385,7 @@ Result<SpawnedProcess> spawn_via_imp(const SpawnRequest& req) {
   // corral-imp closes everything but these (--keep-fd), so they reach the task.
   add_inherited(actions, req.inherit_fds);
   // The helper runs as root: its own environment is fixed, never the user's.
-  auto pid = do_spawn(req.imp_path, argv, {"PATH=/usr/sbin:/usr/bin:/sbin:/bin"}, actions, tty);
+  auto pid = do_spawn(req.imp_path, argv, {"PATH=/usr/sbin:/usr/bin:/sbin:/bin"}, actions, tty, {{}, {}, {}, nice});
   if (!pid) return pid.error();
   proc.pid = *pid;
   proc.status_pipe = std::move(status->read);
@@ -421,11 +421,11 @@ Result<std::string> find_executable(const std::string& command, const std::vecto
   return exec_error(first_err, command);
 }
 
-Result<SpawnedProcess> spawn_process(const SpawnRequest& req) {
+Result<SpawnedProcess> spawn_process(const SpawnRequest& req, std::optional<int> nice) {
   if (req.argv.empty() || req.argv[0].empty()) return not_found("cannot execute: empty command");
   if (auto st = check_inherit_fds(req.inherit_fds); !st) return st.error();
-  if (!req.imp_path.empty()) return spawn_via_imp(req);
-  return req.terminal.empty() ? spawn_direct(req) : spawn_on_terminal(req);
+  if (!req.imp_path.empty()) return spawn_via_imp(req, nice);
+  return req.terminal.empty() ? spawn_direct(req, nice) : spawn_on_terminal(req, nice);
 }
 
 }  // namespace corral::node

@@ -4,6 +4,7 @@
 
 #include <sys/types.h>
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -67,7 +68,8 @@ int spawn_failure_code(const Error& e);
 // error file was already open the message has been written to it too. Errc::unavailable
 // means the node ran out of descriptors, processes or memory (EMFILE, ENFILE, EAGAIN,
 // ENOMEM): nothing was started and the same spawn may succeed a little later.
-Result<SpawnedProcess> spawn_process(const SpawnRequest& req);
+// `nice`: the scheduling priority the process starts with; unset: the calling thread's.
+Result<SpawnedProcess> spawn_process(const SpawnRequest& req, std::optional<int> nice = {});
 
 // Searches `command` like execvp would, in the PATH of `env`, relative entries and
 // paths with a '/' taken relative to `cwd`. not_found / permission_denied errors.

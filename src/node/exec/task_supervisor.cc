@@ -99,7 +99,7 @@ Result<pid_t> TaskSupervisor::spawn(const SpawnRequest& req, Handlers handlers, 
     with_stdin = req;
     with_stdin.stdin_fd = stdin_r.get();
   }
-  auto spawned = spawn_process(in == Stdin::file ? req : with_stdin);
+  auto spawned = spawn_process(in == Stdin::file ? req : with_stdin, task_nice_);
   if (!spawned) return spawned.error();
   p->pid = spawned->pid;
   p->handlers = std::move(handlers);

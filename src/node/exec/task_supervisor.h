@@ -11,6 +11,7 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -55,6 +56,9 @@ class TaskSupervisor {
   // Errors are spawn_process's (Errc::unavailable: the node lacks descriptors, processes
   // or memory; nothing was started).
   Result<pid_t> spawn(const SpawnRequest& req, Handlers handlers, Stdin in = Stdin::file);
+  // The scheduling priority every process starts with from now on, when the loop's
+  // thread runs at another (set_loop_nice).
+  void set_task_nice(int nice) { task_nice_ = nice; }
   // Queues `data` for the process's stdin; `eof` closes it once everything is written (a
   // terminal gets its end-of-file character instead). False when it has no fed stdin.
   bool feed(pid_t pid, std::string_view data, bool eof);
@@ -68,6 +72,7 @@ class TaskSupervisor {
   size_t live() const { return procs_.size(); }
 
  private:
+  std::optional<int> task_nice_;
   struct Proc;
   Proc* find(pid_t pid);
   void watch_output(Proc& p, bool is_err);
