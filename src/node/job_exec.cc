@@ -526,7 +526,7 @@ void JobExecutor::drop_deferred(Job& job, int sig) {
 }
 
 Status JobExecutor::start_pmi(Job& job, Node& node, const v1::StartJob& msg) {
-  if (job.mpi == job::MpiService::cray_pals) return start_pals(node, msg);
+  if (job.mpi == job::MpiService::cray_pals) return start_pals(job, node, msg);
   if (msg.exec_nodes() > 1 && !msg.stepmgr().empty())
     node.exchange = std::make_unique<JobFenceExchange>(loop_, msg.stepmgr(), job.id, node.name, msg.exec_nodes(),
                                                        config_.credentials, config_.tls_ca);
@@ -547,24 +547,17 @@ Status JobExecutor::start_pmi(Job& job, Node& node, const v1::StartJob& msg) {
   return {};
 }
 
-Status JobExecutor::start_pals(Node& node, const v1::StartJob& msg) {
-  NodePals pals;
-  pals.layout = {{msg.pmix_nodes().begin(), msg.pmix_nodes().end()},
-                 {msg.pmix_tasks().begin(), msg.pmix_tasks().end()},
-                 msg.pals_cpus_per_task()};
+Status JobExecutor::start_pals(Job& job, Node& node, const v1::StartJob& msg) {
+  if (!job.pals) {  // once for all of this agent's nodes of the job
+    auto step = PalsStep::make(
+        pals_step_info(msg, std::to_string(msg.jobid()), pals_base(config_.state_dir), msg.userid(), msg.groupid()));
+    if (!step) return step.error();
+    job.pals = std::move(*step);
+  }
   // The layout holds the nodes that run tasks, in rank order: this node's place in it.
-  auto at = std::find(pals.layout.nodes.begin(), pals.layout.nodes.end(), node.name);
-  pals.node_index = static_cast<uint32_t>(at - pals.layout.nodes.begin());
-  pals.apid = std::to_string(msg.jobid());
-  pals.node = node.name;
-  pals.first_rank = node.first_rank;
-  pals.ntasks = node.ntasks;
-  pals.control_ports = msg.pals_control_ports();
-  pals.secret = msg.pals_secret();
-  pals.base = pals_base(config_.state_dir);
-  pals.uid = msg.userid();
-  pals.gid = msg.groupid();
-  auto started = PalsNode::start(std::move(pals));
+  auto index = job.pals->index_of(node.name);
+  if (!index) return invalid("--mpi=cray-pals: node " + node.name + " is not in the job's layout");
+  auto started = job.pals->start_node(*index, node.name, node.first_rank, node.ntasks);
   if (!started) return started.error();
   node.pals = std::move(*started);
   return {};

@@ -119,6 +119,7 @@ class JobExecutor {
     // exchanges (declared first: it outlives the namespace).
     std::unique_ptr<SharedNodesExchange> pmix_exchange;
     std::unique_ptr<PmixNamespace> pmix;
+    std::shared_ptr<const PalsStep> pals;  // --mpi=cray-pals: checked, its file made, once
   };
   struct UserInfo {
     std::string name, home;
@@ -144,7 +145,7 @@ class JobExecutor {
   void drop_deferred(Job& job, int sig);
   Status start_pmi(Job& job, Node& node, const v1::StartJob& msg);
   Status start_pmix(Job& job, const v1::StartJob& msg);
-  Status start_pals(Node& node, const v1::StartJob& msg);
+  Status start_pals(Job& job, Node& node, const v1::StartJob& msg);
   void pmi_failed(uint64_t jobid, const std::string& node, const std::string& text);
   Node& add_node(Job& job, const v1::NodeTasks& t);
   Result<std::string> write_batch_script(Job& job, const v1::StartJob& msg, const job::Jobspec& spec);

@@ -139,31 +139,34 @@ TEST_F(PalsSpoolTest, RemovalStopsAtItsBudget) {
   EXPECT_TRUE(pals::remove_tree(root_.string(), "missing"));
 }
 
-TEST_F(PalsSpoolTest, NodeStartChecksTheLayoutAndGivesTheVariables) {
-  NodePals p;
-  p.layout = {{"n0", "n1"}, {2, 2}, 1};
-  p.apid = "9.3";
-  p.node_index = 1;
-  p.node = "n1";
-  p.first_rank = 2;
-  p.ntasks = 2;
-  p.secret = "12345";
-  p.base = base_;
-  p.uid = ::geteuid();
-  p.gid = ::getegid();
-  auto no_ports = PalsNode::start(p);
+TEST_F(PalsSpoolTest, StepChecksItsLayoutOnceAndEachNodeGivesTheVariables) {
+  PalsStepInfo info;
+  info.layout = {{"n0", "n1"}, {2, 2}, 1};
+  info.apid = "9.3";
+  info.secret = "12345";
+  info.base = base_;
+  info.uid = ::geteuid();
+  info.gid = ::getegid();
+  auto no_ports = PalsStep::make(info);
   ASSERT_FALSE(no_ports.ok());
   EXPECT_NE(no_ports.message().find("needs MPI ports"), std::string::npos);
-  p.control_ports = job::pals_control_ports({12000, 12002});
-  EXPECT_EQ(p.control_ports, "12000,12001");
-  auto wrong = p;
-  wrong.first_rank = 1;
-  EXPECT_NE(PalsNode::start(wrong).message().find("disagrees"), std::string::npos);
-  auto relative = p;
+  auto relative = info;
   relative.base = "pals";
-  EXPECT_NE(PalsNode::start(relative).message().find("--state-dir"), std::string::npos);
-  auto node = PalsNode::start(p);
+  relative.control_ports = "1";
+  EXPECT_NE(PalsStep::make(relative).message().find("--state-dir"), std::string::npos);
+  info.control_ports = job::pals_control_ports({12000, 12002});
+  EXPECT_EQ(info.control_ports, "12000,12001");
+  auto step = PalsStep::make(info);
+  ASSERT_TRUE(step.ok()) << step.message();
+  EXPECT_NE((*step)->start_node(1, "n1", 1, 2).message().find("disagrees"), std::string::npos);  // wrong first rank
+  EXPECT_NE((*step)->start_node(2, "n2", 4, 1).message().find("disagrees"), std::string::npos);  // not in it
+  EXPECT_EQ((*step)->index_of("n1"), 1u);
+  EXPECT_FALSE((*step)->index_of("n9"));
+  auto node = (*step)->start_node(1, "n1", 2, 2);
   ASSERT_TRUE(node.ok()) << node.message();
+  auto other = (*step)->start_node(0, "n0", 0, 2);  // a second node of this agent, its own spool
+  ASSERT_TRUE(other.ok()) << other.message();
+  EXPECT_NE((*other)->spool_dir(), (*node)->spool_dir());
   auto env = (*node)->task_env(3);
   const std::string spool = base_ + "/9.3.n1";
   EXPECT_EQ(env, (std::vector<std::string>{"PALS_APID=9.3", "PALS_APINFO=" + spool + "/apinfo", "PALS_RANKID=3",

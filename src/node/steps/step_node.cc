@@ -120,6 +120,7 @@ struct StepNode::Impl {
     std::optional<std::vector<std::string>> cgroup;  // created with the first task (empty: none)
     job::StepCred cred;  // verified once for the request (or made by this agent's step manager)
     job::MpiService mpi = job::MpiService::pmi;
+    std::shared_ptr<const PalsStep> pals;  // --mpi=cray-pals: checked, its file made, once
     // --mpi=pmix: one namespace for all of this agent's nodes of the step, whose fences
     // go through the local nodes' exchanges (declared first: it outlives the namespace).
     std::unique_ptr<SharedNodesExchange> pmix_exchange;
@@ -480,22 +481,15 @@ Status StepNode::Impl::start_pmi(Launch& l, LocalNode& node, size_t ni) {
 }
 
 Status StepNode::Impl::start_pals(Launch& l, LocalNode& node) {
-  const auto& req = l.req;
-  NodePals pals;
-  pals.layout = {{req.pmix_nodes().begin(), req.pmix_nodes().end()},
-                 {req.pmix_tasks().begin(), req.pmix_tasks().end()},
-                 req.pals_cpus_per_task()};
-  pals.apid = std::to_string(req.jobid()) + "." + std::to_string(req.stepid());
-  pals.node_index = node.info.node_index();
-  pals.node = node.info.name();
-  pals.first_rank = node.info.first_rank();
-  pals.ntasks = node.info.ntasks();
-  pals.control_ports = req.pals_control_ports();
-  pals.secret = req.pals_secret();
-  pals.base = pals_base(config.state_dir);
-  pals.uid = l.cred.uid;
-  pals.gid = l.cred.gid;
-  auto started = PalsNode::start(std::move(pals));
+  if (!l.pals) {  // once for all of this agent's nodes of the step
+    const auto& req = l.req;
+    auto step = PalsStep::make(pals_step_info(req, std::to_string(req.jobid()) + "." + std::to_string(req.stepid()),
+                                              pals_base(config.state_dir), l.cred.uid, l.cred.gid));
+    if (!step) return step.error();
+    l.pals = std::move(*step);
+  }
+  const auto& n = node.info;
+  auto started = l.pals->start_node(n.node_index(), n.name(), n.first_rank(), n.ntasks());
   if (!started) return started.error();
   node.pals = std::move(*started);
   return {};
