@@ -14,7 +14,7 @@ install(TARGETS corral-node corral-imp RUNTIME DESTINATION ${CMAKE_INSTALL_SBIND
 # libpmi2-0 package: users point their MPI at them (docs/user.md, "MPI").
 install(TARGETS corral_pmi corral_pmi2 LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}/corral COMPONENT corral-node
         NAMELINK_COMPONENT corral-node)
-install(FILES src/pmi_lib/include/pmi.h src/pmi_lib/include/pmi2.h DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/corral
+install(FILES src/node/pmi_client/include/pmi.h src/node/pmi_client/include/pmi2.h DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/corral
         COMPONENT corral-node)
 install(FILES packaging/systemd/corrald.service DESTINATION lib/systemd/system COMPONENT corrald)
 install(FILES packaging/systemd/corral-node.service DESTINATION lib/systemd/system COMPONENT corral-node)

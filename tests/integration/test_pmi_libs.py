@@ -10,7 +10,7 @@ import pytest
 from conftest import BUILD_DIR, SOURCE_DIR
 
 DATA = SOURCE_DIR / "tests" / "data" / "mpi"
-INCLUDE = SOURCE_DIR / "src" / "pmi_lib" / "include"
+INCLUDE = SOURCE_DIR / "src" / "node" / "pmi_client" / "include"
 LIB_DIR = BUILD_DIR / "lib"
 PMIX_EXAMPLE = Path("/usr/share/doc/libpmix-dev/examples/pmi1client.c")
 SLURM_PMI2 = Path("/usr/lib/x86_64-linux-gnu/libpmi2.so.0")  # Debian's libpmi2-0 (Slurm's)

@@ -27,7 +27,7 @@ inline constexpr std::size_t kKeyMax = 64;
 inline constexpr std::size_t kValueMax = 512;
 inline constexpr std::size_t kLineMax = 4096;
 // PMI-2 clients size their buffers by pmi2.h's PMI2_MAX_VALLEN (1024) and no line buffer
-// limits them; a client library may add an encoding to that (src/pmi_lib), hence twice it.
+// limits them; a client library may add an encoding to that (src/node/pmi_client), hence twice it.
 inline constexpr std::size_t kV2ValueMax = 2048;
 
 struct Command {

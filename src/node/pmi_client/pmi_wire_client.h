@@ -14,7 +14,7 @@
 #include <utility>
 #include <vector>
 
-namespace corral::pmi_lib {
+namespace corral::pmi_client {
 
 using Fields = std::vector<std::pair<std::string, std::string>>;
 
@@ -84,4 +84,4 @@ std::optional<Fields> checked(std::optional<Fields> reply, const char* library, 
 // Says what went wrong, once per call that failed: "corral libpmi: ...".
 void complain(const char* library, const std::string& what);
 
-}  // namespace corral::pmi_lib
+}  // namespace corral::pmi_client

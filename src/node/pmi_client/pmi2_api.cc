@@ -13,7 +13,7 @@
 
 #define PMI2_EXPORT extern "C" __attribute__((visibility("default")))
 
-namespace corral::pmi_lib {
+namespace corral::pmi_client {
 namespace {
 
 constexpr const char* kLib = "libpmi2";
@@ -158,9 +158,9 @@ std::optional<Fields> job_attr(Pmi2& s, const char* name) {
 }
 
 }  // namespace
-}  // namespace corral::pmi_lib
+}  // namespace corral::pmi_client
 
-using namespace corral::pmi_lib;
+using namespace corral::pmi_client;
 
 PMI2_EXPORT int PMI2_Init(int* spawned, int* size, int* rank, int* appnum) {
   Pmi2& s = state();

@@ -1,8 +1,8 @@
-// The wire client inside libpmi.so and libpmi2.so (src/pmi_lib): reply parsing, the
+// The wire client inside libpmi.so and libpmi2.so (src/node/pmi_client): reply parsing, the
 // environment, the process mapping read back exactly as the agent's server writes it,
 // and the encoding that lets values the wire cannot carry through. The libraries
 // themselves run under real steps in tests/integration/test_pmi_libs.py.
-#include "pmi_wire_client.h"
+#include "node/pmi_client/pmi_wire_client.h"
 
 #include <stdlib.h>
 #include <sys/socket.h>
@@ -15,10 +15,10 @@
 
 #include "node/pmi/pmi_server.h"
 
-namespace corral::pmi_lib {
+namespace corral::pmi_client {
 namespace {
 
-TEST(PmiLibWire, ParsesRepliesOfBothVersions) {
+TEST(PmiClientWire, ParsesRepliesOfBothVersions) {
   auto v1 = parse_v1("cmd=get_result rc=0 value=a=b\n");
   ASSERT_EQ(v1.size(), 3u);
   EXPECT_EQ(*field(v1, "value"), "a=b");
@@ -33,7 +33,7 @@ TEST(PmiLibWire, ParsesRepliesOfBothVersions) {
 }
 
 // Every layout the agent's server can describe comes back rank for rank.
-TEST(PmiLibWire, ProcessMappingReadsBackWhatTheServerWrote) {
+TEST(PmiClientWire, ProcessMappingReadsBackWhatTheServerWrote) {
   std::mt19937 rng(7);
   std::vector<std::vector<int>> layouts = {{0, 0, 0, 0}, {0, 0, 1, 1}, {0, 1, 0, 1}, {0, 1, 2, 0, 1, 2, 0},
                                            {0, 0, 0, 1, 2, 2}, {3, 3, 0, 0}};
@@ -49,7 +49,7 @@ TEST(PmiLibWire, ProcessMappingReadsBackWhatTheServerWrote) {
   }
 }
 
-TEST(PmiLibWire, BrokenMappingsAreUnknownLayouts) {
+TEST(PmiClientWire, BrokenMappingsAreUnknownLayouts) {
   for (const char* bad : {"", "(vector)", "(vector,(0,1))", "(vector,(0,0,2))", "(vector,(a,1,2))", "vector,(0,1,2)",
                           "(vector,(0,1,2)", "(vector,(-1,1,2))"})
     EXPECT_TRUE(expand_process_mapping(bad, 4).empty()) << bad;
@@ -57,7 +57,7 @@ TEST(PmiLibWire, BrokenMappingsAreUnknownLayouts) {
   EXPECT_EQ(ranks_on_node_of({0, 1, 0, 1}, 2), (std::vector<int>{0, 2}));
 }
 
-TEST(PmiLibWire, ValuesTheWireCannotCarryAreEncoded) {
+TEST(PmiClientWire, ValuesTheWireCannotCarryAreEncoded) {
   EXPECT_EQ(encode_value("plain=value", false), "plain=value");  // what wire clients see, unchanged
   EXPECT_EQ(encode_value("a b;c", true), "%corral:a b%3Bc");
   for (bool v2 : {false, true})
@@ -70,7 +70,7 @@ TEST(PmiLibWire, ValuesTheWireCannotCarryAreEncoded) {
   EXPECT_EQ(decode_value("%corral:%4"), "%4");  // a broken escape stays as it is
 }
 
-TEST(PmiLibWire, WordsAndBuffers) {
+TEST(PmiClientWire, WordsAndBuffers) {
   EXPECT_TRUE(wire_word("key-1", true));
   EXPECT_FALSE(wire_word("a=b", true));
   EXPECT_TRUE(wire_word("a=b", false));
@@ -83,7 +83,7 @@ TEST(PmiLibWire, WordsAndBuffers) {
   EXPECT_FALSE(copy_out("a", nullptr, 4));
 }
 
-TEST(PmiLibWire, TaskEnvironment) {
+TEST(PmiClientWire, TaskEnvironment) {
   std::string error;
   ::unsetenv("PMI_FD");
   auto single = read_task_env(error);
@@ -106,7 +106,7 @@ TEST(PmiLibWire, TaskEnvironment) {
 }
 
 // Replies that arrive in pieces, and a server that goes away.
-TEST(PmiLibWire, CallsReadWholeRepliesAndNoticeAClosedSocket) {
+TEST(PmiClientWire, CallsReadWholeRepliesAndNoticeAClosedSocket) {
   int sv[2];
   ASSERT_EQ(::socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
   std::thread server([fd = sv[1]] {
@@ -132,4 +132,4 @@ TEST(PmiLibWire, CallsReadWholeRepliesAndNoticeAClosedSocket) {
 }
 
 }  // namespace
-}  // namespace corral::pmi_lib
+}  // namespace corral::pmi_client

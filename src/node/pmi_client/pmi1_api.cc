@@ -12,7 +12,7 @@
 
 #define PMI_EXPORT extern "C" __attribute__((visibility("default")))
 
-namespace corral::pmi_lib {
+namespace corral::pmi_client {
 namespace {
 
 constexpr const char* kLib = "libpmi";
@@ -127,9 +127,9 @@ const std::vector<int>& clique(Pmi1& s) {
 }
 
 }  // namespace
-}  // namespace corral::pmi_lib
+}  // namespace corral::pmi_client
 
-using namespace corral::pmi_lib;
+using namespace corral::pmi_client;
 
 PMI_EXPORT int PMI_Init(int* spawned) {
   if (spawned == nullptr) return PMI_ERR_INVALID_ARG;

@@ -9,7 +9,7 @@
 #include <cstdlib>
 #include <cstring>
 
-namespace corral::pmi_lib {
+namespace corral::pmi_client {
 
 namespace {
 
@@ -291,4 +291,4 @@ void complain(const char* library, const std::string& what) {
   std::fprintf(stderr, "corral %s: %s\n", library, what.c_str());
 }
 
-}  // namespace corral::pmi_lib
+}  // namespace corral::pmi_client
