@@ -378,8 +378,8 @@ std::vector<std::pair<std::string, v1::ControllerMessage>> Controller::build_sta
   if (service == job::MpiService::pmix || service == job::MpiService::cray_pals) {
     for (const auto& n : job.R->nodes)
       if (auto it = job.exec_tasks.find(n.name); it != job.exec_tasks.end()) {
-        layout.add_pmix_nodes(n.name);
-        layout.add_pmix_tasks(it->second);
+        layout.add_layout_nodes(n.name);
+        layout.add_layout_tasks(it->second);
       }
   }
   if (service == job::MpiService::cray_pals) add_pals_fields(job, layout);
@@ -413,8 +413,8 @@ std::vector<std::pair<std::string, v1::ControllerMessage>> Controller::build_sta
       sj.set_attempt(job.status.requeues);
       sj.set_exec_nodes(static_cast<uint32_t>(job.exec_tasks.size()));
       sj.set_mpi_default(cfg_.steps.mpi_default);
-      *sj.mutable_pmix_nodes() = layout.pmix_nodes();
-      *sj.mutable_pmix_tasks() = layout.pmix_tasks();
+      *sj.mutable_layout_nodes() = layout.layout_nodes();
+      *sj.mutable_layout_tasks() = layout.layout_tasks();
       sj.set_pmix_namespace(layout.pmix_namespace());
       sj.set_pals_control_ports(layout.pals_control_ports());
       sj.set_pals_secret(layout.pals_secret());

@@ -567,8 +567,8 @@ Status JobExecutor::start_pals(Job& job, Node& node, const v1::StartJob& msg) {
 Status JobExecutor::start_pmix(Job& job, const v1::StartJob& msg) {
   if (job.pmix) return {};
   NodePmix pmix{msg.pmix_namespace(),
-                {msg.pmix_nodes().begin(), msg.pmix_nodes().end()},
-                {msg.pmix_tasks().begin(), msg.pmix_tasks().end()},
+                {msg.layout_nodes().begin(), msg.layout_nodes().end()},
+                {msg.layout_tasks().begin(), msg.layout_tasks().end()},
                 {},
                 msg.userid(),
                 msg.groupid()};

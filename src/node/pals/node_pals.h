@@ -35,7 +35,7 @@ struct PalsStepInfo {
 // tasks: they carry the layout and the PALS fields under the same names).
 template <typename Launch>
 PalsStepInfo pals_step_info(const Launch& m, std::string apid, std::string base, uid_t uid, gid_t gid) {
-  return {{{m.pmix_nodes().begin(), m.pmix_nodes().end()}, {m.pmix_tasks().begin(), m.pmix_tasks().end()},
+  return {{{m.layout_nodes().begin(), m.layout_nodes().end()}, {m.layout_tasks().begin(), m.layout_tasks().end()},
            m.pals_cpus_per_task()},
           std::move(apid),
           m.pals_control_ports(),

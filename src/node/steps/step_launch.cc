@@ -216,8 +216,8 @@ Result<v1::LaunchTasksRequest> StepManager::build_launch(Job& job, Step& step, j
   }
   if (service == job::MpiService::pmix || service == job::MpiService::cray_pals) {
     for (const auto& share : step.share.nodes) {
-      req.add_pmix_nodes(share.name);
-      req.add_pmix_tasks(share.ntasks);
+      req.add_layout_nodes(share.name);
+      req.add_layout_tasks(share.ntasks);
     }
   }
   if (service == job::MpiService::cray_pals)

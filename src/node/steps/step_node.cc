@@ -498,8 +498,8 @@ Status StepNode::Impl::start_pals(Launch& l, LocalNode& node) {
 Status StepNode::Impl::start_pmix(Launch& l, const std::vector<const v1::LaunchNode*>& local) {
   const auto& req = l.req;
   NodePmix pmix{req.pmix_namespace(),
-                {req.pmix_nodes().begin(), req.pmix_nodes().end()},
-                {req.pmix_tasks().begin(), req.pmix_tasks().end()},
+                {req.layout_nodes().begin(), req.layout_nodes().end()},
+                {req.layout_tasks().begin(), req.layout_tasks().end()},
                 {},
                 l.cred.uid,
                 l.cred.gid};

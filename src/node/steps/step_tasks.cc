@@ -75,9 +75,9 @@ std::string launch_digest(const v1::LaunchTasksRequest& req) {
   put(s, req.pty() ? "pty" : "-");
   put(s, req.mpi());
   put(s, req.pmix_namespace());
-  put(s, std::to_string(req.pmix_nodes_size()));
-  for (const auto& n : req.pmix_nodes()) put(s, n);
-  for (uint32_t t : req.pmix_tasks()) put(s, std::to_string(t));
+  put(s, std::to_string(req.layout_nodes_size()));
+  for (const auto& n : req.layout_nodes()) put(s, n);
+  for (uint32_t t : req.layout_tasks()) put(s, std::to_string(t));
   put(s, req.pals_control_ports());
   put(s, req.pals_secret());
   put(s, std::to_string(req.pals_cpus_per_task()));
