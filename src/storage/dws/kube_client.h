@@ -20,7 +20,8 @@ namespace corral::storage::dws {
 
 struct KubeReply {
   long http = 0;        // the HTTP status
-  nlohmann::json body;  // the parsed body (null when it was not JSON)
+  // The parsed body (null when it was not JSON, and for a write the server accepted).
+  nlohmann::json body;
   bool ok() const { return http >= 200 && http < 300; }
 };
 
