@@ -31,6 +31,11 @@ void reply(httplib::Response& res, int code, const json& body) {
 
 void fail(httplib::Response& res, const ApiError& e) { reply(res, e.code, status_body(e)); }
 
+void reply_text(httplib::Response& res, int code, const std::string& text) {
+  res.status = code;
+  res.set_content(text, "application/json");
+}
+
 bool wants_table(const httplib::Request& req) {
   return req.get_header_value("Accept").find("as=Table") != std::string::npos;
 }
@@ -567,7 +572,7 @@ void ApiServer::create(const KindInfo& k, const std::string& ns, const httplib::
   if (!errs.empty()) return fail(res, invalid_error(k, name, errs));
   auto r = store_.create(k, ns, std::move(obj));
   if (!r) return fail(res, r.error());
-  reply(res, 201, **r);
+  reply_text(res, 201, store_.serialized(*r));
 }
 
 void ApiServer::write(const KindInfo& k, const std::string& ns, const std::string& name, bool status,
@@ -619,13 +624,13 @@ void ApiServer::write(const KindInfo& k, const std::string& ns, const std::strin
   };
   auto r = store_.modify(k, ns, name, status ? Part::status : (k.status_subresource ? Part::main : Part::all), edit);
   if (!r) return fail(res, r.error());
-  reply(res, 200, **r);
+  reply_text(res, 200, store_.serialized(*r));
 }
 
 void ApiServer::remove(const KindInfo& k, const std::string& ns, const std::string& name, httplib::Response& res) {
   auto r = store_.remove(k, ns, name);
   if (!r) return fail(res, r.error());
-  reply(res, 200, **r);
+  reply_text(res, 200, store_.serialized(*r));
 }
 
 void ApiServer::admin(const httplib::Request& req, httplib::Response& res) {

@@ -119,8 +119,9 @@ void ClientMountDaemon::handle(const json& obj) {
   if (status.is_null()) return;
   const std::string path =
       fmt::format("{}/namespaces/{}/clientmounts/{}/status", base_, ns, str_at(obj_at(obj, "metadata"), "name"));
-  writers_.post(path, [path, status](KubeWriters::Writer& w) {
-    auto r = w.call([&](KubeClient& c) { return c.merge_patch(path, json{{"status", status}}); });
+  writers_.post(path, [path, status](KubeWriters::Writer& w) -> KubeWriters::Task {
+    const json patch = {{"status", status}};
+    auto r = co_await w.merge_patch(path, patch);
     if (!r || (!r->ok() && r->http != 404))
       fmt::print(stderr, "corral-dws-clientmountd: {}\n",
                  r ? storage::dws::reply_error(*r, "status of " + path).message : r.message());

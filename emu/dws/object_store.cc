@@ -150,6 +150,17 @@ void ObjectStore::journal(const std::string& line) {
   std::fflush(journal_);  // a killed emulator keeps what it acknowledged
 }
 
+std::string ObjectStore::serialized(const ObjectPtr& obj) const {
+  constexpr size_t kRecent = 64;  // a reply's change is among the last few unless the store is busy
+  {
+    std::lock_guard lk(mu_);
+    size_t looked = 0;
+    for (auto it = history_.rbegin(); it != history_.rend() && looked < kRecent; ++it, ++looked)
+      if ((*it)->obj == obj) return (*it)->text;
+  }
+  return obj->dump();
+}
+
 ApiResult<ObjectPtr> ObjectStore::get(const KindInfo& k, const std::string& ns, const std::string& name) const {
   std::lock_guard lk(mu_);
   auto kit = objects_.find(k.plural);

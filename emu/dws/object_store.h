@@ -85,6 +85,9 @@ class ObjectStore {
   Wait wait_events(const KindInfo& k, uint64_t& since, std::chrono::steady_clock::time_point deadline,
                    uint64_t cut_seen, std::vector<EventPtr>& out, size_t max) const;
   uint64_t current_rv() const;
+  // `obj` as JSON text: the text its change was stored with when that change is recent
+  // (a write's reply is the object it just stored), else serialized now.
+  std::string serialized(const ObjectPtr& obj) const;
   // A counter that `cut_watches` bumps: a watch that saw another value ends.
   uint64_t cut_generation() const;
   void cut_watches();

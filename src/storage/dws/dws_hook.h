@@ -114,7 +114,7 @@ class DwsHook final : public hook::JobHook {
   void post_setup(hook::HookContext& ctx, Flow& f);
   void post_delete(const std::string& name, uint64_t jobid, const nlohmann::json& seen);
   void post_abort(Flow& f);
-  // Runs `fn` under the controller's lock from a writer thread.
+  // Runs `fn` under the controller's lock from the writers' thread.
   void back(std::function<void(hook::HookContext&)> fn);
 
   // dws_hook_watch.cc: reads.

@@ -178,10 +178,10 @@ void DwsHook::orphan(HookContext&, const json& obj) {
   }
   if (first && obj_at(obj, "spec").value("desiredState", "") != "Teardown") {
     spdlog::info("dws: workflow {} belongs to no live job: tearing it down", name);
-    writers_->post(name, [this, name](KubeWriters::Writer& w) {
-      (void)w.call([&](KubeClient& c) {
-        return c.merge_patch(workflow_path(name), json{{"spec", {{"desiredState", "Teardown"}}}});
-      });
+    writers_->post(name, [this, name](KubeWriters::Writer& w) -> KubeWriters::Task {
+      // A named value, not a braced list in the co_await: GCC 12 cannot compile the latter.
+      const json patch = {{"spec", {{"desiredState", "Teardown"}}}};
+      (void)co_await w.merge_patch(workflow_path(name), patch);
     });
   }
 }

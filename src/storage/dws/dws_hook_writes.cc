@@ -52,16 +52,16 @@ void DwsHook::post_create(const Flow& f) {
   const std::string coll = collection("workflows", cfg_.ns), path = workflow_path(f.name);
   const uint64_t id = f.jobid;
   const uint32_t uid = f.uid;
-  writers_->post(f.name, [this, wf, coll, path, id, uid](KubeWriters::Writer& w) {
-    auto r = w.call([&](KubeClient& c) { return c.create(coll, wf); });
-    if (r && r->ok()) return;
+  writers_->post(f.name, [this, wf, coll, path, id, uid](KubeWriters::Writer& w) -> KubeWriters::Task {
+    auto r = co_await w.create(coll, wf);
+    if (r && r->ok()) co_return;
     std::string why;
     if (r && r->http == 409) {
       // Ours from before a restart (the same job and user) is adopted; anything else is not.
-      auto old = w.call([&](KubeClient& c) { return c.get(path); });
+      auto old = co_await w.get(path);
       if (old && old->ok() && old->body["spec"].value("jobID", json()).dump() == json(std::to_string(id)).dump() &&
           old->body["spec"].value("userID", 0u) == uid)
-        return;
+        co_return;
       why = fmt::format(
           "a workflow named {} already exists and is not this job's; an administrator must "
           "remove it (corral dws teardown or kubectl delete)",
@@ -90,11 +90,11 @@ void DwsHook::ask(HookContext& ctx, Flow& f, const std::string& state) {
   }
   const std::string path = workflow_path(f.name);
   const uint64_t id = f.jobid;
-  writers_->post(f.name, [this, path, id, state](KubeWriters::Writer& w) {
+  writers_->post(f.name, [this, path, id, state](KubeWriters::Writer& w) -> KubeWriters::Task {
     json patch = {{"spec", {{"desiredState", state}}}};
-    auto r = w.call([&](KubeClient& c) { return c.merge_patch(path, patch); });
-    if (r && r->ok()) return;
-    if (r && r->http == 404) return;  // gone: the watch tells the hook
+    auto r = co_await w.merge_patch(path, patch);
+    if (r && r->ok()) co_return;
+    if (r && r->http == 404) co_return;  // gone: the watch tells the hook
     std::string why = r ? reply_error(*r, "move workflow to " + state).message : r.message();
     back([this, id, state, why](HookContext& hc) {
       Flow* g = flow_of(id);
@@ -136,7 +136,7 @@ void DwsHook::post_setup(HookContext& ctx, Flow& f) {
   f.asked = ctx.now();
   ++f.generation;
   arm_timer(ctx, f, cfg_.setup_timeout, "setup");
-  writers_->post(f.name, [this, refs, computes, data, per_rabbit, nodes, min_bytes, id, path](KubeWriters::Writer& w) {
+  writers_->post(f.name, [this, refs, computes, data, per_rabbit, nodes, min_bytes, id, path](KubeWriters::Writer& w) -> KubeWriters::Task {
     auto failed = [&](const std::string& why) {
       back([this, id, why](HookContext& hc) {
         if (Flow* g = flow_of(id)) fail(hc, *g, "dws", "DWS Setup: " + why);
@@ -144,28 +144,30 @@ void DwsHook::post_setup(HookContext& ctx, Flow& f) {
     };
     for (const auto& ref : refs) {
       const std::string ns = ref.value("namespace", cfg_.ns), name = ref.value("name", "");
-      auto dbd = w.call([&](KubeClient& c) { return c.get(collection("directivebreakdowns", ns) + "/" + name); });
-      if (!dbd || !dbd->ok()) return failed(dbd ? reply_error(*dbd, "get breakdown " + name).message : dbd.message());
+      auto dbd = co_await w.get(collection("directivebreakdowns", ns) + "/" + name);
+      if (!dbd || !dbd->ok()) co_return failed(dbd ? reply_error(*dbd, "get breakdown " + name).message : dbd.message());
       const json& st = obj_at(dbd->body, "status");
       if (!st.contains("storage")) continue;  // persistentdw and friends have none
       auto sets = allocation_sets(arr_at(st["storage"], "allocationSets"), per_rabbit, nodes, min_bytes);
-      if (!sets) return failed(sets.message());
+      if (!sets) co_return failed(sets.message());
       const json& sref = obj_at(st["storage"], "reference");
       const std::string spath =
           collection("servers", sref.value("namespace", ns)) + "/" + sref.value("name", std::string());
       json patch = {{"spec", {{"allocationSets", *sets}}}};
-      auto r = w.call([&](KubeClient& c) { return c.merge_patch(spath, patch); });
-      if (!r || !r->ok()) return failed(r ? reply_error(*r, "fill servers").message : r.message());
+      auto r = co_await w.merge_patch(spath, patch);
+      if (!r || !r->ok()) co_return failed(r ? reply_error(*r, "fill servers").message : r.message());
     }
     if (computes.contains("name")) {
       const std::string cpath =
           collection("computes", computes.value("namespace", cfg_.ns)) + "/" + computes.value("name", std::string());
-      auto r = w.call([&](KubeClient& c) { return c.merge_patch(cpath, json{{"data", data}}); });
-      if (!r || !r->ok()) return failed(r ? reply_error(*r, "fill computes").message : r.message());
+      const json patch = {{"data", data}};
+      auto r = co_await w.merge_patch(cpath, patch);
+      if (!r || !r->ok()) co_return failed(r ? reply_error(*r, "fill computes").message : r.message());
     }
-    auto r = w.call([&](KubeClient& c) { return c.merge_patch(path, json{{"spec", {{"desiredState", "Setup"}}}}); });
+    const json to_setup = {{"spec", {{"desiredState", "Setup"}}}};
+    auto r = co_await w.merge_patch(path, to_setup);
     if (!r || (!r->ok() && r->http != 404))
-      return failed(r ? reply_error(*r, "move workflow to Setup").message : r.message());
+      co_return failed(r ? reply_error(*r, "move workflow to Setup").message : r.message());
   });
 }
 
@@ -184,15 +186,15 @@ void DwsHook::post_delete(const std::string& name, uint64_t jobid, const json& s
       std::string at = fmt::format("/metadata/finalizers/{}", i);
       ops = json::array({{{"op", "test"}, {"path", at}, {"value", kFinalizer}}, {{"op", "remove"}, {"path", at}}});
     }
-  writers_->post(name, [this, path, name, jobid, ops](KubeWriters::Writer& w) {
-    auto del = w.call([&](KubeClient& c) { return c.remove(path); });
+  writers_->post(name, [this, path, name, jobid, ops](KubeWriters::Writer& w) -> KubeWriters::Task {
+    auto del = co_await w.remove(path);
     bool done = del && del->http == 404;
     if (!done && !ops.is_null()) {
-      auto r = w.call([&](KubeClient& c) { return c.json_patch(path, ops); });
+      auto r = co_await w.json_patch(path, ops);
       done = r && (r->ok() || r->http == 404);
     }
     for (int attempt = 0; !done && attempt < 5; ++attempt) {
-      auto cur = w.call([&](KubeClient& c) { return c.get(path); });
+      auto cur = co_await w.get(path);
       if (!cur || !cur->ok()) break;  // gone (404), or unreachable while stopping
       json keep = json::array();
       for (const auto& x : arr_at(obj_at(cur->body, "metadata"), "finalizers"))
@@ -200,7 +202,7 @@ void DwsHook::post_delete(const std::string& name, uint64_t jobid, const json& s
       json patch = {
           {"metadata",
            {{"finalizers", keep}, {"resourceVersion", str_at(obj_at(cur->body, "metadata"), "resourceVersion")}}}};
-      auto r = w.call([&](KubeClient& c) { return c.merge_patch(path, patch); });
+      auto r = co_await w.merge_patch(path, patch);
       done = r && r->http != 409;
     }
     back([this, name, jobid](HookContext& ctx) {
@@ -220,28 +222,29 @@ void DwsHook::post_abort(Flow& f) {
   const std::string path = workflow_path(f.name), name = f.name;
   const uint64_t id = f.jobid;
   f.desired = "Teardown";
-  writers_->post(f.name, [this, mounts, servers, path, name, id](KubeWriters::Writer& w) {
+  writers_->post(f.name, [this, mounts, servers, path, name, id](KubeWriters::Writer& w) -> KubeWriters::Task {
     std::set<std::string> nodes, rabbits;  // what is still held, seen before Teardown frees it
-    if (auto r = w.call([&](KubeClient& c) { return c.get(mounts); }); r && r->ok())
+    if (auto r = co_await w.get(mounts); r && r->ok())
       for (const auto& m : r->body["items"]) {
         bool unmounted = true;
         for (const auto& x : arr_at(obj_at(m, "status"), "mounts"))
           unmounted = unmounted && x.value("state", "") == "unmounted";
         if (!unmounted || !m.contains("status")) nodes.insert(str_at(obj_at(m, "metadata"), "namespace"));
       }
-    if (auto r = w.call([&](KubeClient& c) { return c.get(servers); }); r && r->ok())
+    if (auto r = co_await w.get(servers); r && r->ok())
       for (const auto& s : r->body["items"])
         for (const auto& set : arr_at(obj_at(s, "status"), "allocationSets"))
           for (const auto& [rabbit, a] : obj_at(set, "storage").items())
             if (a.value("allocationSize", uint64_t{0}) > 0) rabbits.insert(rabbit);
-    (void)w.call([&](KubeClient& c) { return c.merge_patch(path, json{{"spec", {{"desiredState", "Teardown"}}}}); });
+    const json to_teardown = {{"spec", {{"desiredState", "Teardown"}}}};
+    (void)co_await w.merge_patch(path, to_teardown);
     for (const auto& r : rabbits) {
       json patch = {{"metadata",
                      {{"annotations",
                        {{"disable_reason",
                          fmt::format("workflow {} timed out with an active allocation on this rabbit", name)}}}}},
                     {"spec", {{"state", "Disabled"}}}};
-      (void)w.call([&](KubeClient& c) { return c.merge_patch(collection("storages", "default") + "/" + r, patch); });
+      (void)co_await w.merge_patch(collection("storages", "default") + "/" + r, patch);
     }
     spdlog::info("job {}: DWS abort: {} node(s) still mounted, {} rabbit(s) still allocated", id, nodes.size(),
                  rabbits.size());

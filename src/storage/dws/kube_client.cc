@@ -105,38 +105,53 @@ void KubeClient::interrupt() {
   if (curl_->multi) curl_multi_wakeup(curl_->multi);
 }
 
-// Every option one request sets is set by each request (the handle keeps the last one's).
 Result<KubeReply> KubeClient::request(std::string_view method, const std::string& path, const std::string& body,
                                       std::string_view content_type) {
+  return request(KubeRequest{std::string(method), path, body, std::string(content_type)});
+}
+
+Result<KubeReply> KubeClient::request(const KubeRequest& req) {
+  CURL* c = begin(req);
+  return finish(req, curl_easy_perform(c));
+}
+
+// Every option one request sets is set by each request (the handle keeps the last one's).
+CURL* KubeClient::begin(const KubeRequest& req) {
   CURL* c = curl_->easy;
-  const std::string url = cfg_->server + path, m(method);
-  curl_easy_setopt(c, CURLOPT_URL, url.c_str());
-  const bool sends = !body.empty() || m == "POST" || m == "PATCH" || m == "PUT";
-  if (sends) {
-    curl_easy_setopt(c, CURLOPT_HTTPHEADER, curl_->headers_for(content_type));
-    curl_easy_setopt(c, CURLOPT_POSTFIELDS, body.c_str());
-    curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE, static_cast<long>(body.size()));
+  const std::string url = cfg_->server + req.path;
+  curl_easy_setopt(c, CURLOPT_URL, url.c_str());  // copied by curl
+  const std::string& m = req.method;
+  if (!req.body.empty() || m == "POST" || m == "PATCH" || m == "PUT") {
+    curl_easy_setopt(c, CURLOPT_HTTPHEADER, curl_->headers_for(req.content_type));
+    curl_easy_setopt(c, CURLOPT_POSTFIELDS, req.body.c_str());
+    curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE, static_cast<long>(req.body.size()));
   } else {
     curl_easy_setopt(c, CURLOPT_HTTPHEADER, curl_->headers);
     curl_easy_setopt(c, CURLOPT_HTTPGET, 1L);
   }
   curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, m == "GET" ? nullptr : m.c_str());
   curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, static_cast<long>(timeout_ * 1000));
-  std::string text;
+  text_.clear();
   curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, append_body);
-  curl_easy_setopt(c, CURLOPT_WRITEDATA, &text);
-  CURLcode rc = curl_easy_perform(c);
-  curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, nullptr);  // it points into `m`
+  curl_easy_setopt(c, CURLOPT_WRITEDATA, &text_);
+  return c;
+}
+
+Result<KubeReply> KubeClient::finish(const KubeRequest& req, CURLcode rc) {
+  CURL* c = curl_->easy;
+  curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, nullptr);  // it points into `req`
   if (rc != CURLE_OK)
-    return Error{Errc::unavailable, fmt::format("kubernetes: {} {}{}: {}", m, cfg_->server, path, curl_easy_strerror(rc))};
+    return Error{Errc::unavailable,
+                 fmt::format("kubernetes: {} {}{}: {}", req.method, cfg_->server, req.path, curl_easy_strerror(rc))};
   KubeReply r;
   curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &r.http);
   // A write's success answers with the whole object, which no caller reads: parsing it was
   // a fifth of each DWS write's CPU. Reads, and every refusal (for its message), are parsed.
-  if (m == "GET" || !r.ok()) {
-    r.body = json::parse(text, nullptr, false);
+  if (req.method == "GET" || !r.ok()) {
+    r.body = json::parse(text_, nullptr, false);
     if (r.body.is_discarded()) r.body = nullptr;
   }
+  if (text_.capacity() > (1u << 20)) std::string().swap(text_);  // a large list's text is not kept
   return r;
 }
 

@@ -11,6 +11,7 @@
 #include <string_view>
 #include <vector>
 
+#include <curl/curl.h>
 #include <nlohmann/json.hpp>
 
 #include "storage/dws/kube_config.h"
@@ -23,6 +24,15 @@ struct KubeReply {
   // The parsed body (null when it was not JSON, and for a write the server accepted).
   nlohmann::json body;
   bool ok() const { return http >= 200 && http < 300; }
+};
+
+// One request: `path` starts with "/apis/..." (query included); a body goes with POST,
+// PATCH and PUT.
+struct KubeRequest {
+  std::string method = "GET";
+  std::string path;
+  std::string body;
+  std::string content_type = "application/json";
 };
 
 // A query parameter's value, percent-encoded (a label selector holds '=' and '/').
@@ -43,6 +53,13 @@ class KubeClient {
   // (Errc::unavailable); every HTTP answer is a reply.
   Result<KubeReply> request(std::string_view method, const std::string& path, const std::string& body = {},
                             std::string_view content_type = "application/json");
+  Result<KubeReply> request(const KubeRequest& req);
+
+  // For a caller that drives its transfers itself (curl's multi interface, kube_writers.h):
+  // prepares this client's handle for `req`, which must outlive the transfer, and returns
+  // it; once curl reports the transfer done with `rc`, finish() gives the reply.
+  CURL* begin(const KubeRequest& req);
+  Result<KubeReply> finish(const KubeRequest& req, CURLcode rc);
   Result<KubeReply> get(const std::string& path) { return request("GET", path); }
   Result<KubeReply> create(const std::string& path, const nlohmann::json& obj) {
     return request("POST", path, obj.dump());
@@ -68,6 +85,7 @@ class KubeClient {
   std::shared_ptr<const KubeConfig> cfg_;
   double timeout_;
   std::unique_ptr<Curl> curl_;
+  std::string text_;  // the reply being read
   std::atomic<bool> interrupted_{false};
 };
 

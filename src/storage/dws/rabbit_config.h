@@ -25,7 +25,7 @@ struct RabbitConfig {
   double teardown_after = 0;        // PostRun + DataOut together
   double epilog_timeout = 0;        // the dws-epilog's last resort (abort)
   unsigned min_allocation_gib = 4;  // the smallest allocation per rabbit
-  unsigned writers = 4;             // threads writing to the API server
+  unsigned writers = 4;             // requests (connections) to the API server at once
   unsigned max_directives = 32;     // per job
 };
 
