@@ -14,6 +14,7 @@ PKGS=(
   libhwloc-dev libssl-dev
   munge libmunge-dev
   mpich libmpich-dev libpmix-dev openmpi-bin libopenmpi-dev hpcc libpmi2-0 libgoogle-perftools-dev
+  libsimdjson-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   procps util-linux iproute2 python3 python3-pytest
   clang

@@ -56,6 +56,7 @@ void DwsHook::start_watches() {
     });
   };
   wf.on_trouble = trouble("workflow");
+  wf.omit = {{"status", "drivers"}};  // half of each event, and nothing here reads it
   watches_.push_back(std::make_unique<KubeWatch>(kube_, collection("workflows", cfg_.ns), "", std::move(wf)));
 
   // Storages and rules: every change replaces what the hook knows (the list: all of it).

@@ -45,6 +45,7 @@ Error reply_error(const KubeReply& r, std::string_view what) {
 }
 
 struct KubeClient::Curl {
+  FastJson json;
   CURL* easy = nullptr;
   CURLM* multi = nullptr;
   curl_slist* headers = nullptr;  // Accept and the token: GETs and watches
@@ -148,7 +149,7 @@ Result<KubeReply> KubeClient::finish(const KubeRequest& req, CURLcode rc) {
   // A write's success answers with the whole object, which no caller reads: parsing it was
   // a fifth of each DWS write's CPU. Reads, and every refusal (for its message), are parsed.
   if (req.method == "GET" || !r.ok()) {
-    r.body = json::parse(text_, nullptr, false);
+    r.body = curl_->json.parse(text_);
     if (r.body.is_discarded()) r.body = nullptr;
   }
   if (text_.capacity() > (1u << 20)) std::string().swap(text_);  // a large list's text is not kept
@@ -159,6 +160,8 @@ namespace {
 
 struct StreamState {
   std::string buf;
+  FastJson* parser;
+  std::vector<JsonPath> omit;  // from the event's root
   const std::function<bool(std::vector<json>&)>* on_events;
   bool stopped = false;
   bool too_long = false;
@@ -171,7 +174,7 @@ size_t stream_write(char* data, size_t size, size_t n, void* user) {
   size_t start = 0;
   for (size_t nl; (nl = st->buf.find('\n', start)) != std::string::npos; start = nl + 1) {
     if (nl == start) continue;
-    json ev = json::parse(std::string_view(st->buf).substr(start, nl - start), nullptr, false);
+    json ev = st->parser->parse(std::string_view(st->buf).substr(start, nl - start), st->omit);
     if (ev.is_object()) events.push_back(std::move(ev));
   }
   st->buf.erase(0, start);
@@ -188,7 +191,8 @@ size_t stream_write(char* data, size_t size, size_t n, void* user) {
 
 }  // namespace
 
-Result<long> KubeClient::stream(const std::string& path, const std::function<bool(std::vector<json>&)>& on_events) {
+Result<long> KubeClient::stream(const std::string& path, const std::function<bool(std::vector<json>&)>& on_events,
+                                const std::vector<JsonPath>& omit) {
   if (interrupted_) return 200L;
   CURL* c = curl_->easy;
   const std::string url = cfg_->server + path;
@@ -198,6 +202,12 @@ Result<long> KubeClient::stream(const std::string& path, const std::function<boo
   curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, nullptr);
   curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, 0L);
   StreamState st;
+  st.parser = &curl_->json;
+  for (const auto& p : omit) {
+    JsonPath from_root{"object"};
+    from_root.insert(from_root.end(), p.begin(), p.end());
+    st.omit.push_back(std::move(from_root));
+  }
   st.on_events = &on_events;
   curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, stream_write);
   curl_easy_setopt(c, CURLOPT_WRITEDATA, &st);

@@ -14,6 +14,7 @@
 #include <curl/curl.h>
 #include <nlohmann/json.hpp>
 
+#include "storage/dws/fast_json.h"
 #include "storage/dws/kube_config.h"
 #include "util/result.h"
 
@@ -75,8 +76,10 @@ class KubeClient {
   // Reads a watch stream until the server closes it, `on_events` returns false or
   // interrupt(); the answer is the HTTP status (200, or the refusal: 410 when the version
   // is too old). The connection failing is an error. Each call of `on_events` gets the
-  // events that arrived together, parsed.
-  Result<long> stream(const std::string& path, const std::function<bool(std::vector<nlohmann::json>&)>& on_events);
+  // events that arrived together, parsed, less the `omit` fields of each event's object
+  // (paths from the object: {"status", "drivers"}).
+  Result<long> stream(const std::string& path, const std::function<bool(std::vector<nlohmann::json>&)>& on_events,
+                      const std::vector<JsonPath>& omit = {});
   // Ends the current and every later stream of this client (thread-safe).
   void interrupt();
 

@@ -120,7 +120,7 @@ void KubeWatch::watch() {
     }
     if (!batch.empty() && sink_.on_events) sink_.on_events(batch);
     return !gone;
-  });
+  }, sink_.omit);
   if (gone || (http && *http == 410)) {
     rv_.clear();  // relist: the changes in between are lost to the watch
     return;

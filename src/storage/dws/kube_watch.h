@@ -26,6 +26,8 @@ struct WatchSink {
   std::function<void(std::vector<nlohmann::json>& events)> on_events;
   // A failure the watch recovers from by itself (for the log).
   std::function<void(const std::string& why)> on_trouble;
+  // Fields of the objects no handler reads, left out of the events (not of lists).
+  std::vector<JsonPath> omit;
 };
 
 struct WatchCounters {
