@@ -232,13 +232,48 @@ ApiResult<ObjectPtr> ObjectStore::create(const KindInfo& k, const std::string& n
   return commit(k, "ADDED", std::move(obj));
 }
 
+// As an API server's GuaranteedUpdate: the edit, the checks and the copy they need run
+// outside the store's lock on the object as it was; the result is stored only if the
+// object did not change meanwhile, else all of it runs again on the new one. The lock is
+// held for the commit alone, so writers on both cores and the NNF driver do not queue
+// behind each other's schema checks.
 ApiResult<ObjectPtr> ObjectStore::modify(const KindInfo& k, const std::string& ns, const std::string& name, Part part,
                                          const Edit& fn) {
-  std::lock_guard lk(mu_);
-  auto& objs = objects_[k.plural];
-  auto it = objs.find(ns + "/" + name);
-  if (it == objs.end()) return not_found_error(k, name);
-  const json& cur = *it->second;
+  constexpr int kTries = 32;
+  const std::string key = ns + "/" + name;
+  for (int attempt = 1;; ++attempt) {
+    ObjectPtr seen;
+    {
+      std::lock_guard lk(mu_);
+      auto& objs = objects_[k.plural];
+      auto it = objs.find(key);
+      if (it == objs.end()) return not_found_error(k, name);
+      seen = it->second;
+    }
+    auto edited = edit_outside_lock(k, name, part, fn, *seen);
+    if (!edited) return edited.error();
+    std::lock_guard lk(mu_);
+    auto& objs = objects_[k.plural];
+    auto it = objs.find(key);
+    if (it == objs.end()) return not_found_error(k, name);
+    if (it->second != seen) {
+      if (attempt < kTries) continue;
+      return conflict_error(k, name);
+    }
+    if (!*edited) return it->second;  // a no-op write keeps its version
+    json& obj = **edited;
+    if (being_deleted(obj) && !has_finalizers(obj)) {
+      ObjectPtr last = it->second;
+      erase_locked(k, key, std::make_shared<const json>(std::move(obj)));
+      return last;
+    }
+    return commit(k, "MODIFIED", std::move(obj));
+  }
+}
+
+// The object `fn` makes of `cur`, checked; nullopt when it is `cur` again.
+ApiResult<std::optional<json>> ObjectStore::edit_outside_lock(const KindInfo& k, const std::string& name, Part part,
+                                                              const Edit& fn, const json& cur) {
   json obj = cur;
   if (auto err = fn(cur, obj)) return *err;
   if (!obj.is_object() || !obj.contains("metadata") || !obj["metadata"].is_object())
@@ -281,14 +316,9 @@ ApiResult<ObjectPtr> ObjectStore::modify(const KindInfo& k, const std::string& n
       kept["status"] = std::move(s);
     obj = std::move(kept);
   }
-  if (same_but_version(obj, cur)) return it->second;  // a no-op write keeps its version
+  if (same_but_version(obj, cur)) return std::optional<json>();
   if (spec_changed(cur, obj)) obj["metadata"]["generation"] = cm.value("generation", 1) + 1;
-  if (being_deleted(obj) && !has_finalizers(obj)) {
-    ObjectPtr last = it->second;
-    erase_locked(k, ns + "/" + name, std::make_shared<const json>(std::move(obj)));
-    return last;
-  }
-  return commit(k, "MODIFIED", std::move(obj));
+  return std::optional<json>(std::move(obj));
 }
 
 ApiResult<ObjectPtr> ObjectStore::remove(const KindInfo& k, const std::string& ns, const std::string& name) {

@@ -68,9 +68,10 @@ class ObjectStore {
 
   // Stores a new object: fills uid, creationTimestamp, generation and resourceVersion.
   ApiResult<ObjectPtr> create(const KindInfo& k, const std::string& ns, nlohmann::json obj);
-  // Changes an object under the store's lock: `fn` gets the current object and edits it
-  // (or returns an error). A resourceVersion `fn` leaves in metadata must match (409 if
-  // not). An object being deleted whose last finalizer goes is removed.
+  // Changes an object: `fn` gets the current object and edits it (or returns an error),
+  // outside the store's lock; when the object changed meanwhile, `fn` runs again on the new
+  // one (so it must not have effects of its own). A resourceVersion `fn` leaves in metadata
+  // must match (409 if not). An object being deleted whose last finalizer goes is removed.
   using Edit = std::function<std::optional<ApiError>(const nlohmann::json& old, nlohmann::json& obj)>;
   ApiResult<ObjectPtr> modify(const KindInfo& k, const std::string& ns, const std::string& name, Part part,
                               const Edit& fn);
@@ -99,6 +100,9 @@ class ObjectStore {
  private:
   using Objects = std::map<std::string, ObjectPtr>;  // "namespace/name" -> object
   ObjectPtr commit(const KindInfo& k, const std::string& type, nlohmann::json obj);
+  static ApiResult<std::optional<nlohmann::json>> edit_outside_lock(const KindInfo& k, const std::string& name,
+                                                                    Part part, const Edit& fn,
+                                                                    const nlohmann::json& cur);
   void erase_locked(const KindInfo& k, const std::string& key, const ObjectPtr& obj);
   void collect_dependents(const std::string& owner_uid);
   void journal(const std::string& line);
