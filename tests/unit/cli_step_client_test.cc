@@ -96,6 +96,9 @@ class FakeSocketStepManager {
   }
   // Answers the next connection with `garbage` instead of the protocol.
   void answer_with(std::string garbage) { garbage_ = std::move(garbage); }
+  // After each call, waits for the client's next one on the connection and closes it
+  // unanswered: an agent that closes a kept connection just as the client takes it.
+  void close_on_next_call() { close_on_next_ = true; }
 
  private:
   void serve() {
@@ -109,6 +112,10 @@ class FakeSocketStepManager {
         continue;
       }
       converse(c.get());
+      if (close_on_next_) {
+        char buf[4096];
+        (void)!::read(c.get(), buf, sizeof buf);
+      }
     }
   }
   bool next(int fd, pb::StepClientMessage& msg) {
@@ -175,6 +182,7 @@ class FakeSocketStepManager {
   std::thread thread_;
   net::StepFrameReader reader_{1 << 20};
   std::string garbage_;
+  std::atomic<bool> close_on_next_{false};
 };
 
 // gRPC's RunStep (CORRAL_STEP_TRANSPORT=grpc) or the agent's own protocol (the default on
@@ -264,6 +272,21 @@ TEST_P(StepClientTest, CallsFromManyThreadsShareOneClient) {
     });
   for (auto& t : threads) t.join();
   EXPECT_EQ(refused.load(), 8);
+}
+
+TEST(StepClientSocket, ACallOnAKeptConnectionTheAgentClosesGoesAgainOverANewOne) {
+  test::TempDir dir;
+  const std::string path = (dir.path() / "step.sock").string();
+  FakeSocketStepManager agent(path);
+  agent.close_on_next_call();
+  StepClient client("unix:" + path, 42);
+  for (int call = 0; call < 3; ++call) {  // the second and third find their kept connection closed
+    auto stream = client.run(pb::StepSpec{});  // no argv: refused
+    ASSERT_TRUE(stream.ok()) << stream.message();
+    pb::StepServerMessage msg;
+    EXPECT_FALSE((*stream)->read(msg));
+    EXPECT_EQ((*stream)->finish().message(), "the step has no command") << "call " << call;
+  }
 }
 
 TEST_P(StepClientTest, ReportsTheStepManagersRefusalInItsOwnWords) {

@@ -24,9 +24,14 @@ constexpr int kUnavailable = 14;
 
 class SocketStepStream final : public StepStream::Impl {
  public:
-  SocketStepStream(UniqueFd fd, std::weak_ptr<StepSocketPool> pool, uint64_t jobid, std::string address,
-                   size_t max_frame)
-      : fd_(std::move(fd)), pool_(std::move(pool)), jobid_(jobid), address_(std::move(address)), reader_(max_frame) {}
+  SocketStepStream(StepSocketPool::Taken conn, std::weak_ptr<StepSocketPool> pool, uint64_t jobid,
+                   std::string address, size_t max_frame)
+      : fd_(std::move(conn.fd)),
+        reused_(conn.reused),
+        pool_(std::move(pool)),
+        jobid_(jobid),
+        address_(std::move(address)),
+        reader_(max_frame) {}
 
   bool read(pb::StepServerMessage& msg) override {
     if (end_) return false;
@@ -53,9 +58,11 @@ class SocketStepStream final : public StepStream::Impl {
       if (n < 0 && errno == EINTR) continue;
       if (n <= 0) {
         if (cancelled_) return stop(step_rpc_error(kCancelled, "", jobid_, address_));
+        if (!heard_ && send_again()) continue;
         return stop(
             step_rpc_error(kUnavailable, n < 0 ? std::strerror(errno) : "the connection closed", jobid_, address_));
       }
+      heard_ = true;
       reader_.feed(std::string_view(buf, static_cast<size_t>(n)));
     }
   }
@@ -73,17 +80,11 @@ class SocketStepStream final : public StepStream::Impl {
     net::append_step_frame(frame, net::kStepFrameMessage, msg.SerializeAsString());
     std::lock_guard lock(write_mu_);
     if (write_closed_) return false;
-    ++sent_;
-    for (size_t done = 0; done < frame.size();) {
-      const ssize_t n = ::send(fd_.get(), frame.data() + done, frame.size() - done, MSG_NOSIGNAL);
-      if (n < 0 && errno == EINTR) continue;
-      if (n <= 0) {
-        write_closed_ = true;
-        return false;
-      }
-      done += static_cast<size_t>(n);
-    }
-    return true;
+    if (++sent_ == 1 && reused_) first_ = frame;  // only a kept connection may need it again
+    if (write_all(frame)) return true;
+    if (sent_ == 1 && fresh_connection_locked()) return true;
+    write_closed_ = true;
+    return false;
   }
 
   void close_writes() override {
@@ -111,13 +112,43 @@ class SocketStepStream final : public StepStream::Impl {
     if (auto pool = pool_.lock()) pool->give_back(std::move(fd_));
   }
 
+  bool write_all(const std::string& frame) {
+    for (size_t done = 0; done < frame.size();) {
+      const ssize_t n = ::send(fd_.get(), frame.data() + done, frame.size() - done, MSG_NOSIGNAL);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) return false;
+      done += static_cast<size_t>(n);
+    }
+    return true;
+  }
+
+  // A kept connection the agent closed as it was taken (it restarted, or it serves one
+  // call per connection) ends before a byte of the answer: the call goes again, once, over
+  // a new connection. Only when nothing but `create` was sent, so nothing can be lost or
+  // doubled: an agent answers every `create` it reads before it closes.
+  bool send_again() {
+    std::lock_guard lock(write_mu_);
+    return sent_ == 1 && !write_closed_ && fresh_connection_locked();
+  }
+  bool fresh_connection_locked() {
+    if (!reused_) return false;
+    reused_ = false;
+    auto pool = pool_.lock();
+    if (!pool) return false;
+    auto fd = pool->connect();
+    if (!fd) return false;
+    fd_ = std::move(*fd);
+    return write_all(first_);
+  }
+
   bool stop(Status st) {
     end_ = std::move(st);
     return false;
   }
   bool stop(Error e) { return stop(Status(std::move(e))); }
 
-  UniqueFd fd_;  // moved to the pool by keep_connection(), under write_mu_
+  UniqueFd fd_;  // moved to the pool by keep_connection(), replaced by fresh_connection_locked(): under write_mu_
+  bool reused_;  // fd_ came from the pool and no call went again yet: under write_mu_
   std::weak_ptr<StepSocketPool> pool_;
   uint64_t jobid_;
   std::string address_;
@@ -126,12 +157,14 @@ class SocketStepStream final : public StepStream::Impl {
   std::mutex write_mu_;
   bool write_closed_ = false;  // under write_mu_
   unsigned sent_ = 0;          // messages sent, under write_mu_: only `create` keeps the connection
+  std::string first_;          // the `create` frame, for a call that goes again
+  bool heard_ = false;         // a byte of the answer came (the reading thread's)
   std::atomic<bool> cancelled_{false};  // set under write_mu_
 };
 
 }  // namespace
 
-Result<UniqueFd> StepSocketPool::take() {
+Result<StepSocketPool::Taken> StepSocketPool::take() {
   for (;;) {
     UniqueFd fd;
     {
@@ -144,8 +177,14 @@ Result<UniqueFd> StepSocketPool::take() {
     // serves a call per connection), anything else is out of step.
     char byte;
     if (::recv(fd.get(), &byte, 1, MSG_PEEK | MSG_DONTWAIT) < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
-      return fd;
+      return Taken{std::move(fd), true};
   }
+  auto fd = connect();
+  if (!fd) return fd.error();
+  return Taken{std::move(*fd), false};
+}
+
+Result<UniqueFd> StepSocketPool::connect() {
   auto connected = net::connect_unix(path_);
   if (!connected) return connected.error();
   UniqueFd fd = std::move(*connected);

@@ -22,8 +22,14 @@ class StepSocketPool {
  public:
   // `keep` false: every call connects anew (CORRAL_STEP_REUSE=0, for measurements).
   explicit StepSocketPool(std::string path, bool keep = true) : path_(std::move(path)), keep_(keep) {}
+  struct Taken {
+    UniqueFd fd;
+    bool reused = false;  // an idle one: the agent may close it at the moment it is taken
+  };
   // An idle connection the agent has not closed, else a new one with the preface sent.
-  Result<UniqueFd> take();
+  Result<Taken> take();
+  // A new connection with the preface sent.
+  Result<UniqueFd> connect();
   // A connection whose call ended with nothing left unread; kept up to kMaxIdle.
   void give_back(UniqueFd fd);
   const std::string& path() const { return path_; }
