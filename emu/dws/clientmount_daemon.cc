@@ -15,7 +15,6 @@ namespace corral::emu::dws {
 
 using nlohmann::json;
 using storage::dws::arr_at;
-using storage::dws::KubeClient;
 using storage::dws::KubeWriters;
 using storage::dws::obj_at;
 using storage::dws::str_at;

@@ -106,11 +106,6 @@ void KubeClient::interrupt() {
   if (curl_->multi) curl_multi_wakeup(curl_->multi);
 }
 
-Result<KubeReply> KubeClient::request(std::string_view method, const std::string& path, const std::string& body,
-                                      std::string_view content_type) {
-  return request(KubeRequest{std::string(method), path, body, std::string(content_type)});
-}
-
 Result<KubeReply> KubeClient::request(const KubeRequest& req) {
   CURL* c = begin(req);
   return finish(req, curl_easy_perform(c));

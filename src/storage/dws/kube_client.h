@@ -50,28 +50,16 @@ class KubeClient {
   KubeClient(const KubeClient&) = delete;
   KubeClient& operator=(const KubeClient&) = delete;
 
-  // `path` starts with "/apis/..." (query included). Transport failures are errors
-  // (Errc::unavailable); every HTTP answer is a reply.
-  Result<KubeReply> request(std::string_view method, const std::string& path, const std::string& body = {},
-                            std::string_view content_type = "application/json");
+  // Blocking. Transport failures are errors (Errc::unavailable); every HTTP answer is a
+  // reply. (Writes go through kube_writers.h, which drives begin()/finish() itself.)
   Result<KubeReply> request(const KubeRequest& req);
+  Result<KubeReply> get(const std::string& path) { return request(KubeRequest{"GET", path, {}, {}}); }
 
   // For a caller that drives its transfers itself (curl's multi interface, kube_writers.h):
   // prepares this client's handle for `req`, which must outlive the transfer, and returns
   // it; once curl reports the transfer done with `rc`, finish() gives the reply.
   CURL* begin(const KubeRequest& req);
   Result<KubeReply> finish(const KubeRequest& req, CURLcode rc);
-  Result<KubeReply> get(const std::string& path) { return request("GET", path); }
-  Result<KubeReply> create(const std::string& path, const nlohmann::json& obj) {
-    return request("POST", path, obj.dump());
-  }
-  Result<KubeReply> merge_patch(const std::string& path, const nlohmann::json& patch) {
-    return request("PATCH", path, patch.dump(), "application/merge-patch+json");
-  }
-  Result<KubeReply> json_patch(const std::string& path, const nlohmann::json& ops) {
-    return request("PATCH", path, ops.dump(), "application/json-patch+json");
-  }
-  Result<KubeReply> remove(const std::string& path) { return request("DELETE", path); }
 
   // Reads a watch stream until the server closes it, `on_events` returns false or
   // interrupt(); the answer is the HTTP status (200, or the refusal: 410 when the version

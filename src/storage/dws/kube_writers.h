@@ -30,13 +30,14 @@ class KubeWriters {
  public:
   class Task;
   struct Running;
-  // One request as an op awaits it: the reply, or the transport's error. Only while
-  // stopping is a retryable answer handed back as it is.
+  // One request as an op awaits it: the reply, or the transport's error. One the server
+  // could not take now is sent again instead; when the writers stop, an op still waiting
+  // is dropped without being resumed.
   struct Call {
     KubeWriters& owner;
     KubeRequest req;
-    std::optional<Result<KubeReply>> result;
-    std::coroutine_handle<> waiter;
+    std::optional<Result<KubeReply>> result{};
+    std::coroutine_handle<> waiter{};
     Running* run = nullptr;
     double backoff = 0.1;
     bool await_ready() const noexcept { return false; }
@@ -46,7 +47,7 @@ class KubeWriters {
   // What an op gets: requests to await.
   struct Writer {
     KubeWriters& owner;
-    Call call(KubeRequest req) { return Call{owner, std::move(req), {}, {}, nullptr, 0.1}; }
+    Call call(KubeRequest req) { return Call{owner, std::move(req)}; }
     Call get(std::string path) { return call({"GET", std::move(path), {}, {}}); }
     Call create(std::string path, const nlohmann::json& obj) {
       return call({"POST", std::move(path), obj.dump(), "application/json"});
