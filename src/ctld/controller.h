@@ -114,6 +114,8 @@ class Controller final : private HookContext {
                         std::string session_key = {});
   void agent_message(AgentLink& link, const v1::AgentMessage& msg);
   void agent_disconnected(AgentLink& link);
+  // Whether `c` may register agents at all (agent_register checks it again).
+  bool may_register_agents(const Caller& c) const { return is_admin(c); }
 
  private:
   // HookContext: what hooks may do, called by them with mu_ held. Private: the rest of

@@ -17,12 +17,14 @@
 #include <CLI/CLI.hpp>
 
 #include "ctld/agent_service.h"
+#include "ctld/agent_socket.h"
 #include "ctld/config.h"
 #include "ctld/controller.h"
 #include "ctld/hooks/registry.h"
 #include "ctld/rpc_service.h"
 #include "ctld/rpc_socket.h"
 #include "ctld/rpc_socket_calls.h"
+#include "net/agent_frames.h"
 #include "net/credentials.h"
 #include "net/message_limits.h"
 #include "net/peer_listener.h"
@@ -193,6 +195,11 @@ int run(const Options& o) {
   (*listener)->divert(std::string(net::kRpcPreface), [to = rpc_socket->get()](UniqueFd fd, const net::PeerCred& c) {
     to->adopt(std::move(fd), ctld::Caller{c.uid, c.gid});
   });
+  // Local agents' streams without gRPC (net/agent_frames.h); over TCP they use AgentService.
+  auto agent_socket = std::make_unique<ctld::AgentSocketServer>(ctl);
+  (*listener)->divert(std::string(net::kAgentPreface), [to = agent_socket.get()](UniqueFd fd, const net::PeerCred& c) {
+    to->adopt(std::move(fd), ctld::Caller{c.uid, c.gid});
+  });
   (*listener)->start(server.get());
   spdlog::info("corrald {} listening on {} (state in {})", CORRAL_VERSION, cfg->socket, cfg->state_dir);
 
@@ -219,6 +226,7 @@ int run(const Options& o) {
   (*listener)->stop();
   rpc_socket->reset();
   ctl.stop();
+  agent_socket.reset();
   server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
   pthread_kill(sig_thread.native_handle(), SIGTERM);
   sig_thread.join();

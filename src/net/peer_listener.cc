@@ -50,8 +50,7 @@ PeerListener::~PeerListener() {
 }
 
 void PeerListener::divert(std::string preface, Handler handler) {
-  preface_ = std::move(preface);
-  handler_ = std::move(handler);
+  diversions_.push_back({std::move(preface), std::move(handler)});
 }
 
 void PeerListener::start(grpc::Server* server) {
@@ -75,18 +74,23 @@ bool PeerListener::back_off(int err) {
 
 bool PeerListener::decide(Undecided& u, grpc::Server* server) {
   char buf[64];
-  const size_t want = std::min(preface_.size(), sizeof buf);
-  const ssize_t n = ::recv(u.fd.get(), buf, want, MSG_PEEK);
+  const ssize_t n = ::recv(u.fd.get(), buf, sizeof buf, MSG_PEEK);
   if (n < 0 && (errno == EAGAIN || errno == EINTR)) return false;
   if (n <= 0) return true;  // gone before it said anything: closed with `u`
-  const auto got = static_cast<size_t>(n);
-  if (std::string_view(buf, got) != std::string_view(preface_).substr(0, got)) {
-    grpc::AddInsecureChannelFromFd(server, peers_.adopt(u.fd.release(), u.cred));
+  const std::string_view got(buf, static_cast<size_t>(n));
+  bool may_be_one = false;  // what came so far begins a preface: wait for the rest
+  for (const auto& d : diversions_) {
+    if (got.size() < d.preface.size()) {
+      may_be_one = may_be_one || d.preface.compare(0, got.size(), got) == 0;
+      continue;
+    }
+    if (got.substr(0, d.preface.size()) != d.preface) continue;
+    (void)!::recv(u.fd.get(), buf, d.preface.size(), 0);
+    d.handler(std::move(u.fd), u.cred);
     return true;
   }
-  if (got < want) return false;  // the preface so far: wait for the rest
-  (void)!::recv(u.fd.get(), buf, want, 0);
-  handler_(std::move(u.fd), u.cred);
+  if (may_be_one) return false;
+  grpc::AddInsecureChannelFromFd(server, peers_.adopt(u.fd.release(), u.cred));
   return true;
 }
 
@@ -127,7 +131,7 @@ void PeerListener::accept_loop(grpc::Server* server) {
     socklen_t len = sizeof(uc);
     if (::getsockopt(c, SOL_SOCKET, SO_PEERCRED, &uc, &len) < 0) continue;
     const PeerCred cred{uc.uid, uc.gid, uc.pid};
-    if (!handler_) {
+    if (diversions_.empty()) {
       grpc::AddInsecureChannelFromFd(server, peers_.adopt(conn.release(), cred));
       continue;
     }

@@ -13,6 +13,7 @@
 #include <string>
 #include <string_view>
 #include <thread>
+#include <vector>
 
 #include "net/peer_table.h"
 #include "util/result.h"
@@ -35,7 +36,8 @@ class PeerListener {
   PeerListener& operator=(const PeerListener&) = delete;
 
   // Connections that begin with `preface` go to `handler` (called on the accept thread,
-  // the preface already read off), all others to gRPC. Call before start(). A connection
+  // the preface already read off), all others to gRPC. Call before start(), once per
+  // preface (none may begin another; at most 64 bytes). A connection
   // that sends nothing within kDecideWithin is closed; of more than kMaxUndecided such,
   // the oldest is.
   using Handler = std::function<void(UniqueFd fd, const PeerCred& cred)>;
@@ -66,8 +68,11 @@ class PeerListener {
   std::string path_;
   std::thread thread_;
   PeerTable peers_;
-  std::string preface_;
-  Handler handler_;
+  struct Diversion {
+    std::string preface;
+    Handler handler;
+  };
+  std::vector<Diversion> diversions_;
 };
 
 }  // namespace corral::net

@@ -1,28 +1,19 @@
 #include "node/controller_link.h"
 
-#include <unistd.h>
-
-#include <grpcpp/grpcpp.h>
-
 #include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <cstdlib>
 #include <deque>
 #include <future>
 #include <mutex>
 #include <thread>
 
-#include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
-#include "agent.grpc.pb.h"
-#include "job/hmac_key.h"
-#include "net/grpc_credential.h"
-#include "net/message_limits.h"
-#include "net/resolve.h"
-#include "net/tls.h"
 #include "node/agent.h"
+#include "node/controller_stream.h"
 #include "util/event_loop.h"
 
 namespace corral::node {
@@ -37,21 +28,21 @@ constexpr double kDefaultHeartbeat = 2.0;
 }  // namespace
 
 struct ControllerLink::Impl {
-  using Stream = grpc::ClientReaderWriter<v1::AgentMessage, v1::ControllerMessage>;
-
   std::string uri;
   EventLoop& loop;
   Agent& agent;
-  std::shared_ptr<grpc::Channel> channel;
-  std::unique_ptr<v1::Agents::Stub> stub;
+  // corrald's Unix socket, for the stream in corral's own frames (net/agent_frames.h);
+  // empty over TCP, with CORRAL_AGENT_TRANSPORT=grpc, or once the controller did not
+  // answer that protocol.
+  std::string socket_path;
 
   std::mutex mu;
   std::condition_variable cv;
   bool stopping = false;
   bool stream_dead = false;
   uint64_t session = 0;
-  std::deque<v1::AgentMessage> queue;      // of `session`
-  grpc::ClientContext* context = nullptr;  // the live stream's, for cancellation
+  std::deque<v1::AgentMessage> queue;  // of `session`
+  ControllerStream* current = nullptr;  // the live stream, for cancellation
   std::atomic<double> heartbeat{kDefaultHeartbeat};
   std::thread thread;
 
@@ -60,25 +51,17 @@ struct ControllerLink::Impl {
   std::string last_error;
   std::string last_refusal;  // of a controller that did not prove itself
 
-  Impl(std::string u, EventLoop& l, Agent& a) : uri(std::move(u)), loop(l), agent(a) {}
+  Impl(std::string u, EventLoop& l, Agent& a) : uri(std::move(u)), loop(l), agent(a) {
+    const char* transport = std::getenv("CORRAL_AGENT_TRANSPORT");
+    if (uri.rfind("unix:", 0) == 0 && !(transport != nullptr && std::string_view(transport) == "grpc")) {
+      socket_path = uri.substr(5);
+      if (socket_path.rfind("//", 0) == 0) socket_path.erase(0, 2);  // unix:///path
+    }
+  }
 
-  // A fresh channel per attempt: a channel that failed keeps its own reconnect and
-  // re-resolution timers, which made reconnects seconds slower than our backoff.
-  void new_channel() {
-    // gRPC's own reconnect backoff (1 s growing to 120 s) would keep failing our calls
-    // long after the controller is back; keep it within ours.
-    grpc::ChannelArguments args;
-    args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
-    args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 2000);
-    args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);  // no state shared with the failed channel
-    // A controller restart must be noticed even when nothing is being written.
-    args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, 10000);
-    args.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 5000);
-    args.SetMaxReceiveMessageSize(static_cast<int>(net::kMaxAgentDownMessage));
-    args.SetMaxSendMessageSize(static_cast<int>(net::kMaxAgentUpMessage));
-    auto creds = net::channel_credentials(agent.config().tls_ca, uri);  // checked at start-up
-    channel = grpc::CreateCustomChannel(uri, creds ? *creds : grpc::InsecureChannelCredentials(), args);
-    stub = v1::Agents::NewStub(channel);
+  Result<std::unique_ptr<ControllerStream>> open_stream() {
+    if (!socket_path.empty()) return open_socket_stream(socket_path);
+    return open_grpc_stream(uri, agent.config());
   }
 
   template <class T>
@@ -93,64 +76,17 @@ struct ControllerLink::Impl {
     return future.get();
   }
 
-  // Over TCP the answer must prove it comes from the real controller before the agent
-  // acts on it: a credential (controller payload) from root, made on a host the
-  // controller's address names, for this agent's uid only. (On the Unix socket only root
-  // could have made it.)
-  // Over TCP: the session key the controller's credential carries (over a Unix socket it
-  // comes in the register ack instead: empty here).
-  Result<std::string> check_controller(const grpc::ClientContext& ctx) const {
-    if (!net::over_network(uri)) return std::string();
-    const auto& md = ctx.GetServerInitialMetadata();
-    auto it = md.find(grpc::string_ref(net::kCredentialMetadataKey.data(), net::kCredentialMetadataKey.size()));
-    if (it == md.end())
-      return denied(fmt::format("the controller at {} did not prove itself (no {} credential)", uri,
-                                agent.config().credentials->name()));
-    std::string session_key;
-    auto id = agent.config().credentials->decode(std::string_view(it->second.data(), it->second.size()),
-                                                 net::kControllerPayload, &session_key);
-    if (!id) return denied("the controller at " + uri + " did not prove itself: " + id.message());
-    if (id->uid != 0 && id->uid != ::getuid())
-      return denied(fmt::format("the controller at {} runs as uid {}, not root: refused", uri, id->uid));
-    const std::string host = controller_host();
-    const auto addrs = net::resolve_ipv4(host);
-    if (std::find(addrs.begin(), addrs.end(), id->origin) == addrs.end())
-      return denied(fmt::format("the controller's credential comes from {}, not from {}: refused",
-                                id->origin.empty() ? "an unknown host" : id->origin, host));
-    if (session_key.size() != job::kKeyBytes)
-      return denied("the controller at " + uri + " sent no session key (a corrald older than this agent?)");
-    return session_key;
-  }
-
-  // proven: *session_key is the connection's (empty over a Unix socket, where it comes in
-  // the register ack); refused: said in the log; ended: the controller ended the call
-  // first, and Finish says why.
-  enum class Proof { proven, refused, ended };
-  Proof prove_controller(Stream& stream, const grpc::ClientContext& ctx, std::string* session_key) {
-    if (!net::over_network(uri)) return Proof::proven;
-    stream.WaitForInitialMetadata();
-    if (ctx.GetServerInitialMetadata().empty()) return Proof::ended;
-    auto proof = check_controller(ctx);
-    if (proof) {
-      *session_key = std::move(*proof);
-      return Proof::proven;
-    }
+  // Over TCP the controller proves itself first: an impostor learns nothing of this
+  // agent's nodes, and is refused whether or not it would acknowledge them.
+  ControllerStream::Proof prove_controller(ControllerStream& stream, std::string* session_key) {
+    std::string why;
+    const auto proof = stream.prove(session_key, &why);
+    if (proof != ControllerStream::Proof::refused) return proof;
     // Whoever answers there is not obeyed; said once per reason, not once per retry.
-    if (proof.message() != last_refusal) spdlog::warn("{}", proof.message());
-    last_refusal = proof.message();
-    note_down(proof.message());
-    return Proof::refused;
-  }
-
-  // "host:port", "ipv4:host:port", "dns:///host:port" -> host.
-  std::string controller_host() const {
-    std::string target = uri;
-    for (const char* scheme : {"dns:///", "ipv4:", "ipv6:"})
-      if (target.rfind(scheme, 0) == 0) target = target.substr(std::string_view(scheme).size());
-    const size_t colon = target.rfind(':');
-    std::string host = colon == std::string::npos ? target : target.substr(0, colon);
-    if (host.size() > 1 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
-    return host;
+    if (why != last_refusal) spdlog::warn("{}", why);
+    last_refusal = why;
+    note_down(why);
+    return proof;
   }
 
   void note_down(const std::string& why) {
@@ -180,7 +116,6 @@ struct ControllerLink::Impl {
 
   // One stream from connect to failure; true if it got as far as register_ack.
   bool run_session() {
-    grpc::ClientContext ctx;
     uint64_t sid;
     {
       std::lock_guard lock(mu);
@@ -188,25 +123,27 @@ struct ControllerLink::Impl {
       sid = ++session;
       queue.clear();
       stream_dead = false;
-      context = &ctx;
     }
-    new_channel();
-    // Over TCP the controller knows this agent by its credential (MUNGE's, or the cluster key's).
-    if (auto st = net::add_credential(ctx, uri, *agent.config().credentials); !st) {
-      note_down(st.message());
+    auto opened = open_stream();
+    if (!opened) {
+      note_down(opened.message());
       return false;
     }
-    std::unique_ptr<Stream> stream = stub->Stream(&ctx);
-    // Over TCP the controller proves itself first: an impostor learns nothing of this
-    // agent's nodes, and is refused whether or not it would acknowledge them.
+    std::unique_ptr<ControllerStream> stream = std::move(*opened);
+    {
+      std::lock_guard lock(mu);
+      if (stopping) return false;
+      current = stream.get();
+    }
+    using Proof = ControllerStream::Proof;
     std::string session_key;
-    const Proof proof = prove_controller(*stream, ctx, &session_key);
+    const Proof proof = prove_controller(*stream, &session_key);
     std::optional<v1::AgentMessage> reg;
     if (proof == Proof::proven) reg = call_on_loop<v1::AgentMessage>([this, sid] { return agent.begin_register(sid); });
     bool acked = false;
-    bool answered = proof == Proof::refused;  // false: the controller ended the call, and Finish says why
+    bool answered = proof == Proof::refused;  // false: the controller ended the call, and finish() says why
     v1::ControllerMessage first;
-    if (reg && stream->Write(*reg) && (answered = stream->Read(&first))) {
+    if (reg && stream->write(*reg) && (answered = stream->read(&first))) {
       if (first.register_ack()) {
         acked = true;
         if (!session_key.empty()) first.set_session_key(session_key);
@@ -226,26 +163,31 @@ struct ControllerLink::Impl {
     }
     {
       std::lock_guard lock(mu);
-      context = nullptr;
+      current = nullptr;
       stream_dead = true;
     }
     // Not when the controller ended the call: cancelling would hide its reason.
-    if (answered || (proof == Proof::proven && !reg)) ctx.TryCancel();
+    if (answered || (proof == Proof::proven && !reg)) stream->cancel();
     if (reader.joinable()) reader.join();
-    grpc::Status status = stream->Finish();
+    const std::string why = stream->finish();
     loop.post([this, sid] { agent.on_disconnected(sid); });
     bool stopped;
     {
       std::lock_guard lock(mu);
       stopped = stopping;
     }
-    if (!stopped) note_down(status.ok() ? "the controller closed the stream" : status.error_message());
+    if (!socket_path.empty() && reg && stream->unheard() && !stopped) {
+      // A corrald before net/agent_frames.h hands the connection to gRPC, which drops it.
+      spdlog::info("the controller at {} closed the agent stream unanswered; using gRPC", uri);
+      socket_path.clear();
+    }
+    if (!stopped) note_down(why.empty() ? "the controller closed the stream" : why);
     return acked;
   }
 
-  void read_loop(Stream* stream) {
+  void read_loop(ControllerStream* stream) {
     v1::ControllerMessage msg;
-    while (stream->Read(&msg)) {
+    while (stream->read(&msg)) {
       if (msg.heartbeat_interval() > 0) heartbeat = msg.heartbeat_interval();
       auto shared = std::make_shared<v1::ControllerMessage>(std::move(msg));
       loop.post([this, shared] { agent.handle(*shared); });
@@ -256,7 +198,7 @@ struct ControllerLink::Impl {
     cv.notify_all();
   }
 
-  void write_loop(Stream* stream) {
+  void write_loop(ControllerStream* stream) {
     auto last_write = Clock::now();
     for (;;) {
       v1::AgentMessage msg;
@@ -274,7 +216,7 @@ struct ControllerLink::Impl {
           continue;
         }
       }
-      if (!stream->Write(msg)) return;
+      if (!stream->write(msg)) return;
       last_write = Clock::now();
     }
   }
@@ -290,7 +232,7 @@ struct ControllerLink::Impl {
     {
       std::lock_guard lock(mu);
       stopping = true;
-      if (context != nullptr) context->TryCancel();
+      if (current != nullptr) current->cancel();
       cv.notify_all();
     }
     if (thread.joinable()) thread.join();

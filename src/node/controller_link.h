@@ -1,8 +1,8 @@
-// The agent's connection to corrald: one Agents.Stream call at a time, re-established with
+// The agent's connection to corrald: one stream at a time (node/controller_stream.h: gRPC's
+// Agents.Stream, or corral's own frames on corrald's Unix socket), re-established with
 // backoff (100 ms doubling to 2 s) forever. A reader thread hands controller messages
 // to the event loop; a writer thread sends the agent's batches in order, and a
 // heartbeat when nothing else went out for the controller's heartbeat interval.
-// gRPC stays inside controller_link.cc.
 #pragma once
 
 #include <cstdint>

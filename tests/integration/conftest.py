@@ -354,9 +354,9 @@ class Cluster(ClusterQueries):
 
     # ------------------------------------------------------------ processes
 
-    def _spawn(self, args, log):
+    def _spawn(self, args, log, env=None):
         with open(log, "ab") as out:
-            return subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=out,
+            return subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=out, env=env,
                                     stderr=subprocess.STDOUT, start_new_session=True)
 
     def start_controller(self):
@@ -371,7 +371,8 @@ class Cluster(ClusterQueries):
         self.controller = self._spawn(args, os.path.join(self.dir, "corrald.out"))
         return self.controller
 
-    def start_agent(self, i):
+    def start_agent(self, i, env=None):
+        """Starts agent i (again); `env`: its whole environment, else the test's."""
         log = os.path.join(self.dir, f"agent-{i}.log")
         args = [binary("corral-node"), "--controller", self.uri, "--nodes", self.node_sets[i],
                 "--cores", str(self.cores), "--gpus", str(self.gpus), "--memory", self.memory,
@@ -380,7 +381,7 @@ class Cluster(ClusterQueries):
             args += ["--key-file", self.key_file]
         if "--cgroups" not in self.agent_args:
             args += ["--cgroups", self.cgroup if self.cgroup else "none"]
-        self.agents[i] = self._spawn(args, os.path.join(self.dir, f"agent-{i}.out"))
+        self.agents[i] = self._spawn(args, os.path.join(self.dir, f"agent-{i}.out"), env=env)
         return self.agents[i]
 
     def start(self, timeout=30):
