@@ -232,14 +232,12 @@ void Agent::handle(const v1::ControllerMessage& msg) {
   for (const auto& s : msg.start()) {
     // A requeued job's next run: the steps of the earlier one end here.
     if (auto held = jobs_->attempt_of(s.jobid()); held && *held < s.attempt()) drop_steps_of(s.jobid());
-    if (s.step_key().empty()) {
-      steps_->add_job(s);  // first: a job that ends at once must find its step manager
-    } else {
-      v1::StartJob mine = s;
+    if (!s.step_key().empty()) {  // this agent hosts the job's first node: its step manager
       auto key = keys_.unwrap(s.step_key());
       if (!key) spdlog::error("job {}: its step key does not unwrap: {}", s.jobid(), key.message());
-      mine.set_step_key(key ? *key : std::string());
-      steps_->add_job(mine);
+      auto spec = jobs_->parse_cached(s.jobspec());
+      // First: a job that ends at once must find its step manager.
+      steps_->add_job(s, spec ? spec->get() : nullptr, key ? *key : std::string());
     }
     jobs_->start(s);
   }

@@ -35,6 +35,10 @@ class TaskCgroups;
 
 class JobExecutor {
  public:
+  // Jobs submitted together (`--cc`, job scripts, benchmarks) often carry the same
+  // jobspec text, and the agent reads each for the step manager too: the last parse is
+  // reused.
+  Result<std::shared_ptr<const job::Jobspec>> parse_cached(const std::string& text);
   // Tasks run under `tasks`, which must outlive this.
   // `pmix`: the agent's PMIx server, for jobs whose tasks use PMIx (null: none here).
   JobExecutor(EventLoop& loop, TaskSupervisor& tasks, Uplink& out, const AgentConfig& config, PmixHost* pmix = nullptr);
@@ -159,10 +163,6 @@ class JobExecutor {
   const std::vector<std::string>& cgroup_of(Job& job);
   // The job's memory, process and CPU limits on this agent's nodes, in its cgroup.
   void limit_job(const Job& job, const v1::StartJob& msg);
-  // Jobs submitted together (`--cc`, benchmarks) often carry the same jobspec text;
-  // parsing dominates the mock path, so the last parse is reused.
-  Result<std::shared_ptr<const job::Jobspec>> parse_cached(const std::string& text);
-
   EventLoop& loop_;
   TaskSupervisor& tasks_;
   Uplink& out_;

@@ -105,7 +105,12 @@ Status StepManager::check_owner(const Job& job, uint32_t uid) const {
 // ------------------------------------------------------------------ jobs
 
 void StepManager::add_job(const v1::StartJob& msg) {
-  if (msg.step_key().empty() || jobs_.count(msg.jobid()) != 0) return;
+  auto spec = job::parse_jobspec(msg.jobspec());
+  add_job(msg, spec ? &*spec : nullptr, msg.step_key());
+}
+
+void StepManager::add_job(const v1::StartJob& msg, const job::Jobspec* spec, const std::string& step_key) {
+  if (step_key.empty() || jobs_.count(msg.jobid()) != 0) return;
   auto nodes = allocator_nodes(msg);
   auto allocator = nodes ? StepAllocator::create(msg.jobid(), std::move(*nodes)) : Result<StepAllocator>(nodes.error());
   if (!allocator) {
@@ -116,7 +121,7 @@ void StepManager::add_job(const v1::StartJob& msg) {
   job->id = msg.jobid();
   job->uid = msg.userid();
   job->gid = msg.groupid();
-  job->step_key = msg.step_key();
+  job->step_key = step_key;
   job->stepmgr = msg.stepmgr().empty() ? config_.self_uri : msg.stepmgr();
   job->alloc = msg.alloc();
   job->nodes.assign(msg.job_nodes().begin(), msg.job_nodes().end());
@@ -133,7 +138,7 @@ void StepManager::add_job(const v1::StartJob& msg) {
   job->extra_env = msg.extra_env();
   job->t_start = job::now();
   job->mpi = job::job_mpi_name("", msg.mpi_default());
-  if (auto spec = job::parse_jobspec(msg.jobspec()); spec) {
+  if (spec != nullptr) {
     job->mpi = job::job_mpi_name(spec->mpi, msg.mpi_default());
     job->name = spec->name;
     job->batch = !spec->batch_script.empty() && !msg.alloc();

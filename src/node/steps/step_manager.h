@@ -31,6 +31,10 @@
 #include "util/event_loop.h"
 #include "util/result.h"
 
+namespace corral::job {
+struct Jobspec;
+}  // namespace corral::job
+
 namespace corral::node {
 
 namespace v1 = ::corral::v1;
@@ -93,6 +97,9 @@ class StepManager {
   // ---- jobs (from the controller, through the agent)
   // Starts managing the job when `msg` carries a step key (this agent hosts its first node).
   void add_job(const v1::StartJob& msg);
+  // The same with the job's jobspec already read (null: it did not parse) and its step key
+  // unwrapped: the agent reads each jobspec once for its executor and this.
+  void add_job(const v1::StartJob& msg, const job::Jobspec* spec, const std::string& step_key);
   bool manages(uint64_t jobid) const { return jobs_.count(jobid) != 0; }
   // SignalJob: every running step of the job gets `sig` (and SIGKILL after kill_after > 0).
   void signal_job(uint64_t jobid, int sig, double kill_after);
