@@ -327,6 +327,33 @@ TEST_F(TaskCgroupsLimitsTest, ATaskPastItsMemoryIsKilledAndCounted) {
   EXPECT_EQ(small.oom_kills, 0u);
 }
 
+// A hierarchy of its own for a limit controller (v1 beside v2) holds a job's units only
+// when the job has that limit: otherwise every unit cost a directory made, joined by each
+// task and removed there for nothing. A job with the limit is held to it (the test above).
+TEST_F(TaskCgroupsLimitsTest, AJobIsOnlyInTheHierarchiesOfItsLimits) {
+  auto plain = cgroups_->create(31, "job_tasks");
+  ASSERT_TRUE(plain) << plain.message();
+  ASSERT_EQ(plain->size(), 1u);
+  EXPECT_EQ(plain->front(), cgroups_->root() + "/job_31/job_tasks");
+  cgroups_->release(31, "job_tasks");
+  if (lacks("pids")) GTEST_SKIP() << cgroups_->missing();
+  // The task's own view: with a pids limit it is in job_32 of every hierarchy that has
+  // the pids controller, and of the first.
+  ASSERT_TRUE(cgroups_->limit_job(32, {.memory_bytes = 0, .pids = 100, .cpus = {}}));
+  auto ran = run(32, "cat /proc/self/cgroup");
+  bool in_pids = false;
+  for (std::string_view line : {std::string_view(ran.out)}) {
+    for (size_t at = 0; at < line.size();) {
+      const size_t end = std::min(line.find('\n', at), line.size());
+      const std::string_view l = line.substr(at, end - at);
+      const bool pids_line = l.find(":pids:") != std::string_view::npos || l.rfind("0::", 0) == 0;
+      if (pids_line && l.find("/job_32/job_tasks") != std::string_view::npos) in_pids = true;
+      at = end + 1;
+    }
+  }
+  EXPECT_TRUE(in_pids) << ran.out;
+}
+
 TEST_F(TaskCgroupsLimitsTest, OomKillsInReusedStepSlotsAreCountedOnce) {
   if (lacks("memory")) GTEST_SKIP() << cgroups_->missing();
   ASSERT_TRUE(cgroups_->limit_job(16, {.memory_bytes = 64 << 20, .pids = 0, .cpus = {}}));

@@ -142,6 +142,11 @@ Status init_cgroup_dir(const CgroupTree& tree, const std::string& dir) {
   return {};
 }
 
+bool enforces(const CgroupTree& tree, const JobLimits& limits) {
+  return (limits.memory_bytes != 0 && tree.has("memory")) || (limits.pids != 0 && tree.has("pids")) ||
+         (!limits.cpus.empty() && tree.has("cpuset"));
+}
+
 Status write_limits(const CgroupTree& tree, const std::string& dir, const JobLimits& limits) {
   if (limits.memory_bytes != 0 && tree.has("memory")) {
     const std::string bytes = std::to_string(limits.memory_bytes);

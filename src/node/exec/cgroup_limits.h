@@ -48,6 +48,8 @@ std::vector<V1Base> v1_bases(const std::vector<std::string>& have);
 // nodes and would refuse every task: it gets its parent's).
 Status init_cgroup_dir(const CgroupTree& tree, const std::string& dir);
 
+// Whether `tree` enforces any of `limits`.
+bool enforces(const CgroupTree& tree, const JobLimits& limits);
 // Writes the limits `tree` enforces into `dir`. Swap is limited to nothing beside the
 // memory limit, so that a job cannot page past it.
 Status write_limits(const CgroupTree& tree, const std::string& dir, const JobLimits& limits);

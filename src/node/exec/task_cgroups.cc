@@ -249,11 +249,18 @@ Status TaskCgroups::make_dir(const CgroupTree& tree, const std::string& dir) {
 
 void TaskCgroups::open_job(uint64_t jobid) { free_slots_.try_emplace(jobid); }
 
+bool TaskCgroups::holds(uint64_t jobid, const CgroupTree& tree) const {
+  if (&tree == &trees_.front()) return true;
+  auto it = limited_in_.find(jobid);
+  return it != limited_in_.end() && (it->second >> (&tree - trees_.data()) & 1) != 0;
+}
+
 Result<std::vector<std::string>> TaskCgroups::create(uint64_t jobid, const std::string& unit) {
   bool reused = false;
   const std::string dir = take_dir(jobid, unit, reused);
   std::vector<std::string> out;
   for (const auto& tree : trees_) {
+    if (!holds(jobid, tree)) continue;
     const std::string job_dir = job_path(tree, jobid);
     std::string path = job_dir + "/" + dir;
     if (reused) {  // a free slot of the job: both directories are there
@@ -268,7 +275,12 @@ Result<std::vector<std::string>> TaskCgroups::create(uint64_t jobid, const std::
 }
 
 Status TaskCgroups::limit_job(uint64_t jobid, const JobLimits& limits) {
+  uint32_t& in = limited_in_[jobid];
   for (const auto& tree : trees_) {
+    if (&tree != &trees_.front()) {
+      if (!enforces(tree, limits)) continue;
+      in |= 1u << (&tree - trees_.data());
+    }
     const std::string dir = job_path(tree, jobid);
     if (auto st = make_dir(tree, dir); !st) return st;
     if (auto st = write_limits(tree, dir, limits); !st) return st;
@@ -280,6 +292,7 @@ uint64_t TaskCgroups::oom_kills(uint64_t jobid) const {
   auto released = oom_released_.find(jobid);
   uint64_t n = released == oom_released_.end() ? 0 : released->second;
   for (const auto& tree : trees_) {
+    if (!holds(jobid, tree)) continue;
     bool hierarchical = false;
     const std::string dir = job_path(tree, jobid);
     n += node::oom_kills(tree, dir, &hierarchical);
@@ -335,6 +348,7 @@ void TaskCgroups::release(uint64_t jobid, const std::string& unit) {
   if (keep_free(jobid, dir)) return;
   if (unit == kJobUnit) drop_free_slots(jobid);
   for (const auto& tree : trees_) {
+    if (!holds(jobid, tree)) continue;
     const std::string path = job_path(tree, jobid) + "/" + dir;
     if (!tree.v2)  // v1 keeps the count in the unit, which goes now (v2 counts it in the job too)
       if (const uint64_t kills = node::oom_kills(tree, path); kills > 0) oom_released_[jobid] += kills;
@@ -348,7 +362,10 @@ void TaskCgroups::release(uint64_t jobid, const std::string& unit) {
     }
     remove_dir(job_path(tree, jobid));  // EBUSY while other units remain
   }
-  if (unit == kJobUnit) oom_released_.erase(jobid);
+  if (unit == kJobUnit) {
+    oom_released_.erase(jobid);
+    limited_in_.erase(jobid);
+  }
 }
 
 bool TaskCgroups::draining(uint64_t jobid) const {

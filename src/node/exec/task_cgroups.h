@@ -29,6 +29,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <unordered_map>
 #include <string>
 #include <vector>
 
@@ -96,6 +97,7 @@ class TaskCgroups {
   static std::string missing_limits(const std::vector<CgroupTree>& trees, const std::string& why);
   static std::string job_path(const CgroupTree& tree, uint64_t jobid);
   Status make_dir(const CgroupTree& tree, const std::string& dir);
+  bool holds(uint64_t jobid, const CgroupTree& tree) const;  // the job's units are made there
   // The directory name of a new unit: kJobUnit's own, a free slot of the job (`reused`),
   // or a new slot.
   std::string take_dir(uint64_t jobid, const std::string& unit, bool& reused);
@@ -110,6 +112,11 @@ class TaskCgroups {
   std::string missing_;
   std::map<std::string, int> draining_;                      // cgroup -> removal attempts
   std::map<uint64_t, uint64_t> oom_released_;                // job -> OOM kills in v1 units already removed
+  // Job -> the limit hierarchies (bit i: trees_[i]) it has a limit in. Its units are made
+  // in the first hierarchy and these only: a job without a memory, process or CPU limit
+  // costs no directories (made at its start, removed at its end, joined by each task) in
+  // hierarchies that would enforce nothing for it.
+  std::unordered_map<uint64_t, uint32_t> limited_in_;
   std::map<uint64_t, std::vector<std::string>> free_slots_;  // open jobs -> their free slots
   std::map<std::pair<uint64_t, std::string>, std::string> slot_of_unit_;  // (job, step unit) -> slot
   uint64_t next_slot_ = 0;
