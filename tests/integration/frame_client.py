@@ -1,5 +1,6 @@
 """Helpers for clients of corral's own framed protocols written by hand (net/step_frames.h:
-the agent's step protocol, and corrald's rpc protocol of net/rpc_frames.h), as source text:
+the agent's step protocol, corrald's rpc protocol of net/rpc_frames.h and its agent stream
+of net/agent_frames.h), as source text:
 tests prepend FRAME_HELPERS to a script they run as another user with `python3 -c`."""
 
 FRAME_HELPERS = r'''
@@ -38,4 +39,11 @@ def read_answer(s):
                 body = payload
             elif kind == 2:
                 return f"{payload[0]} {payload[1:].decode()}", body
+
+def exchange(path, preface, data):
+    """Connects to `path`, sends `preface` and `data`, and reads up to the status frame."""
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.connect(path)
+    s.send(preface + data)
+    return read_answer(s)
 '''

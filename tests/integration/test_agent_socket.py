@@ -55,18 +55,14 @@ def test_agents_on_the_socket_and_over_grpc_run_the_same_jobs(cluster):
 # A client of the agent protocol written by hand: prints the status frame of each try.
 RAW_AGENT = FRAME_HELPERS + r'''
 path = sys.argv[1]
-PREFACE = b"CORRAL-AGENT/1\n"
 
-def exchange(data):
-    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    s.connect(path)
-    s.send(PREFACE + data)
-    return read_answer(s)[0]
+def call(data):
+    return exchange(path, b"CORRAL-AGENT/1\n", data)[0]
 
-print(exchange(frame(1, field(1, field(1, b"node0")))))   # a register, from whoever runs this
-print(exchange(frame(1, b"\x30\x01")))                     # heartbeat first, not register
-print(exchange(frame(1, b"\xff\xff\xff")))                  # not an AgentMessage
-print(exchange(b"\x01\xff\xff\xff\xff"))                    # 4 GiB announced
+print(call(frame(1, field(1, field(1, b"node0")))))   # a register, from whoever runs this
+print(call(frame(1, b"\x30\x01")))                     # heartbeat first, not register
+print(call(frame(1, b"\xff\xff\xff")))                  # not an AgentMessage
+print(call(b"\x01\xff\xff\xff\xff"))                    # 4 GiB announced
 '''
 
 

@@ -17,23 +17,19 @@ NOBODY = 65534
 # prints the status frame's code and message (and, for ping, the uid corrald saw).
 RAW_CLIENT = FRAME_HELPERS + r'''
 path = sys.argv[1]
-PREFACE = b"CORRAL-RPC/1\n"
 
-def exchange(data):
-    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    s.connect(path)
-    s.send(PREFACE + data)
-    return read_answer(s)
+def call(data):
+    return exchange(path, b"CORRAL-RPC/1\n", data)
 
 jobid = int(sys.argv[2])
-status, body = exchange(frame(1, b"\x07"))                        # Ping
+status, body = call(frame(1, b"\x07"))                        # Ping
 print(status, "your_uid" if varint(6 << 3) + varint(65534) in body else "?")
-status, body = exchange(frame(1, b"\x02" + b"\x0a" + varint(len(varint(jobid))) + varint(jobid)))  # Cancel{jobids}
+status, body = call(frame(1, b"\x02" + b"\x0a" + varint(len(varint(jobid))) + varint(jobid)))  # Cancel{jobids}
 print(status, "belongs to" in body.decode(errors="replace") or body)
-print(exchange(frame(1, b"\x01\xff\xff"))[0])                     # Submit, not a SubmitRequest
-print(exchange(frame(1, b"\x63"))[0])                             # method 99
-print(exchange(b"\x01\xff\xff\xff\xff")[0])                       # 4 GiB announced
-print(exchange(frame(9, b""))[0])                                 # not a call frame
+print(call(frame(1, b"\x01\xff\xff"))[0])                     # Submit, not a SubmitRequest
+print(call(frame(1, b"\x63"))[0])                             # method 99
+print(call(b"\x01\xff\xff\xff\xff")[0])                       # 4 GiB announced
+print(call(frame(9, b""))[0])                                 # not a call frame
 '''
 
 
