@@ -1,5 +1,6 @@
 #include "ctld/rpc_socket.h"
 
+#include <fcntl.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
 
@@ -19,6 +20,8 @@ namespace corral::ctld {
 namespace {
 
 constexpr size_t kReadChunk = 64 << 10;  // per wake-up: one client's flood waits for the others
+// An answer up to this size is written by the thread that ran the call (see answer()).
+constexpr size_t kDirectAnswer = 16 << 10;
 
 int grpc_code(const Status& st) { return static_cast<int>(net::to_grpc(st).error_code()); }
 constexpr int code(grpc::StatusCode c) { return static_cast<int>(c); }
@@ -178,33 +181,57 @@ void RpcSocketServer::answer(Conn& c, std::string_view payload) {
     return;
   }
   c.calling = true;
-  pool_.run(c.caller.uid,
-            [this, id = c.id, caller = c.caller, method = call->method, request = std::string(call->request)] {
-              std::string reply;
-              Status st = dispatch_(caller, method, request, &reply);
-              loop_->post([this, id, st = std::move(st), reply = std::move(reply)]() mutable {
-                finish_call(id, std::move(st), std::move(reply));
-              });
-            });
+  // The call's thread writes a small answer itself, on its own copy of the descriptor
+  // (the connection may be closed meanwhile, and its number reused): the client has it
+  // one wake-up of this loop sooner. The loop takes the rest, and the connection, back.
+  auto own = std::make_shared<UniqueFd>(::fcntl(c.fd.get(), F_DUPFD_CLOEXEC, 0));
+  pool_.run(c.caller.uid, [this, id = c.id, caller = c.caller, method = call->method,
+                           request = std::string(call->request), own = std::move(own)] {
+    std::string reply;
+    Status st = dispatch_(caller, method, request, &reply);
+    // (Not counted in the caller's unread answers: at most kDirectAnswer a connection.)
+    std::string out = frame_answer(st, reply, caller.uid, 0);
+    size_t sent = 0;
+    if (own->valid() && out.size() <= kDirectAnswer) {
+      const ssize_t n = ::send(own->get(), out.data(), out.size(), MSG_DONTWAIT | MSG_NOSIGNAL);
+      sent = n > 0 ? static_cast<size_t>(n) : 0;
+    }
+    own->reset();
+    loop_->post([this, id, st = std::move(st), reply = std::move(reply), out = std::move(out), sent]() mutable {
+      finish_call(id, sent > 0 ? std::move(out) : std::string(), sent, std::move(st), std::move(reply));
+    });
+  });
 }
 
-void RpcSocketServer::finish_call(uint64_t id, Status st, std::string&& reply) {
-  auto it = conns_.find(id);
-  if (it == conns_.end()) return;  // closed meanwhile
-  Conn& c = *it->second;
-  c.calling = false;
-  const size_t waiting = per_uid_[c.caller.uid].answers;
+// The frames of an answer: the reply (only on success) and the status. `waiting`: the
+// caller's answers not yet read, which a big reply may not add to.
+std::string RpcSocketServer::frame_answer(Status st, const std::string& reply, uint32_t uid, size_t waiting) const {
   if (st && reply.size() > limits_.max_answer)
     st =
         Error{Errc::resource_exhausted,
               fmt::format("the answer is {} bytes, over corrald's limit of {}: ask for less (--count, a state, a user)",
                           reply.size(), limits_.max_answer)};
-  else if (st && c.caller.uid != 0 && waiting + reply.size() > limits_.per_user_answers)
+  else if (st && waiting + reply.size() > limits_.per_user_answers)
     st = Error{Errc::resource_exhausted,
-               fmt::format("uid {} has {} bytes of answers from corrald not yet read; read them first", c.caller.uid,
-                           waiting)};
-  if (st) net::append_step_frame(c.out, net::kStepFrameMessage, reply);
-  net::append_status_frame(c.out, grpc_code(st), st ? "" : st.message());
+               fmt::format("uid {} has {} bytes of answers from corrald not yet read; read them first", uid, waiting)};
+  std::string out;
+  if (st) net::append_step_frame(out, net::kStepFrameMessage, reply);
+  net::append_status_frame(out, grpc_code(st), st ? "" : st.message());
+  return out;
+}
+
+void RpcSocketServer::finish_call(uint64_t id, std::string&& framed, size_t sent, Status st, std::string&& reply) {
+  auto it = conns_.find(id);
+  if (it == conns_.end()) return;  // closed meanwhile
+  Conn& c = *it->second;
+  c.calling = false;
+  if (sent > 0) {  // written in part or whole by the call's thread: the rest goes from here
+    c.out = std::move(framed);
+    c.sent = sent;
+  } else {
+    c.out = frame_answer(std::move(st), reply, c.caller.uid, c.caller.uid == 0 ? 0 : per_uid_[c.caller.uid].answers);
+    c.sent = 0;
+  }
   c.last_answer = c.last_write = EventLoop::Clock::now();
   account(c);
   if (flush(c) && answer_calls(c)) watch(c);

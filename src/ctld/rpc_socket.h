@@ -64,8 +64,10 @@ class RpcSocketServer {
   // False once the connection was closed.
   bool answer_calls(Conn& c);
   void answer(Conn& c, std::string_view payload);
-  // Loop thread: the answer of the call that `id` had running.
-  void finish_call(uint64_t id, Status st, std::string&& reply);
+  // Loop thread: the answer of the call that `id` had running; `sent` bytes of `framed`
+  // were written by the call's thread (none: the answer is framed here).
+  void finish_call(uint64_t id, std::string&& framed, size_t sent, Status st, std::string&& reply);
+  std::string frame_answer(Status st, const std::string& reply, uint32_t uid, size_t waiting) const;
   void refuse(Conn& c, int code, std::string_view message);
   void account(Conn& c);  // the user's bytes after c's reader or answer changed
   // Writes what is queued; false once the connection was closed.
