@@ -34,7 +34,7 @@ AgentSocketServer::~AgentSocketServer() {
 }
 
 void AgentSocketServer::adopt(UniqueFd fd, const Caller& caller) {
-  auto channel = std::make_shared<net::FrameChannel>(std::move(fd), net::kMaxAgentUpMessage);
+  auto channel = std::make_unique<net::FrameChannel>(std::move(fd), net::kMaxAgentUpMessage);
   if (!ctl_.may_register_agents(caller)) {
     // Said before any thread exists for it: a user's connections cost corrald nothing.
     refuse(*channel,

@@ -34,7 +34,7 @@ class AgentSocketServer {
 
  private:
   struct Conn {
-    std::shared_ptr<net::FrameChannel> channel;
+    std::unique_ptr<net::FrameChannel> channel;
     std::thread thread;
     std::atomic<bool> done{false};
   };

@@ -189,10 +189,12 @@ void RpcSocketServer::answer(Conn& c, std::string_view payload) {
                            request = std::string(call->request), own = std::move(own)] {
     std::string reply;
     Status st = dispatch_(caller, method, request, &reply);
-    // (Not counted in the caller's unread answers: at most kDirectAnswer a connection.)
-    std::string out = frame_answer(st, reply, caller.uid, 0);
+    // A bigger answer (a listing) is framed once, by the loop, with the caller's unread
+    // answers counted; a small one is not counted: at most kDirectAnswer a connection.
+    std::string out;
     size_t sent = 0;
-    if (own->valid() && out.size() <= kDirectAnswer) {
+    if (own->valid() && reply.size() + st.message().size() < kDirectAnswer) {
+      out = frame_answer(st, reply, caller.uid, 0);
       const ssize_t n = ::send(own->get(), out.data(), out.size(), MSG_DONTWAIT | MSG_NOSIGNAL);
       sent = n > 0 ? static_cast<size_t>(n) : 0;
     }

@@ -6,7 +6,6 @@
 #include <sys/uio.h>
 
 #include <cerrno>
-#include <cstring>
 
 #include <fmt/format.h>
 

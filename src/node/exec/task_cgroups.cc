@@ -332,7 +332,7 @@ void TaskCgroups::drop_free_slots(uint64_t jobid) {
   if (it == free_slots_.end()) return;
   for (const auto& slot : it->second)
     for (const auto& tree : trees_)
-      if (const std::string path = job_path(tree, jobid) + "/" + slot; !remove_dir(path)) {
+      if (const std::string path = job_path(tree, jobid) + "/" + slot; holds(jobid, tree) && !remove_dir(path)) {
         draining_.emplace(path, 0);  // (no task can join a free slot: only as a safeguard)
         if (!timer_) timer_ = loop_.add_timer(kDrainInterval, [this] { drain(); });
       }
