@@ -53,15 +53,23 @@ int outcome(const pb::ListJobsReply& reply) {
 void run_wait(const Globals& g, const WaitState& st) {
   const std::vector<uint64_t> ids = parse_jobids_or_exit("wait", st.ids);
   Client client(resolve_uri(g.uri));
-  check_all_known(ids, list(client, ids));
+  pb::ListJobsReply jobs = list(client, ids);
+  check_all_known(ids, jobs);
+  // An ended job stays ended, so only the others are watched: waiting on many finished
+  // jobs replays none of their eventlogs, and with all of them ended no watch is opened
+  // (nor the gRPC runtime it needs).
   pb::WatchRequest req;
-  for (uint64_t id : ids) req.add_jobids(id);
-  req.add_events("clean");
-  req.set_history(true);
-  req.set_until_inactive(true);
-  Status s = follow_jobs(client, req, "wait", [](const pb::WatchItem&) {});
-  if (!s.ok()) fail_rpc("wait", s.error());
-  if (int code = outcome(list(client, ids)); code != 0) throw CLI::RuntimeError(code);
+  for (const auto& j : jobs.jobs())
+    if (j.state() != "INACTIVE") req.add_jobids(j.id());
+  if (req.jobids_size() > 0) {
+    req.add_events("clean");
+    req.set_history(true);
+    req.set_until_inactive(true);
+    Status s = follow_jobs(client, req, "wait", [](const pb::WatchItem&) {});
+    if (!s.ok()) fail_rpc("wait", s.error());
+    jobs = list(client, ids);
+  }
+  if (int code = outcome(jobs); code != 0) throw CLI::RuntimeError(code);
 }
 
 }  // namespace

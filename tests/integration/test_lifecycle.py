@@ -233,6 +233,30 @@ def test_wait_exit_codes(cluster):
 
 
 @pytest.mark.cluster(size=1, cores=2)
+def test_wait_watches_only_the_jobs_still_running(cluster, tmp_path):
+    seven = submit_job(cluster, "-o", "/dev/null", "sh", "-c", "exit 7")
+    ok = submit_job(cluster, "-o", "/dev/null", "true")
+    cluster.wait_job(seven)
+    cluster.wait_job(ok)
+    # All ended: answered from one listing, without the gRPC runtime a watch needs (its
+    # threads are the only ones a command starts).
+    trace = tmp_path / "wait.strace"
+    proc = subprocess.run(["strace", "-f", "-e", "trace=clone,clone3", "-o", str(trace),
+                           binary("corral"), "wait", str(ok), str(seven)],
+                          env=cluster.env, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 1 and f"job {seven}: FAILED" in proc.stderr, proc.stderr
+    assert "clone" not in trace.read_text(), trace.read_text()
+    # One still running beside ended ones: waited for, and every job's outcome counts.
+    slow = submit_job(cluster, "-o", "/dev/null", "sleep", "1")
+    start = time.monotonic()
+    proc = cluster.corral("wait", ok, slow, seven, check=False)
+    assert time.monotonic() - start >= 0.5
+    assert proc.returncode == 1 and f"job {seven}: FAILED" in proc.stderr, proc.stderr
+    assert cluster.job(slow)["state"] == "INACTIVE"
+    assert cluster.corral("wait", ok, slow, check=False).returncode == 0
+
+
+@pytest.mark.cluster(size=1, cores=2)
 def test_wait_blocks_until_the_job_ends(cluster):
     jobid = submit_job(cluster, "-o", "/dev/null", "sleep", "1")
     start = time.monotonic()
