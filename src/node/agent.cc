@@ -76,8 +76,10 @@ Agent::~Agent() {
 
 // The loop's thread starts and reads every task; when tasks keep the node's CPUs busy, a
 // launch waits for a CPU at every step (docs/performance.md). So the loop may run at a
-// higher priority than the tasks, which start back at the agent's own.
-void Agent::set_loop_nice() {
+// higher priority than the tasks, which start back at the agent's own. Only the loop: the
+// threads that talk to corrald do no launch work, and above the node's own processes they
+// would only take its CPUs first.
+void Agent::raise_loop_priority() {
   errno = 0;
   const int own = ::getpriority(PRIO_PROCESS, 0);
   if (errno != 0 || config_.loop_nice >= own) return;
@@ -91,7 +93,6 @@ void Agent::set_loop_nice() {
 }
 
 Status Agent::start() {
-  set_loop_nice();
   sigset_t set;
   sigemptyset(&set);
   sigaddset(&set, SIGCHLD);

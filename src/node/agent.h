@@ -36,6 +36,11 @@ class Agent {
   Agent& operator=(const Agent&) = delete;
 
   Status start();
+  // Raises the calling thread (the event loop's) to --loop-nice and starts tasks back at
+  // the agent's own priority. Called last, just before the loop runs: threads made before
+  // it (the link to corrald, gRPC's) stay at the agent's own priority; those the loop makes
+  // for launches (child links, fences) share its priority.
+  void raise_loop_priority();
 
   // Connection life cycle, driven by the ControllerLink through EventLoop::post.
   v1::AgentMessage begin_register(uint64_t session);
@@ -59,7 +64,6 @@ class Agent {
  private:
   void arm_sweep();
   Status open_cgroups();    // config_.cgroups; logs whether tasks are contained
-  void set_loop_nice();
   void open_spool();        // STATE_DIR/output.spool, for output while the controller is away
   void end_of_iteration();  // flushes the outbox; step records that linger get a timer
   void on_signal();

@@ -425,6 +425,7 @@ int main(int argc, char** argv) {
   spdlog::info("agent {} hosting {} node(s), controller {}, steps on {}", config.agent_id, config.nodes.size(),
                o.controller, config.step_uri);
   link->start();
+  agent.raise_loop_priority();
   (*loop)->run();
   link->stop();
   steps.stop();

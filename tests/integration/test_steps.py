@@ -471,6 +471,14 @@ def test_the_agents_loop_runs_above_its_tasks(cluster):
     agent = cluster.agents[0].pid
     with open(f"/proc/{agent}/stat") as f:
         assert nice_of(f.read()) == -10
+    # Only the loop (the main thread): the link to corrald and gRPC's threads, made before
+    # it was raised, stay at the agent's own.
+    others = {}
+    for tid in os.listdir(f"/proc/{agent}/task"):
+        if int(tid) != agent:
+            with open(f"/proc/{agent}/task/{tid}/stat") as f:
+                others[tid] = nice_of(f.read())
+    assert others and set(others.values()) == {0}, others
     show = "cat /proc/self/stat"
     jobid = hold(cluster, "-N1")
     assert nice_of(step(cluster, jobid, "sh", "-c", show, check=True).stdout) == 0
