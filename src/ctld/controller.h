@@ -254,7 +254,8 @@ class Controller final : private HookContext {
 
   // node_registry.cc
   NodeEntry& ensure_node(const v1::NodeResources& res) CORRAL_REQUIRES(mu_);
-  void send_to_node(const std::string& node, const v1::ControllerMessage& msg) CORRAL_REQUIRES(mu_);
+  void send_to_node(const std::string& node, const v1::ControllerMessage& msg,
+                    Outbox::Urgency urgency = Outbox::Urgency::now) CORRAL_REQUIRES(mu_);
   void update_usable(NodeEntry& node) CORRAL_REQUIRES(mu_);
   // Asks the hooks what `node` offers; pending jobs that need properties are planned again
   // when it changed.

@@ -76,7 +76,8 @@ void Controller::apply_posted(uint64_t jobid, const job::Event& ev) {
   absorb(job, ev);
   job.events.push_back(ev);
   store_->append_event(jobid, ev);
-  outbox_.push([this, jev = to_proto(jobid, ev), owner = job.userid] { hub_.publish_event(jev, owner); });
+  outbox_.push([this, jev = to_proto(jobid, ev), owner = job.userid] { hub_.publish_event(jev, owner); },
+               hub_.idle() ? Outbox::Urgency::soon : Outbox::Urgency::now);
   for (auto& h : hooks_) h->on_event(*this, job, ev);
   touch(job);
 }
@@ -535,10 +536,12 @@ void Controller::retire(JobRecord& job) {
     std::lock_guard lk(retired_mu_);
     retired_unsaved_.emplace(job.id, std::move(info));
   }
-  outbox_.push([this, id = job.id] {
-    std::lock_guard lk(retired_mu_);
-    retired_unsaved_.erase(id);
-  });
+  outbox_.push(
+      [this, id = job.id] {
+        std::lock_guard lk(retired_mu_);
+        retired_unsaved_.erase(id);
+      },
+      Outbox::Urgency::soon);
   if (job.interactive && !job.output.empty()) {
     recent_output_[job.id] = std::move(job.output);
     while (recent_output_.size() > 64) recent_output_.erase(recent_output_.begin());
@@ -552,7 +555,7 @@ void Controller::retire(JobRecord& job) {
   for (const auto& node : told) {
     v1::ControllerMessage msg;
     msg.add_forget(job.id);
-    send_to_node(node, msg);
+    send_to_node(node, msg, Outbox::Urgency::soon);  // housekeeping: nothing waits on it
   }
   steps_.release_share(job.id);  // normally back at `free` already
   steps_.erase(job.id);

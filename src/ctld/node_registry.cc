@@ -52,7 +52,7 @@ std::string Controller::node_state(const NodeEntry& n) const {
 }
 
 // Commands for a node go to its agent once durable; while it is down they wait.
-void Controller::send_to_node(const std::string& name, const v1::ControllerMessage& msg) {
+void Controller::send_to_node(const std::string& name, const v1::ControllerMessage& msg, Outbox::Urgency urgency) {
   NodeEntry* found = nodes_.find(name);
   if (found == nullptr) return;
   NodeEntry& n = *found;
@@ -60,7 +60,7 @@ void Controller::send_to_node(const std::string& name, const v1::ControllerMessa
     n.held.push_back(msg);
     return;
   }
-  outbox_.push([link = n.link, msg] { link->send(msg); });
+  outbox_.push([link = n.link, msg] { link->send(msg); }, urgency);
 }
 
 void Controller::drain_node(const std::string& name, const std::string& reason) {
@@ -404,7 +404,8 @@ void Controller::take_output(const AgentLink& link, const v1::TaskOutput& out) {
   v1::TaskOutput plain = out;
   plain.clear_seq();
   plain.clear_incarnation();
-  outbox_.push([this, plain = std::move(plain), owner = job.userid] { hub_.publish_output(plain, owner); });
+  outbox_.push([this, plain = std::move(plain), owner = job.userid] { hub_.publish_output(plain, owner); },
+               hub_.idle() ? Outbox::Urgency::soon : Outbox::Urgency::now);
 }
 
 void Controller::ack_output(AgentLink& link) {

@@ -1,27 +1,36 @@
 #include "ctld/outbox.h"
 
+#include <utility>
+
 #include <spdlog/spdlog.h>
 
 namespace corral::ctld {
 
-void Outbox::push(std::function<void()> action) {
+void Outbox::push(std::function<void()> action, Urgency urgency) {
   MutexLock lk(mu_);
   pending_.emplace_back(gen_, std::move(action));
   unsealed_ = true;
+  urgent_ = urgent_ || urgency == Urgency::now;
 }
 
 void Outbox::seal() {
   uint64_t g;
+  bool urgent;
   {
     MutexLock lk(mu_);
     if (!unsealed_) return;
     unsealed_ = false;
+    urgent = std::exchange(urgent_, false);
     g = gen_++;
   }
-  store_.on_durable([this, g](const Status& st) {
+  auto done = [this, g](const Status& st) {
     if (!st.ok()) spdlog::critical("state store commit failed: {}", st.message());
     release(g);
-  });
+  };
+  if (urgent)
+    store_.on_durable(std::move(done));
+  else
+    store_.on_durable_soon(std::move(done));
 }
 
 void Outbox::release(uint64_t upto) {

@@ -17,8 +17,13 @@ namespace corral::ctld {
 
 class Outbox {
  public:
+  // `soon`: nobody waits for this action (a watcher-less event, bookkeeping), so it need
+  // not hurry the commit: actions sealed with only such ones run at the next commit that
+  // someone waits for, or within the store's commit interval.
+  enum class Urgency { now, soon };
+
   explicit Outbox(store::Store& store) : store_(store) {}
-  void push(std::function<void()> action);
+  void push(std::function<void()> action, Urgency urgency = Urgency::now);
   // Ties everything pushed so far to the writes queued so far: it runs once they commit.
   void seal();
 
@@ -30,6 +35,7 @@ class Outbox {
   std::deque<std::pair<uint64_t, std::function<void()>>> pending_ CORRAL_GUARDED_BY(mu_);
   uint64_t gen_ CORRAL_GUARDED_BY(mu_) = 1;  // generation of actions being pushed now
   bool unsealed_ CORRAL_GUARDED_BY(mu_) = false;
+  bool urgent_ CORRAL_GUARDED_BY(mu_) = false;  // an unsealed action is Urgency::now
 };
 
 }  // namespace corral::ctld

@@ -87,7 +87,8 @@ void Controller::store_steps(const std::string& agent_id,
   }
   auto it = links_.find(agent_id);
   if (it == links_.end()) return;  // the agent sends them again when it registers
-  outbox_.push([link = it->second, ack = std::move(ack)] { link->send(ack); });
+  // The agent keeps the records until this comes: it need not hurry a commit.
+  outbox_.push([link = it->second, ack = std::move(ack)] { link->send(ack); }, Outbox::Urgency::soon);
 }
 
 // Called with mu_ held. The step manager (in the agent of the job's first node) does the

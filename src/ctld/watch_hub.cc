@@ -95,6 +95,12 @@ void WatchHub::add(std::shared_ptr<Subscriber> s) {
   subs_.push_back(std::move(s));
 }
 
+bool WatchHub::idle() {
+  MutexLock lk(mu_);
+  std::erase_if(subs_, [](const std::weak_ptr<Subscriber>& s) { return s.expired(); });
+  return subs_.empty();
+}
+
 void WatchHub::publish_event(const v1::JobEvent& ev, uint32_t owner) {
   MutexLock lk(mu_);
   for (size_t i = 0; i < subs_.size();) {

@@ -96,8 +96,15 @@ struct DiscardJob {
 struct FailFast {
   Store::Done fn;
 };
-using Op =
-    std::variant<InsertJob, AppendEvent, FinishJob, PutNode, PutHookState, PutStep, DiscardJob, Store::Done, FailFast>;
+// A callback that does not hurry the commit (Store::on_durable_soon).
+struct Soon {
+  Store::Done fn;
+};
+using Op = std::variant<InsertJob, AppendEvent, FinishJob, PutNode, PutHookState, PutStep, DiscardJob, Store::Done,
+                        FailFast, Soon>;
+
+// Whether someone waits for this op's commit: only then does it start at once.
+bool hurries(const Op& op) { return std::holds_alternative<Store::Done>(op) || std::holds_alternative<FailFast>(op); }
 
 // Statements of the writer connection, prepared once.
 struct WriteStmts {
@@ -232,9 +239,11 @@ struct Store::Impl {
   ReadStmts r;   // under read_mu
   std::mutex read_mu;
 
-  std::mutex mu;  // guards queue and stopping
+  std::mutex mu;  // guards queue, hurry, oldest and stopping
   std::condition_variable cv;
   std::vector<Op> queue;
+  bool hurry = false;          // the queue holds a callback someone waits for
+  Clock::time_point oldest{};  // when the queue last became non-empty
   bool stopping = false;
   std::thread writer;
 
@@ -253,14 +262,19 @@ struct Store::Impl {
 
   ~Impl() { stop(); }
 
+  // The writer wakes for the first write (to start its clock) and for the first callback
+  // that someone waits for.
   void push(Op op) {
-    bool was_empty;
+    bool wake;
     {
       std::lock_guard lock(mu);
-      was_empty = queue.empty();
+      const bool was_empty = queue.empty();
+      if (was_empty) oldest = Clock::now();
+      wake = was_empty || (!hurry && hurries(op));
+      hurry = hurry || hurries(op);
       queue.push_back(std::move(op));
     }
-    if (was_empty) cv.notify_one();
+    if (wake) cv.notify_one();
   }
 
   void stop() {
@@ -291,8 +305,16 @@ struct Store::Impl {
     }
     cv.wait(lock, [&] { return stopping || !queue.empty(); });
     if (queue.empty()) return false;  // stopping, and everything is written
+    // Writes nobody waits for yet gather until someone does, or for commit_interval at
+    // most: a job's `start`, say, then shares the commit of the next submission.
+    cv.wait_until(lock, oldest + interval(), [&] { return stopping || hurry; });
+    hurry = false;
     chunk.swap(queue);
     return true;
+  }
+
+  Clock::duration interval() const {
+    return std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(opts.commit_interval));
   }
 
   bool is_stopping() {
@@ -303,6 +325,7 @@ struct Store::Impl {
   bool take_more(std::vector<Op>& chunk) {
     std::lock_guard lock(mu);
     if (queue.empty()) return false;
+    hurry = false;  // whoever waited is in this group now
     chunk.swap(queue);
     return true;
   }
@@ -313,8 +336,7 @@ struct Store::Impl {
   // next group gathers by itself. (Lingering a fraction of the last commit's duration for
   // more writes was tried; it showed no measurable gain and adds latency when idle.)
   void commit_group(std::vector<Op>& chunk) {
-    auto deadline =
-        Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(opts.commit_interval));
+    auto deadline = Clock::now() + interval();
     std::vector<Op> group;  // everything in this transaction, in order: kept for a retry
     group.swap(backlog);
     Status st = exec_stmt(wdb, w.begin, "starting a transaction");
@@ -338,7 +360,7 @@ struct Store::Impl {
     return std::visit(
         [&](auto& o) -> Status {
           using T = std::decay_t<decltype(o)>;
-          if constexpr (std::is_same_v<T, Done> || std::is_same_v<T, FailFast>)
+          if constexpr (std::is_same_v<T, Done> || std::is_same_v<T, FailFast> || std::is_same_v<T, Soon>)
             return {};
           else
             return apply(o);
@@ -385,6 +407,7 @@ struct Store::Impl {
     for (auto& op : group) {
       Done* fn = std::get_if<Done>(&op);
       if (auto* f = std::get_if<FailFast>(&op); f != nullptr) fn = &f->fn;
+      if (auto* f = std::get_if<Soon>(&op); f != nullptr) fn = &f->fn;
       if (fn == nullptr) {
         writes_after_last_done = true;
         continue;
@@ -666,6 +689,8 @@ void Store::on_durable(Done done, bool fail_fast) {
   else
     impl_->push(std::move(done));
 }
+
+void Store::on_durable_soon(Done done) { impl_->push(Soon{std::move(done)}); }
 
 void Store::discard_job(uint64_t jobid) { impl_->push(DiscardJob{jobid}); }
 

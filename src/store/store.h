@@ -1,6 +1,7 @@
 // Persistent state in SQLite (WAL). Writes are queued and committed in groups: one
-// transaction every few milliseconds carries every event queued meanwhile, and a commit
-// callback tells the caller when its writes are durable (only then may it acknowledge).
+// transaction carries every event queued meanwhile, and a commit callback tells the caller
+// when its writes are durable (only then may it acknowledge). A commit starts at once when
+// someone waits for one (on_durable), else within commit_interval.
 // Finished jobs are moved out of the active set, so loading after a restart reads only
 // what is still active.
 #pragma once
@@ -121,6 +122,10 @@ class Store {
   // commit. With `fail_fast`, `done` is told of that first failure at once instead (the
   // writes stay queued; discard_job takes a job's back).
   void on_durable(Done done, bool fail_fast = false);
+  // The same, for a callback that nobody waits on: it does not start a commit, but joins
+  // the next one that someone waits for, or the one commit_interval after the oldest write
+  // queued. Writes alone (with no callback after them) are committed the same way.
+  void on_durable_soon(Done done);
   // Blocks until everything queued so far is durable, or returns at once with the error
   // (Errc::unavailable) while commits fail for a reason that may pass.
   Status flush();

@@ -199,6 +199,53 @@ TEST_F(StoreTest, DurableMeansReadable) {
   EXPECT_EQ(seen.get_future().get(), 1u);
 }
 
+// Writes nobody waits for do not start a commit: they join the next one someone waits for
+// (or the one commit_interval after them, here an hour), their callbacks first, in order.
+TEST_F(StoreTest, WritesNobodyWaitsForJoinTheNextCommitSomeoneWaitsFor) {
+  auto s = open({.synchronous_full = true, .commit_interval = 3600});
+  ASSERT_TRUE(s);
+  std::mutex mu;
+  std::vector<std::string> order;
+  auto note = [&](std::string what) {
+    return [&, what](const Status& st) {
+      EXPECT_TRUE(st.ok());
+      std::lock_guard lk(mu);
+      order.push_back(what);
+    };
+  };
+  s->insert_job(1, 1, "{}");
+  s->append_event(1, ev(1, "start"));
+  s->on_durable_soon(note("soon"));
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));  // a commit started at once ends by now
+  {
+    std::lock_guard lk(mu);
+    EXPECT_TRUE(order.empty());
+  }
+  auto before = s->read_eventlog(1);  // the job is not in the database yet
+  EXPECT_TRUE(!before.ok() || before->empty());
+  s->append_event(1, ev(2, "finish"));
+  s->on_durable(note("waited for"));
+  ASSERT_TRUE(s->flush().ok());
+  EXPECT_EQ(s->read_eventlog(1)->size(), 2u);
+  std::lock_guard lk(mu);
+  EXPECT_EQ(order, (std::vector<std::string>{"soon", "waited for"}));
+}
+
+TEST_F(StoreTest, WritesNobodyWaitsForAreCommittedAtTheLatestWhenTheStoreCloses) {
+  {
+    auto s = open({.synchronous_full = true, .commit_interval = 3600});
+    ASSERT_TRUE(s);
+    s->insert_job(1, 1, "{}");
+    s->append_event(1, ev(1, "submit"));
+  }
+  auto s = open();
+  ASSERT_TRUE(s);
+  auto snap = s->load();
+  ASSERT_TRUE(snap.ok());
+  ASSERT_EQ(snap->active.size(), 1u);
+  EXPECT_EQ(snap->active[0].events.size(), 1u);
+}
+
 TEST_F(StoreTest, FlushFromACallbackIsAnErrorNotADeadlock) {
   auto s = open();
   ASSERT_TRUE(s);
