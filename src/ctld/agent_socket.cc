@@ -13,10 +13,8 @@ namespace corral::ctld {
 
 namespace {
 
-int grpc_code(const Status& st) { return static_cast<int>(net::to_grpc(st).error_code()); }
-
 void refuse(net::FrameChannel& ch, const Status& st) {
-  (void)ch.write(net::kStepFrameStatus, net::step_status_payload(grpc_code(st), st.message()));
+  (void)ch.write(net::kStepFrameStatus, net::step_status_payload(net::grpc_code(st), st.message()));
 }
 
 }  // namespace

@@ -23,7 +23,7 @@ constexpr size_t kReadChunk = 64 << 10;  // per wake-up: one client's flood wait
 // An answer up to this size is written by the thread that ran the call (see answer()).
 constexpr size_t kDirectAnswer = 16 << 10;
 
-int grpc_code(const Status& st) { return static_cast<int>(net::to_grpc(st).error_code()); }
+using net::grpc_code;
 constexpr int code(grpc::StatusCode c) { return static_cast<int>(c); }
 
 std::string status_frame(int code, std::string_view message) {

@@ -31,4 +31,6 @@ grpc::Status to_grpc(const Error& e) { return {code_of(e.code), e.message}; }
 
 grpc::Status to_grpc(const Status& st) { return st.ok() ? grpc::Status::OK : to_grpc(st.error()); }
 
+int grpc_code(const Status& st) { return static_cast<int>(to_grpc(st).error_code()); }
+
 }  // namespace corral::net

@@ -10,5 +10,7 @@ namespace corral::net {
 
 grpc::Status to_grpc(const Error& e);
 grpc::Status to_grpc(const Status& st);
+// The number of to_grpc(st)'s code, for status frames of corral's own protocols.
+int grpc_code(const Status& st);
 
 }  // namespace corral::net

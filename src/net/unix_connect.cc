@@ -5,6 +5,7 @@
 
 #include <cctype>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 
 namespace corral::net {
@@ -13,6 +14,15 @@ std::string errno_words(int err) {
   std::string r = std::strerror(err);
   if (!r.empty()) r[0] = static_cast<char>(std::tolower(static_cast<unsigned char>(r[0])));
   return r;
+}
+
+std::optional<std::string> own_protocol_socket(std::string_view address, const char* transport_env) {
+  if (!address.starts_with("unix:")) return std::nullopt;
+  const char* transport = std::getenv(transport_env);
+  if (transport != nullptr && std::string_view(transport) == "grpc") return std::nullopt;
+  address.remove_prefix(5);
+  if (address.starts_with("///")) address.remove_prefix(2);
+  return std::string(address);
 }
 
 namespace {

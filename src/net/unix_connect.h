@@ -2,7 +2,9 @@
 // (net/step_frames.h, net/rpc_frames.h).
 #pragma once
 
+#include <optional>
 #include <string>
+#include <string_view>
 
 #include "util/result.h"
 #include "util/unique_fd.h"
@@ -15,5 +17,9 @@ namespace corral::net {
 Result<UniqueFd> connect_unix(const std::string& path);
 // strerror's words as gRPC's messages give them, for errors on such a connection.
 std::string errno_words(int err);
+// The socket path of a "unix:PATH" (or "unix:///PATH") address, for a client that speaks
+// corral's own protocol there, unless the environment variable `transport_env` says
+// "grpc"; nullopt for other addresses (TCP: gRPC).
+std::optional<std::string> own_protocol_socket(std::string_view address, const char* transport_env);
 
 }  // namespace corral::net

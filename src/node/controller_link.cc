@@ -4,7 +4,6 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
-#include <cstdlib>
 #include <deque>
 #include <future>
 #include <mutex>
@@ -12,6 +11,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "net/unix_connect.h"
 #include "node/agent.h"
 #include "node/controller_stream.h"
 #include "util/event_loop.h"
@@ -51,13 +51,11 @@ struct ControllerLink::Impl {
   std::string last_error;
   std::string last_refusal;  // of a controller that did not prove itself
 
-  Impl(std::string u, EventLoop& l, Agent& a) : uri(std::move(u)), loop(l), agent(a) {
-    const char* transport = std::getenv("CORRAL_AGENT_TRANSPORT");
-    if (uri.rfind("unix:", 0) == 0 && !(transport != nullptr && std::string_view(transport) == "grpc")) {
-      socket_path = uri.substr(5);
-      if (socket_path.rfind("//", 0) == 0) socket_path.erase(0, 2);  // unix:///path
-    }
-  }
+  Impl(std::string u, EventLoop& l, Agent& a)
+      : uri(std::move(u)),
+        loop(l),
+        agent(a),
+        socket_path(net::own_protocol_socket(uri, "CORRAL_AGENT_TRANSPORT").value_or("")) {}
 
   Result<std::unique_ptr<ControllerStream>> open_stream() {
     if (!socket_path.empty()) return open_socket_stream(socket_path);

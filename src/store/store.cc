@@ -300,6 +300,7 @@ struct Store::Impl {
       // Held writes are retried at an interval, not at every new write: a full disk
       // must not turn into a busy loop.
       cv.wait_for(lock, std::chrono::duration<double>(opts.retry_interval), [&] { return stopping; });
+      hurry = false;
       chunk.swap(queue);
       return true;
     }

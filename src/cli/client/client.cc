@@ -19,6 +19,7 @@
 #include "net/message_limits.h"
 #include "net/rpc_frames.h"
 #include "net/tls.h"
+#include "net/unix_connect.h"
 
 namespace corral::cli {
 
@@ -152,9 +153,8 @@ struct Client::Stub {
 };
 
 Client::Client(std::string uri) : uri_(std::move(uri)), stub_(std::make_unique<Stub>()) {
-  const char* transport = std::getenv("CORRAL_RPC_TRANSPORT");
-  if (uri_.rfind("unix:", 0) == 0 && !(transport != nullptr && std::string_view(transport) == "grpc"))
-    stub_->socket = std::make_unique<RpcSocketClient>(uri_.substr(5), net::kMaxClientReply);
+  if (auto path = net::own_protocol_socket(uri_, "CORRAL_RPC_TRANSPORT"))
+    stub_->socket = std::make_unique<RpcSocketClient>(std::move(*path), net::kMaxClientReply);
 }
 
 Client::~Client() = default;

@@ -12,6 +12,7 @@
 #include "cli/client/step_socket_client.h"
 #include "common.pb.h"
 #include "net/message_limits.h"
+#include "net/unix_connect.h"
 #include "steps.grpc.pb.h"
 
 namespace corral::cli {
@@ -166,11 +167,9 @@ struct StepClient::Stub {
 };
 
 StepClient::StepClient(std::string address, uint64_t jobid) : address_(std::move(address)), jobid_(jobid) {
-  const char* transport = std::getenv("CORRAL_STEP_TRANSPORT");
-  grpc_only_ = transport != nullptr && std::string_view(transport) == "grpc";
   const char* reuse = std::getenv("CORRAL_STEP_REUSE");
-  if (address_.rfind("unix:", 0) == 0 && !grpc_only_)
-    sockets_ = std::make_shared<StepSocketPool>(address_.substr(5), reuse == nullptr || std::string_view(reuse) != "0");
+  if (auto path = net::own_protocol_socket(address_, "CORRAL_STEP_TRANSPORT"))
+    sockets_ = std::make_shared<StepSocketPool>(std::move(*path), reuse == nullptr || std::string_view(reuse) != "0");
 }
 
 StepClient::~StepClient() = default;

@@ -87,7 +87,6 @@ class StepClient {
   Stub* stub();
   std::string address_;
   uint64_t jobid_;
-  bool grpc_only_ = false;
   std::mutex stub_mu_;
   std::unique_ptr<Stub> stub_;  // under stub_mu_ until made
   std::shared_ptr<StepSocketPool> sockets_;  // a Unix step manager's idle connections
