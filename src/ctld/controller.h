@@ -141,6 +141,7 @@ class Controller final : private HookContext {
   bool node_drained(const std::string& node) const override CORRAL_REQUIRES(mu_);
   bool node_exists(const std::string& node) const override CORRAL_REQUIRES(mu_);
   void at(double when, std::function<void()> fn) override CORRAL_REQUIRES(mu_);
+  void after_durable(std::function<void()> fn) override CORRAL_REQUIRES(mu_);
   void save_state(std::string_view hook, const std::string& key, const std::string& value) override
       CORRAL_REQUIRES(mu_);
   void erase_state(std::string_view hook, const std::string& key) override CORRAL_REQUIRES(mu_);

@@ -176,6 +176,9 @@ void Controller::Runner::run(std::function<void(HookContext&)> fn) {
   c_.outbox_.seal();
 }
 
+// Urgent: the outside world waits for it, so it does not linger for a commit interval.
+void Controller::after_durable(std::function<void()> fn) { outbox_.push(std::move(fn), Outbox::Urgency::now); }
+
 void Controller::at(double when, std::function<void()> fn) {
   timers_.push(Timer{when, timer_seq_++, std::move(fn)});
   cv_.notify_one();

@@ -64,6 +64,12 @@ class HookContext {
   virtual bool node_exists(const std::string& node) const = 0;
   // Runs `fn` (with the lock held) at time `when`.
   virtual void at(double when, std::function<void()> fn) = 0;
+  // Runs `fn` once everything posted so far is durable. An action on the outside world
+  // that a restart must account for (a workflow moved on, ports put in a partition) waits
+  // for the record that leads to it: a crash between the two must not leave the outside
+  // ahead of the record. `fn` runs on another thread, without the lock, so it only hands
+  // work to the hook's own threads.
+  virtual void after_durable(std::function<void()> fn) = 0;
 
   // State a hook must keep beyond the eventlogs that are replayed at start (for example
   // cleanups that outlive their job): stored with the next group commit under

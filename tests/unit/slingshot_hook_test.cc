@@ -53,6 +53,7 @@ class FakeContext final : public hook::HookContext {
   bool node_drained(const std::string& node) const override { return drained.count(node) > 0; }
   bool node_exists(const std::string& node) const override { return node != "nosuchnode"; }
   void at(double, std::function<void()>) override {}
+  void after_durable(std::function<void()> fn) override { fn(); }
   void save_state(std::string_view, const std::string& k, const std::string& v) override { state[k] = v; }
   void erase_state(std::string_view, const std::string& k) override { state.erase(k); }
 

@@ -1,8 +1,9 @@
 // The infiniband hook's side of partition membership: after every node's prolog, the
 // ports each job interface uses join its key through the subnet manager (UFM or OpenSM)
 // before the job may start; when the job ends they leave it (a job's own key is removed),
-// retried until the subnet manager answers, the key quarantined meanwhile. Calls run in
-// order on one worker thread and come back under the lock through the HookRunner.
+// retried until the subnet manager answers, the key quarantined meanwhile. Calls start
+// once the record behind them is durable, run in order on one worker thread and come back
+// under the lock through the HookRunner.
 #include <algorithm>
 
 #include <fmt/format.h>
@@ -58,7 +59,9 @@ void IbHook::join_members(HookContext& ctx, const JobView& job, Members members)
     back([this, jobid, st](HookContext& c) { joined(c, jobid, st); });
   };
   if (!worker_) return ctx.raise_exception(job.id, kAction, 0, "the infiniband hook has no worker (not attached)");
-  worker_->post(std::move(work));
+  // Only once the event is durable: a crash in between must not leave ports in a key that
+  // no record says to take them out of.
+  ctx.after_durable([w = worker_.get(), work = std::move(work)]() mutable { w->post(std::move(work)); });
 }
 
 void IbHook::joined(HookContext& ctx, uint64_t jobid, const Status& st) {
@@ -99,11 +102,15 @@ void IbHook::leave_members(HookContext& ctx, uint64_t jobid, double retry_in) {
   std::vector<LeaveStep> plan = leave_plan(jobid);
   if (!worker_) return;
   if (plan.empty()) return confirm(ctx, jobid, kSubnetManager);
-  worker_->post([this, jobid, retry_in, plan = std::move(plan)] {
-    Status st;
-    for (const auto& step : plan)
-      if (st = sm_->leave(step.pkey, step.guids, step.drop); !st) break;
-    back([this, jobid, st, retry_in](HookContext& c) { left(c, jobid, st, retry_in); });
+  // After the join, in the worker's order; and after the release is durable, so a job a
+  // restart finds still running has not lost its ports.
+  ctx.after_durable([this, w = worker_.get(), jobid, retry_in, plan = std::move(plan)]() mutable {
+    w->post([this, jobid, retry_in, plan = std::move(plan)] {
+      Status st;
+      for (const auto& step : plan)
+        if (st = sm_->leave(step.pkey, step.guids, step.drop); !st) break;
+      back([this, jobid, st, retry_in](HookContext& c) { left(c, jobid, st, retry_in); });
+    });
   });
 }
 

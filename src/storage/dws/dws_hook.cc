@@ -119,7 +119,7 @@ void DwsHook::start_flow(HookContext& ctx, const JobView& job) {
   f.desired = "Proposal";
   f.asked = ctx.now();
   ctx.add_dependency(job.id, kCreate);
-  post_create(f);
+  post_create(ctx, f);
 }
 
 void DwsHook::on_alloc(HookContext& ctx, const JobView& job) {
@@ -155,7 +155,7 @@ void DwsHook::on_release(HookContext& ctx, const JobView& job) {
       // The abort's look at what is still held goes first: the exception's own path to
       // Teardown would free it before anyone saw it.
       g->aborted = true;
-      post_abort(*g);
+      post_abort(ctx, *g);
       ctx.raise_exception(id, "dws-epilog-timeout", 0,
                           fmt::format("DWS epilog timed out after {}s in {}: nodes still mounted are drained, "
                                       "rabbits still allocated are disabled",
@@ -265,7 +265,7 @@ void DwsHook::completed(HookContext& ctx, Flow& f) {
   } else if (s == "Teardown") {
     finish_epilog(ctx, f, 0);
     f.deleting = true;
-    post_delete(f.name, f.jobid, f.meta);
+    post_delete(ctx, f.name, f.jobid, f.meta);
   }
 }
 

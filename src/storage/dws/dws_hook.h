@@ -109,11 +109,14 @@ class DwsHook final : public hook::JobHook {
   // dws_hook_writes.cc: writes, off the lock.
   std::string collection(const std::string& plural, const std::string& ns) const;
   std::string workflow_path(const std::string& name) const;
-  void post_create(const Flow& f);
+  void post_create(hook::HookContext& ctx, const Flow& f);
   void ask(hook::HookContext& ctx, Flow& f, const std::string& state);
   void post_setup(hook::HookContext& ctx, Flow& f);
-  void post_delete(const std::string& name, uint64_t jobid, const nlohmann::json& seen);
-  void post_abort(Flow& f);
+  void post_delete(hook::HookContext& ctx, const std::string& name, uint64_t jobid, const nlohmann::json& seen);
+  void post_abort(hook::HookContext& ctx, Flow& f);
+  // Hands `op` to the writers once the job's record that leads to it is durable, so that
+  // after a crash the workflow is never further on than the job's eventlog says.
+  void send(hook::HookContext& ctx, const std::string& key, KubeWriters::Op op);
   // Runs `fn` under the controller's lock from the writers' thread.
   void back(std::function<void(hook::HookContext&)> fn);
 

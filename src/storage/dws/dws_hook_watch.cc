@@ -154,7 +154,7 @@ void DwsHook::workflows_listed(HookContext& ctx, std::vector<json>& items) {
       continue;
     }
     if (!f.exists && job->status.dependencies.count(kCreate)) {
-      post_create(f);  // lost before it reached the API server
+      post_create(ctx, f);  // lost before it reached the API server
       continue;
     }
     f.exists = false;
@@ -167,19 +167,19 @@ void DwsHook::workflows_listed(HookContext& ctx, std::vector<json>& items) {
 }
 
 // Ours, but no live job's: to Teardown, then deleted (dws_hook_writes.cc).
-void DwsHook::orphan(HookContext&, const json& obj) {
+void DwsHook::orphan(HookContext& ctx, const json& obj) {
   const std::string name = str_at(obj_at(obj, "metadata"), "name");
   const json& st = obj_at(obj, "status");
   const bool torn = st.value("state", "") == "Teardown" && st.value("ready", false);
   auto [it, first] = orphans_.emplace(name, false);
   if (torn) {
-    if (!it->second) post_delete(name, 0, obj);
+    if (!it->second) post_delete(ctx, name, 0, obj);
     it->second = true;
     return;
   }
   if (first && obj_at(obj, "spec").value("desiredState", "") != "Teardown") {
     spdlog::info("dws: workflow {} belongs to no live job: tearing it down", name);
-    writers_->post(name, [this, name](KubeWriters::Writer& w) -> KubeWriters::Task {
+    send(ctx, name, [this, name](KubeWriters::Writer& w) -> KubeWriters::Task {
       // A named value, not a braced list in the co_await: GCC 12 cannot compile the latter.
       const json patch = {{"spec", {{"desiredState", "Teardown"}}}};
       (void)co_await w.merge_patch(workflow_path(name), patch);

@@ -33,7 +33,11 @@ void DwsHook::back(std::function<void(HookContext&)> fn) {
   if (runner_ && !writers_->stopping()) runner_->run(std::move(fn));
 }
 
-void DwsHook::post_create(const Flow& f) {
+void DwsHook::send(HookContext& ctx, const std::string& key, KubeWriters::Op op) {
+  ctx.after_durable([w = writers_.get(), key, op = std::move(op)]() mutable { w->post(key, std::move(op)); });
+}
+
+void DwsHook::post_create(HookContext& ctx, const Flow& f) {
   json wf = {{"apiVersion", fmt::format("{}/{}", kGroup, cfg_.api_version)},
              {"kind", "Workflow"},
              {"metadata",
@@ -52,7 +56,7 @@ void DwsHook::post_create(const Flow& f) {
   const std::string coll = collection("workflows", cfg_.ns), path = workflow_path(f.name);
   const uint64_t id = f.jobid;
   const uint32_t uid = f.uid;
-  writers_->post(f.name, [this, wf, coll, path, id, uid](KubeWriters::Writer& w) -> KubeWriters::Task {
+  send(ctx, f.name, [this, wf, coll, path, id, uid](KubeWriters::Writer& w) -> KubeWriters::Task {
     auto r = co_await w.create(coll, wf);
     if (r && r->ok()) co_return;
     std::string why;
@@ -90,7 +94,7 @@ void DwsHook::ask(HookContext& ctx, Flow& f, const std::string& state) {
   }
   const std::string path = workflow_path(f.name);
   const uint64_t id = f.jobid;
-  writers_->post(f.name, [this, path, id, state](KubeWriters::Writer& w) -> KubeWriters::Task {
+  send(ctx, f.name, [this, path, id, state](KubeWriters::Writer& w) -> KubeWriters::Task {
     json patch = {{"spec", {{"desiredState", state}}}};
     auto r = co_await w.merge_patch(path, patch);
     if (r && r->ok()) co_return;
@@ -136,7 +140,7 @@ void DwsHook::post_setup(HookContext& ctx, Flow& f) {
   f.asked = ctx.now();
   ++f.generation;
   arm_timer(ctx, f, cfg_.setup_timeout, "setup");
-  writers_->post(f.name, [this, refs, computes, data, per_rabbit, nodes, min_bytes, id, path](KubeWriters::Writer& w) -> KubeWriters::Task {
+  send(ctx, f.name, [this, refs, computes, data, per_rabbit, nodes, min_bytes, id, path](KubeWriters::Writer& w) -> KubeWriters::Task {
     auto failed = [&](const std::string& why) {
       back([this, id, why](HookContext& hc) {
         if (Flow* g = flow_of(id)) fail(hc, *g, "dws", "DWS Setup: " + why);
@@ -177,7 +181,7 @@ void DwsHook::post_setup(HookContext& ctx, Flow& f) {
 // counts as done. `seen` (the object as the watch last showed it) says where the
 // finalizer is, for a JSON patch that tests and removes it; when the object changed, it is
 // read and patched again.
-void DwsHook::post_delete(const std::string& name, uint64_t jobid, const json& seen) {
+void DwsHook::post_delete(HookContext& ctx, const std::string& name, uint64_t jobid, const json& seen) {
   const std::string path = workflow_path(name);
   json ops;
   const json& fins = arr_at(obj_at(seen, "metadata"), "finalizers");
@@ -186,7 +190,7 @@ void DwsHook::post_delete(const std::string& name, uint64_t jobid, const json& s
       std::string at = fmt::format("/metadata/finalizers/{}", i);
       ops = json::array({{{"op", "test"}, {"path", at}, {"value", kFinalizer}}, {{"op", "remove"}, {"path", at}}});
     }
-  writers_->post(name, [this, path, name, jobid, ops](KubeWriters::Writer& w) -> KubeWriters::Task {
+  send(ctx, name, [this, path, name, jobid, ops](KubeWriters::Writer& w) -> KubeWriters::Task {
     auto del = co_await w.remove(path);
     bool done = del && del->http == 404;
     if (!done && !ops.is_null()) {
@@ -205,24 +209,24 @@ void DwsHook::post_delete(const std::string& name, uint64_t jobid, const json& s
       auto r = co_await w.merge_patch(path, patch);
       done = r && r->http != 409;
     }
-    back([this, name, jobid](HookContext& ctx) {
+    back([this, name, jobid](HookContext& hc) {
       orphans_.erase(name);
       Flow* f = flow_of(jobid);
-      if (f && f->name == name && !ctx.find_job(jobid)) flows_.erase(jobid);
+      if (f && f->name == name && !hc.find_job(jobid)) flows_.erase(jobid);
     });
   });
 }
 
 // The epilog timed out: drain nodes whose mounts are still there, disable rabbits that
 // still hold an allocation of the workflow, and go to Teardown without waiting.
-void DwsHook::post_abort(Flow& f) {
+void DwsHook::post_abort(HookContext& ctx, Flow& f) {
   const std::string sel = query_escape("dataworkflowservices.github.io/workflow.name=" + f.name);
   const std::string mounts = collection("clientmounts", "") + "?labelSelector=" + sel;
   const std::string servers = collection("servers", cfg_.ns) + "?labelSelector=" + sel;
   const std::string path = workflow_path(f.name), name = f.name;
   const uint64_t id = f.jobid;
   f.desired = "Teardown";
-  writers_->post(f.name, [this, mounts, servers, path, name, id](KubeWriters::Writer& w) -> KubeWriters::Task {
+  send(ctx, f.name, [this, mounts, servers, path, name, id](KubeWriters::Writer& w) -> KubeWriters::Task {
     std::set<std::string> nodes, rabbits;  // what is still held, seen before Teardown frees it
     if (auto r = co_await w.get(mounts); r && r->ok())
       for (const auto& m : r->body["items"]) {
@@ -248,9 +252,9 @@ void DwsHook::post_abort(Flow& f) {
     }
     spdlog::info("job {}: DWS abort: {} node(s) still mounted, {} rabbit(s) still allocated", id, nodes.size(),
                  rabbits.size());
-    back([id, nodes, rabbits](HookContext& ctx) {
+    back([id, nodes, rabbits](HookContext& hc) {
       for (const auto& n : nodes)
-        ctx.drain_node(n, fmt::format("rabbit storage of job {} still mounted after the DWS epilog timed out", id));
+        hc.drain_node(n, fmt::format("rabbit storage of job {} still mounted after the DWS epilog timed out", id));
       if (!rabbits.empty())
         spdlog::warn("job {}: rabbits disabled with an allocation left: {}", id, fmt::join(rabbits, ","));
     });
