@@ -48,7 +48,7 @@ pb::SubmitRequest alloc_request(const AllocState& st, const JobContext& ctx, con
   job.request.command = {"true"};
   if (job.request.name.empty())
     job.request.name = command_given ? std::filesystem::path(command.front()).filename().string() : "interactive";
-  pb::SubmitRequest req = build_submit_request("alloc", job);
+  pb::SubmitRequest req = build_submit_request("alloc", job, st.flags);
   auto doc = nlohmann::json::parse(req.jobspecs(0));
   doc["attributes"]["system"]["alloc"] = true;
   req.set_jobspecs(0, doc.dump());

@@ -66,7 +66,7 @@ void run_batch(const Globals& g, const BatchState& st) {
   if (job.request.name.empty())
     job.request.name = script.name == "(stdin)" ? "batch" : std::filesystem::path(script.name).filename().string();
   if (job.request.output.empty()) job.request.output = kDefaultOutput;
-  pb::SubmitRequest req = build_submit_request("batch", job);
+  pb::SubmitRequest req = build_submit_request("batch", job, st.flags);
   if (dry_run(st.flags, req)) return;
   Client client(resolve_uri(g.uri));
   for (uint64_t id : submit_request(client, "batch", st.flags, req)) {

@@ -333,7 +333,7 @@ void run_run(const Globals& g, const RunState& st) {
   ParsedJob job = parse_or_exit("run", st.job, ctx);
   job.request.command = command;
   if (job.request.mpi.empty()) job.request.mpi = mpi_for_program(command.front(), ctx);
-  pb::SubmitRequest req = build_submit_request("run", job);
+  pb::SubmitRequest req = build_submit_request("run", job, st.flags);
   if (dry_run(st.flags, req)) return;
   SignalFd signals;  // before the client, so gRPC's threads inherit the blocked mask
   Client client(resolve_uri(g.uri));

@@ -69,7 +69,7 @@ void run_submit(const Globals& g, const SubmitState& st, const CLI::App& sub) {
   job.request.command = command;
   if (job.request.mpi.empty()) job.request.mpi = mpi_for_program(command.front(), ctx);
   if (job.request.output.empty()) job.request.output = kDefaultOutput;
-  pb::SubmitRequest req = build_submit_request("submit", job);
+  pb::SubmitRequest req = build_submit_request("submit", job, st.flags);
   if (dry_run(st.flags, req)) return;
   Client client(resolve_uri(g.uri));
   for (uint64_t id : submit_request(client, "submit", st.flags, req)) fmt::print("{}\n", id);

@@ -13,11 +13,17 @@ ParsedJob parse_or_exit(std::string_view cmd, const JobOptions& opts, const JobC
   return std::move(parsed).value();
 }
 
-pb::SubmitRequest build_submit_request(std::string_view cmd, const ParsedJob& job) {
-  auto spec = job::build_jobspec(job.request);
-  if (!spec) usage_error(cmd, spec.message());
+pb::SubmitRequest build_submit_request(std::string_view cmd, const ParsedJob& job, const SubmitFlags& flags) {
   pb::SubmitRequest req;
-  req.add_jobspecs(job::jobspec_to_string(*spec));
+  if (flags.dry_run) {
+    auto spec = job::build_jobspec(job.request);
+    if (!spec) usage_error(cmd, spec.message());
+    req.add_jobspecs(job::jobspec_to_string(*spec));
+  } else {
+    auto text = job::build_jobspec_text(job.request);
+    if (!text) usage_error(cmd, text.message());
+    req.add_jobspecs(std::move(*text));
+  }
   if (!job.cc.empty()) req.set_cc(job.cc);
   if (job.urgency) {
     req.set_urgency(*job.urgency);

@@ -18,8 +18,11 @@ struct SubmitFlags {
   bool verbose = false;
 };
 
-// Builds the request; a jobspec error is a usage error (exit 2).
-pb::SubmitRequest build_submit_request(std::string_view cmd, const ParsedJob& job);
+// Builds the request. The options were checked when they were parsed; the jobspec made of
+// them is read back here (a jobspec error is a usage error, exit 2) only for --dry-run,
+// which prints it: otherwise corrald reads it, and says the same of it (exit 1), once per
+// submission rather than twice.
+pb::SubmitRequest build_submit_request(std::string_view cmd, const ParsedJob& job, const SubmitFlags& flags);
 
 // Prints the jobspec (--dry-run) and returns true, or returns false to go on.
 bool dry_run(const SubmitFlags& flags, const pb::SubmitRequest& req);

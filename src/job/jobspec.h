@@ -106,5 +106,7 @@ struct JobRequest {
   std::string mpi;                                           // --mpi (shell.options.mpi)
 };
 Result<Jobspec> build_jobspec(const JobRequest& req);
+// The same document, not read back: for a client whose server reads (and checks) it anyway.
+Result<std::string> build_jobspec_text(const JobRequest& req);
 
 }  // namespace corral::job

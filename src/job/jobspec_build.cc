@@ -164,13 +164,29 @@ Status resources_and_tasks(const JobRequest& req, json& doc) {
 
 }  // namespace
 
-Result<Jobspec> build_jobspec(const JobRequest& req) {
+namespace {
+
+Result<json> build_document(const JobRequest& req) {
   json doc = {{"version", 1}};
   if (auto st = resources_and_tasks(req, doc); !st) return st.error();
   auto sys = system_attributes(req);
   if (!sys) return sys.error();
   doc["attributes"] = {{"system", std::move(*sys)}};
-  return jobspec_from_document(doc);
+  return doc;
+}
+
+}  // namespace
+
+Result<Jobspec> build_jobspec(const JobRequest& req) {
+  auto doc = build_document(req);
+  if (!doc) return doc.error();
+  return jobspec_from_document(*doc);
+}
+
+Result<std::string> build_jobspec_text(const JobRequest& req) {
+  auto doc = build_document(req);
+  if (!doc) return doc.error();
+  return doc->dump();
 }
 
 }  // namespace corral::job

@@ -370,6 +370,27 @@ TEST(BuildJobspecTest, NodesOnlyMeansOneTaskPerNode) {
   EXPECT_THAT(build_jobspec(req).message(), HasSubstr("--exclusive needs a node count"));
 }
 
+// The text a submitting command sends without reading it back is the one the read-back
+// jobspec would have; errors of the options themselves are still found while building.
+TEST(BuildJobspecTest, TextIsTheReadJobspecsText) {
+  JobRequest req = request({"app", "--flag"});
+  req.nnodes = 2;
+  req.ntasks = 5;
+  req.cwd = "/work";
+  req.environment = {{"A", "1"}};
+  req.duration = 90;
+  req.name = "n";
+  req.dependencies = {"afterok:3"};
+  req.options = {{"mpi", "pmix"}};
+  auto text = build_jobspec_text(req);
+  auto spec = build_jobspec(req);
+  ASSERT_TRUE(text.ok()) << text.message();
+  ASSERT_TRUE(spec.ok()) << spec.message();
+  EXPECT_EQ(*text, jobspec_to_string(*spec));
+  req.ntasks = 1;
+  EXPECT_THAT(build_jobspec_text(req).message(), HasSubstr("--nodes 2 is more than --ntasks 1"));
+}
+
 TEST(BuildJobspecTest, AttributesRoundTrip) {
   JobRequest req = request({"app", "--flag"});
   req.cwd = "/work";
