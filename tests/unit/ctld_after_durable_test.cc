@@ -10,10 +10,8 @@
 #include <gtest/gtest.h>
 #include <spdlog/spdlog.h>
 
-#include "ctld/agent_link.h"
 #include "ctld/controller.h"
 #include "ctld_test_controller.h"
-#include "job/jobspec.h"
 #include "temp_dir.h"
 
 namespace corral::ctld {
@@ -69,25 +67,9 @@ TEST(CtldAfterDurable, RunsOnceThePostedEventsAreCommittedWithoutWaitingAnInterv
   WitnessHook& witness = *hook;
   ctl.add_hook(std::move(hook));
   ASSERT_TRUE(ctl.start().ok());
-  v1::Register reg;
-  reg.set_agent_id("a");
-  reg.set_incarnation("inc-1");
-  auto* n = reg.add_nodes();
-  n->set_name("node0");
-  n->set_cores(4);
-  n->set_memory_mb(1024);
-  std::shared_ptr<AgentLink> link;
-  ASSERT_TRUE(ctl.agent_register(Caller{0, 0}, reg, nullptr, &link, {}).ok());
-
-  job::JobRequest r;
-  r.command = {"true"};
-  auto spec = job::build_jobspec(r);
-  ASSERT_TRUE(spec.ok());
-  v1::SubmitRequest req;
-  req.add_jobspecs(job::jobspec_to_string(*spec));
-  v1::SubmitReply rep;
-  auto st = ctl.submit(Caller{0, 0}, req, &rep);
-  ASSERT_TRUE(st.ok()) << st.message();
+  auto link = test::register_one_node(ctl);
+  ASSERT_TRUE(link);
+  ASSERT_NE(test::submit_command(ctl, {"true"}), 0u);
 
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
   while (!witness.ran.load() && std::chrono::steady_clock::now() < deadline)

@@ -21,29 +21,11 @@ class CtldAgentOutput : public ::testing::Test {
     ctl_ = test::start_test_controller(dir_, test::test_config(dir_));
     ASSERT_TRUE(ctl_);
     link_ = connect({});
-    job::JobRequest r;
-    r.command = {"true"};
-    auto spec = job::build_jobspec(r);
-    ASSERT_TRUE(spec.ok());
-    v1::SubmitRequest req;
-    req.add_jobspecs(job::jobspec_to_string(*spec));
-    v1::SubmitReply rep;
-    ASSERT_TRUE(ctl_->submit(Caller{0, 0}, req, &rep).ok());
-    jobid_ = rep.jobids(0);
+    jobid_ = test::submit_command(*ctl_, {"true"});
+    ASSERT_NE(jobid_, 0u);
   }
   std::shared_ptr<AgentLink> connect(const std::vector<v1::TaskOutput>& spooled) {
-    v1::Register reg;
-    reg.set_agent_id("a");
-    reg.set_incarnation("inc-1");
-    auto* n = reg.add_nodes();
-    n->set_name("node0");
-    n->set_cores(4);
-    n->set_memory_mb(1024);
-    google::protobuf::RepeatedPtrField<v1::TaskOutput> out(spooled.begin(), spooled.end());
-    std::shared_ptr<AgentLink> link;
-    auto st = ctl_->agent_register(Caller{0, 0}, reg, nullptr, &link, out);
-    EXPECT_TRUE(st.ok()) << st.message();
-    return link;
+    return test::register_one_node(*ctl_, "inc-1", spooled);
   }
   v1::TaskOutput chunk(const std::string& data, uint64_t seq) const {
     v1::TaskOutput o;

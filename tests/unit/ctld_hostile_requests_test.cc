@@ -27,15 +27,8 @@ class CtldHostile : public ::testing::Test {
     c.limits.max_batch_script = 1024;
     ctl_ = test::start_test_controller(dir_, c);
     ASSERT_TRUE(ctl_);
-    v1::Register reg;  // a fake agent, so that jobs fit somewhere
-    reg.set_agent_id("a");
-    reg.set_incarnation("1");
-    auto* n = reg.add_nodes();
-    n->set_name("node0");
-    n->set_cores(4);
-    n->set_memory_mb(1024);
-    auto st = ctl_->agent_register(Caller{0, 0}, reg, nullptr, &link_);
-    ASSERT_TRUE(st.ok()) << st.message();
+    link_ = test::register_one_node(*ctl_);
+    ASSERT_TRUE(link_);
   }
 
   Status submit_text(uint32_t uid, const std::string& jobspec, v1::SubmitReply* rep) {
