@@ -255,6 +255,8 @@ class Controller final : private HookContext {
 
   // node_registry.cc
   NodeEntry& ensure_node(const v1::NodeResources& res) CORRAL_REQUIRES(mu_);
+  // A publication to watchers hurries the commit only when someone watches.
+  Outbox::Urgency publish_urgency() { return hub_.idle() ? Outbox::Urgency::soon : Outbox::Urgency::now; }
   void send_to_node(const std::string& node, const v1::ControllerMessage& msg,
                     Outbox::Urgency urgency = Outbox::Urgency::now) CORRAL_REQUIRES(mu_);
   void update_usable(NodeEntry& node) CORRAL_REQUIRES(mu_);

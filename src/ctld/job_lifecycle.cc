@@ -77,7 +77,7 @@ void Controller::apply_posted(uint64_t jobid, const job::Event& ev) {
   job.events.push_back(ev);
   store_->append_event(jobid, ev);
   outbox_.push([this, jev = to_proto(jobid, ev), owner = job.userid] { hub_.publish_event(jev, owner); },
-               hub_.idle() ? Outbox::Urgency::soon : Outbox::Urgency::now);
+               publish_urgency());
   for (auto& h : hooks_) h->on_event(*this, job, ev);
   touch(job);
 }

@@ -405,7 +405,7 @@ void Controller::take_output(const AgentLink& link, const v1::TaskOutput& out) {
   plain.clear_seq();
   plain.clear_incarnation();
   outbox_.push([this, plain = std::move(plain), owner = job.userid] { hub_.publish_output(plain, owner); },
-               hub_.idle() ? Outbox::Urgency::soon : Outbox::Urgency::now);
+               publish_urgency());
 }
 
 void Controller::ack_output(AgentLink& link) {

@@ -29,8 +29,8 @@
 #include <map>
 #include <memory>
 #include <optional>
-#include <unordered_map>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "node/exec/cgroup_limits.h"
