@@ -410,14 +410,33 @@ class Cluster(ClusterQueries):
             names += [f"agent-{i}.log", f"agent-{i}.out"]
         return "".join(log_tail(os.path.join(self.dir, n)) for n in names)
 
-    def stop(self):
+    def stop(self, failed=False):
+        """Stops every daemon and removes the cluster's directory; a failed test's cluster
+        prints its log tails first (CI shows them beside the failure), and keeps its
+        directory when CORRAL_KEEP_FAILED is set."""
+        if failed:
+            print(f"cluster directory {self.dir}:\n{self.logs()}")
         for i in range(len(self.agents)):
             stop_process(self.agents[i], signal.SIGTERM)
         stop_process(self.controller, signal.SIGTERM)
         if self.cgroup:
             remove_agent_cgroups(self.cgroup, [os.path.join(self.dir, f"agent-{i}")
                                                for i in range(len(self.agents))])
-        shutil.rmtree(self.dir, ignore_errors=True)
+        if not (failed and os.environ.get("CORRAL_KEEP_FAILED")):
+            shutil.rmtree(self.dir, ignore_errors=True)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    # Each phase's report on the item, for fixtures' teardown to see whether the test failed.
+    outcome = yield
+    report = outcome.get_result()
+    setattr(item, f"report_{report.when}", report)
+
+
+def call_failed(request):
+    report = getattr(request.node, "report_call", None)
+    return report is not None and report.failed
 
 
 @pytest.fixture
@@ -436,7 +455,7 @@ def cluster(request):
         c.start()
         yield c
     finally:
-        c.stop()
+        c.stop(failed=call_failed(request))
 
 
 @pytest.fixture
@@ -446,7 +465,7 @@ def corral():
 
 
 @pytest.fixture
-def make_cluster():
+def make_cluster(request):
     """A factory for clusters whose configuration a test prepares first (scripts, a TOML
     config file): make_cluster(size=4, config=path, sets=[...]) starts one; all are
     stopped at teardown."""
@@ -461,4 +480,4 @@ def make_cluster():
         yield make
     finally:
         for c in made:
-            c.stop()
+            c.stop(failed=call_failed(request))
