@@ -74,6 +74,9 @@ void EventLoop::post(Callback cb) {
     std::lock_guard lock(posted_mu_);
     posted_.push_back(std::move(cb));
   }
+  // A callback posting the next step of its work (the agent does several per task) would
+  // otherwise cost a write, a wake-up and a read of the eventfd each time.
+  if (std::this_thread::get_id() == loop_thread_.load(std::memory_order_relaxed)) return;
   uint64_t one = 1;
   if (::write(wake_.get(), &one, sizeof one) < 0) {
     // EAGAIN: the counter is saturated, so the loop is already awake
@@ -105,6 +108,11 @@ void EventLoop::run_timers() {
   }
 }
 
+bool EventLoop::has_posted() {
+  std::lock_guard lock(posted_mu_);
+  return !posted_.empty();
+}
+
 void EventLoop::run_posted() {
   std::vector<Callback> batch;
   {
@@ -118,8 +126,9 @@ void EventLoop::run() {
   stopping_ = false;
   constexpr int kMaxEvents = 256;
   epoll_event events[kMaxEvents];
+  loop_thread_ = std::this_thread::get_id();
   while (!stopping_) {
-    int n = ::epoll_wait(epoll_.get(), events, kMaxEvents, next_timeout_ms());
+    int n = ::epoll_wait(epoll_.get(), events, kMaxEvents, has_posted() ? 0 : next_timeout_ms());
     if (n < 0 && errno != EINTR) break;
     for (int i = 0; i < n; ++i) {
       uint64_t token = events[i].data.u64;
@@ -137,6 +146,7 @@ void EventLoop::run() {
     run_timers();
     if (end_of_iteration_) end_of_iteration_();
   }
+  loop_thread_ = std::thread::id();
 }
 
 }  // namespace corral

@@ -2,12 +2,14 @@
 // posted from other threads. Everything but post() must be called on the loop thread.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <thread>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -52,6 +54,7 @@ class EventLoop {
   };
   EventLoop(UniqueFd epoll, UniqueFd wake);
   int next_timeout_ms() const;
+  bool has_posted();
   void run_timers();
   void run_posted();
 
@@ -64,6 +67,9 @@ class EventLoop {
   uint64_t next_timer_ = 1;
   std::mutex posted_mu_;
   std::vector<Callback> posted_;
+  // The thread in run(): what it posts needs no wake-up, as the loop looks at posted_
+  // before it sleeps.
+  std::atomic<std::thread::id> loop_thread_{};
   Callback end_of_iteration_;
   bool stopping_ = false;
 };

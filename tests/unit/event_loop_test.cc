@@ -1,0 +1,86 @@
+// EventLoop's posted callbacks: from the loop's own thread they need no wake-up (the loop
+// looks before it sleeps), from other threads they wake it.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <thread>
+#include <vector>
+
+#include "util/event_loop.h"
+
+namespace corral {
+namespace {
+
+std::unique_ptr<EventLoop> make_loop() {
+  auto loop = EventLoop::create();
+  EXPECT_TRUE(loop) << loop.message();
+  return std::move(*loop);
+}
+
+TEST(EventLoopTest, PostsFromTheLoopThreadRunWithoutAnythingElseToWakeIt) {
+  auto loop = make_loop();
+  std::vector<int> order;
+  // A chain of posts, each from the callback before it, with no fd and no timer to end
+  // epoll_wait: a loop that slept here would hang until the watchdog.
+  bool watchdog_fired = false;
+  auto watchdog = loop->add_timer(10, [&] {
+    watchdog_fired = true;
+    loop->stop();
+  });
+  std::function<void(int)> chain = [&](int i) {
+    order.push_back(i);
+    if (i == 100) {
+      loop->cancel_timer(watchdog);
+      loop->stop();
+      return;
+    }
+    loop->post([&chain, i] { chain(i + 1); });
+  };
+  loop->post([&] { chain(0); });
+  loop->run();
+  EXPECT_FALSE(watchdog_fired);
+  ASSERT_EQ(order.size(), 101u);
+  for (int i = 0; i <= 100; ++i) EXPECT_EQ(order[i], i);
+}
+
+TEST(EventLoopTest, PostsFromAnotherThreadWakeTheLoopInOrder) {
+  auto loop = make_loop();
+  std::vector<int> seen;
+  bool watchdog_fired = false;
+  loop->add_timer(10, [&] {
+    watchdog_fired = true;
+    loop->stop();
+  });
+  std::thread poster([&] {
+    for (int i = 0; i < 50; ++i) {
+      loop->post([&seen, i] { seen.push_back(i); });
+      std::this_thread::sleep_for(std::chrono::microseconds(200));
+    }
+    loop->post([&] { loop->stop(); });
+  });
+  loop->run();
+  poster.join();
+  EXPECT_FALSE(watchdog_fired);
+  ASSERT_EQ(seen.size(), 50u);
+  for (int i = 0; i < 50; ++i) EXPECT_EQ(seen[i], i);
+}
+
+TEST(EventLoopTest, APostBeforeRunStillWakesTheLoop) {
+  auto loop = make_loop();
+  bool ran = false;
+  loop->post([&] {
+    ran = true;
+    loop->stop();
+  });
+  bool watchdog_fired = false;
+  loop->add_timer(10, [&] {
+    watchdog_fired = true;
+    loop->stop();
+  });
+  loop->run();
+  EXPECT_TRUE(ran);
+  EXPECT_FALSE(watchdog_fired);
+}
+
+}  // namespace
+}  // namespace corral
