@@ -1,6 +1,7 @@
 #include "node/exec/task_env.h"
 
 #include <string>
+#include <utility>
 
 #include "util/idset.h"
 
@@ -38,8 +39,8 @@ size_t idset_count(const std::string& idset) {
   return parsed ? parsed->count() : 0;
 }
 
-EnvMap build_node_env(const EnvMap& submit_env, const JobNodeEnv& job, const EnvMap& extra) {
-  EnvMap env = submit_env;
+EnvMap build_node_env(EnvMap submit_env, const JobNodeEnv& job, const EnvMap& extra) {
+  EnvMap env = std::move(submit_env);
   // A job submitted without an environment (e.g. from an API client) still needs the
   // basics a shell expects.
   set_default(env, "PATH", "/usr/local/bin:/usr/bin:/bin");
@@ -75,7 +76,9 @@ std::vector<std::string> build_task_env(const EnvMap& node_env, uint32_t rank, u
   out.reserve(node_env.size() + 2);
   for (const auto& [k, v] : node_env) {
     if (k == "CORRAL_TASK_RANK" || k == "CORRAL_LOCAL_RANK") continue;
-    out.push_back(k + "=" + v);
+    std::string& kv = out.emplace_back();  // one allocation per variable
+    kv.reserve(k.size() + 1 + v.size());
+    kv.append(k).append(1, '=').append(v);
   }
   out.push_back("CORRAL_TASK_RANK=" + std::to_string(rank));
   out.push_back("CORRAL_LOCAL_RANK=" + std::to_string(local_rank));

@@ -40,7 +40,7 @@ JobNodeEnv agent_node_env(const AgentConfig& config);
 
 // submit env, then the CORRAL_* variables (which win over submitted ones), then
 // `extra` (controller hooks win over everything but the per-task ranks).
-EnvMap build_node_env(const EnvMap& submit_env, const JobNodeEnv& job, const EnvMap& extra);
+EnvMap build_node_env(EnvMap submit_env, const JobNodeEnv& job, const EnvMap& extra);
 // PMI_* and PMIX_* variables: those a task inherits from where it was submitted would only
 // mislead the MPI library, which must see the ones of its own PMI server.
 bool is_pmi_variable(const std::string& name);

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -178,12 +179,11 @@ Result<EnvMap> step_node_env(const v1::LaunchTasksRequest& req, const v1::Launch
   je.home = user.home;
   EnvMap submit;
   for (const auto& [k, v] : req.env()) {
-    if (is_pmi_variable(k)) continue;
-    submit[k] = v;
+    if (!is_pmi_variable(k)) submit.emplace(k, v);
   }
   EnvMap extra(req.extra_env().begin(), req.extra_env().end());
   for (const auto& [k, v] : node.env()) extra[k] = v;  // this node's own values win
-  EnvMap env = build_node_env(submit, je, extra);
+  EnvMap env = build_node_env(std::move(submit), je, extra);
   env["CORRAL_STEPID"] = job::step_name(req.stepid());
   if (!req.stepmgr().empty()) env["CORRAL_STEPMGR"] = req.stepmgr();
   if (auto st = config.hooks->task_env(node.name(), user.uid, extra, env); !st) return st.error();
