@@ -75,6 +75,14 @@ Status StepStream::finish() { return impl_->finish(); }
 
 bool StepStream::send(const pb::StepClientMessage& msg) { return impl_->send(msg); }
 
+bool StepStream::Impl::send_create(const pb::StepSpec& spec) {
+  pb::StepClientMessage msg;
+  *msg.mutable_create() = spec;
+  return send(msg);
+}
+
+bool StepStream::send_create(const pb::StepSpec& spec) { return impl_->send_create(spec); }
+
 bool StepStream::send_stdin(std::string_view data) {
   pb::StepClientMessage msg;
   msg.set_stdin(std::string(data));
@@ -209,9 +217,7 @@ Result<std::unique_ptr<StepStream>> StepClient::run(const pb::StepSpec& spec) {
   auto impl = open_stream();
   if (!impl) return impl.error();
   auto stream = std::make_unique<StepStream>(std::move(*impl));
-  pb::StepClientMessage create;
-  *create.mutable_create() = spec;
-  if (!stream->send(create)) {
+  if (!stream->send_create(spec)) {
     // The stream broke at once: what the step manager said before it closed is the reason
     // (usually "connection refused" over gRPC).
     for (pb::StepServerMessage ignored; stream->read(ignored);) {}

@@ -28,6 +28,9 @@ class StepStream {
     virtual bool read(pb::StepServerMessage& msg) = 0;
     virtual Status finish() = 0;
     virtual bool send(const pb::StepClientMessage& msg) = 0;
+    // Sends {create: spec}; a transport that writes the bytes itself need not copy `spec`
+    // (its environment) into a message first.
+    virtual bool send_create(const pb::StepSpec& spec);
     virtual void close_writes() = 0;
     virtual void cancel() = 0;
   };
@@ -43,6 +46,7 @@ class StepStream {
 
   // False once the stream is closed (the step ended or the connection broke).
   bool send(const pb::StepClientMessage& msg);
+  bool send_create(const pb::StepSpec& spec);
   bool send_stdin(std::string_view data);
   bool send_stdin_eof();
   bool send_signal(int signal);

@@ -9,6 +9,7 @@
 #include <mutex>
 #include <optional>
 
+#include "net/big_endian.h"
 #include "net/step_frames.h"
 #include "net/unix_connect.h"
 #include "util/unique_fd.h"
@@ -21,6 +22,11 @@ constexpr size_t kReadChunk = 64 << 10;
 // gRPC's codes, which step_rpc_error words for the user (this file needs no gRPC).
 constexpr int kCancelled = 1;
 constexpr int kUnavailable = 14;
+
+void put_varint(std::string& out, uint64_t v) {
+  for (; v >= 0x80; v >>= 7) out.push_back(static_cast<char>((v & 0x7f) | 0x80));
+  out.push_back(static_cast<char>(v));
+}
 
 class SocketStepStream final : public StepStream::Impl {
  public:
@@ -78,14 +84,10 @@ class SocketStepStream final : public StepStream::Impl {
   bool send(const pb::StepClientMessage& msg) override {
     std::string frame;
     net::append_step_frame(frame, net::kStepFrameMessage, msg.SerializeAsString());
-    std::lock_guard lock(write_mu_);
-    if (write_closed_) return false;
-    if (++sent_ == 1 && reused_) first_ = frame;  // only a kept connection may need it again
-    if (write_all(frame)) return true;
-    if (sent_ == 1 && fresh_connection_locked()) return true;
-    write_closed_ = true;
-    return false;
+    return send_frame(std::move(frame));
   }
+
+  bool send_create(const pb::StepSpec& spec) override { return send_frame(step_create_frame(spec)); }
 
   void close_writes() override {
     std::lock_guard lock(write_mu_);
@@ -102,6 +104,16 @@ class SocketStepStream final : public StepStream::Impl {
   }
 
  private:
+  bool send_frame(std::string frame) {
+    std::lock_guard lock(write_mu_);
+    if (write_closed_) return false;
+    if (++sent_ == 1 && reused_) first_ = frame;  // only a kept connection may need it again
+    if (write_all(frame)) return true;
+    if (sent_ == 1 && fresh_connection_locked()) return true;
+    write_closed_ = true;
+    return false;
+  }
+
   // The call ended: the connection goes back to the pool for the next call, unless this
   // side closed it for writing (or cancelled), sent more than `create` (stdin could still
   // be on its way), or the agent sent more than the call.
@@ -163,6 +175,25 @@ class SocketStepStream final : public StepStream::Impl {
 };
 
 }  // namespace
+
+std::string step_create_frame(const pb::StepSpec& spec) {
+  // Protocol buffers' encoding of a message field: its tag (field number, wire type 2),
+  // the length as a varint, then the message's own bytes.
+  constexpr uint32_t kLengthDelimited = 2;
+  const size_t size = spec.ByteSizeLong();
+  std::string head;
+  put_varint(head, (static_cast<uint64_t>(pb::StepClientMessage::kCreateFieldNumber) << 3) | kLengthDelimited);
+  put_varint(head, size);
+  std::string frame;
+  frame.reserve(net::kStepFrameHeader + head.size() + size);
+  frame.push_back(static_cast<char>(net::kStepFrameMessage));
+  net::put_be(frame, head.size() + size, 4);
+  frame.append(head);
+  const size_t at = frame.size();
+  frame.resize(at + size);
+  spec.SerializeWithCachedSizesToArray(reinterpret_cast<uint8_t*>(frame.data() + at));
+  return frame;
+}
 
 Result<StepSocketPool::Taken> StepSocketPool::take() {
   for (;;) {

@@ -15,6 +15,10 @@
 
 namespace corral::cli {
 
+// The kMessage frame of StepClientMessage{create: spec}, written from `spec` itself: the
+// bytes a copy into the message would serialize to, without the copy of its environment.
+std::string step_create_frame(const pb::StepSpec& spec);
+
 // Connections to one step manager's socket that a call has ended on, kept for the next
 // call (net/step_frames.h: an agent reads one call after another on a connection), so a
 // program that runs many steps connects once per caller thread, not once per step.
