@@ -9,6 +9,8 @@
 #include <mutex>
 #include <optional>
 
+#include <google/protobuf/io/coded_stream.h>
+
 #include "net/big_endian.h"
 #include "net/step_frames.h"
 #include "net/unix_connect.h"
@@ -22,11 +24,6 @@ constexpr size_t kReadChunk = 64 << 10;
 // gRPC's codes, which step_rpc_error words for the user (this file needs no gRPC).
 constexpr int kCancelled = 1;
 constexpr int kUnavailable = 14;
-
-void put_varint(std::string& out, uint64_t v) {
-  for (; v >= 0x80; v >>= 7) out.push_back(static_cast<char>((v & 0x7f) | 0x80));
-  out.push_back(static_cast<char>(v));
-}
 
 class SocketStepStream final : public StepStream::Impl {
  public:
@@ -179,19 +176,21 @@ class SocketStepStream final : public StepStream::Impl {
 std::string step_create_frame(const pb::StepSpec& spec) {
   // Protocol buffers' encoding of a message field: its tag (field number, wire type 2),
   // the length as a varint, then the message's own bytes.
+  using google::protobuf::io::CodedOutputStream;
   constexpr uint32_t kLengthDelimited = 2;
+  constexpr uint32_t kTag = (pb::StepClientMessage::kCreateFieldNumber << 3) | kLengthDelimited;
   const size_t size = spec.ByteSizeLong();
-  std::string head;
-  put_varint(head, (static_cast<uint64_t>(pb::StepClientMessage::kCreateFieldNumber) << 3) | kLengthDelimited);
-  put_varint(head, size);
+  const size_t payload = CodedOutputStream::VarintSize32(kTag) + CodedOutputStream::VarintSize64(size) + size;
   std::string frame;
-  frame.reserve(net::kStepFrameHeader + head.size() + size);
+  frame.reserve(net::kStepFrameHeader + payload);
   frame.push_back(static_cast<char>(net::kStepFrameMessage));
-  net::put_be(frame, head.size() + size, 4);
-  frame.append(head);
+  net::put_be(frame, payload, 4);
   const size_t at = frame.size();
-  frame.resize(at + size);
-  spec.SerializeWithCachedSizesToArray(reinterpret_cast<uint8_t*>(frame.data() + at));
+  frame.resize(at + payload);
+  uint8_t* out = reinterpret_cast<uint8_t*>(frame.data() + at);
+  out = CodedOutputStream::WriteVarint32ToArray(kTag, out);
+  out = CodedOutputStream::WriteVarint64ToArray(size, out);
+  spec.SerializeWithCachedSizesToArray(out);
   return frame;
 }
 
