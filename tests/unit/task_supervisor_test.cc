@@ -1,6 +1,7 @@
 // The one supervisor of the agent's processes: output and EOF before the exit, stdin fed
 // through a pipe or a terminal, signals to the process group, leftovers killed at the
-// exit, and handlers that forget their own process.
+// exit, handlers that forget their own process, and spawns queued in a turn of the loop
+// that start together on the spawn threads.
 #include "node/exec/task_supervisor.h"
 
 #include <gtest/gtest.h>
@@ -193,6 +194,61 @@ TEST_F(TaskSupervisorTest, AFailedSpawnStartsNothing) {
   ASSERT_FALSE(pid);
   EXPECT_EQ(spawn_failure_code(pid.error()), 127);
   EXPECT_EQ(tasks_->live(), 0u);
+}
+
+// Queued in one turn, started together (on the loop and two helpers): each is supervised
+// before its `done` runs, a failed one starts nothing, and every exit and output comes.
+TEST_F(TaskSupervisorTest, QueuedSpawnsStartTogetherAndAreSupervisedFirst) {
+  tasks_->set_spawn_helpers(2);
+  constexpr int kCount = 12;
+  std::vector<Seen> seen(kCount);
+  std::vector<std::optional<Result<pid_t>>> done(kCount);
+  size_t live_at_done = 0;
+  for (int i = 0; i < kCount; ++i) {
+    SpawnRequest r = sh("echo " + std::to_string(i) + "; exit " + std::to_string(i % 4));
+    if (i == 5) r.argv = {"/nonexistent/program"};
+    tasks_->spawn_later(r, recorder(seen[static_cast<size_t>(i)]), [&, i](Result<pid_t> pid) {
+      if (pid) live_at_done += tasks_->live() > 0 ? 1 : 0;
+      done[static_cast<size_t>(i)] = std::move(pid);
+    });
+  }
+  EXPECT_EQ(tasks_->live(), 0u);  // nothing before the loop's turn
+  ASSERT_TRUE(run_until([&] {
+    for (int i = 0; i < kCount; ++i)
+      if (i != 5 && !seen[static_cast<size_t>(i)].exit) return false;
+    return true;
+  }));
+  for (int i = 0; i < kCount; ++i) {
+    const auto& d = done[static_cast<size_t>(i)];
+    ASSERT_TRUE(d.has_value()) << i;
+    if (i == 5) {
+      ASSERT_FALSE(*d);
+      EXPECT_EQ(spawn_failure_code(d->error()), 127);
+      EXPECT_FALSE(seen[5].exit.has_value());
+      continue;
+    }
+    ASSERT_TRUE(*d) << d->message();
+    EXPECT_EQ(seen[static_cast<size_t>(i)].out, std::to_string(i) + "\n");
+    EXPECT_EQ(seen[static_cast<size_t>(i)].exit->waitstatus, exit_status(i % 4));
+  }
+  EXPECT_EQ(live_at_done, static_cast<size_t>(kCount - 1));
+  EXPECT_EQ(tasks_->live(), 0u);
+}
+
+// spawn_queued starts what is queued at once, and a `done` may queue more, which the loop
+// then starts in its next turn.
+TEST_F(TaskSupervisorTest, ADoneMayQueueTheNextSpawn) {
+  Seen first, second;
+  bool second_done = false;
+  tasks_->spawn_later(sh("exit 0"), recorder(first), [&](Result<pid_t> pid) {
+    ASSERT_TRUE(pid);
+    tasks_->spawn_later(sh("exit 7"), recorder(second), [&](Result<pid_t> p) { second_done = p.ok(); });
+  });
+  tasks_->spawn_queued();
+  EXPECT_EQ(tasks_->live(), 1u);
+  ASSERT_TRUE(run_until([&] { return first.exit && second.exit; }));
+  EXPECT_TRUE(second_done);
+  EXPECT_EQ(second.exit->waitstatus, exit_status(7));
 }
 
 }  // namespace

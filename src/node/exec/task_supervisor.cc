@@ -14,6 +14,7 @@
 #include <spdlog/spdlog.h>
 
 #include "util/event_loop.h"
+#include "util/fork_join.h"
 #include "util/unique_fd.h"
 
 namespace corral::node {
@@ -78,8 +79,7 @@ TaskSupervisor::Proc* TaskSupervisor::find(pid_t pid) {
 }
 
 Result<pid_t> TaskSupervisor::spawn(const SpawnRequest& req, Handlers handlers, Stdin in) {
-  auto p = std::make_unique<Proc>();
-  UniqueFd stdin_r;
+  UniqueFd stdin_r, stdin_w;
   Pty pty;
   SpawnRequest with_stdin;  // the request with the terminal or pipe made here
   if (in == Stdin::terminal) {
@@ -88,34 +88,78 @@ Result<pid_t> TaskSupervisor::spawn(const SpawnRequest& req, Handlers handlers, 
     pty = std::move(*opened);
     with_stdin = req;
     with_stdin.terminal = pty.slave;
-    p->terminal = true;
   } else if (in == Stdin::pipe) {
     int fds[2];
     if (::pipe2(fds, O_CLOEXEC) != 0)
       return io_error(std::string("cannot create the stdin pipe: ") + std::strerror(errno));
     stdin_r.reset(fds[0]);
-    p->stdin_w.reset(fds[1]);
-    ::fcntl(p->stdin_w.get(), F_SETFL, O_NONBLOCK);
+    stdin_w.reset(fds[1]);
+    ::fcntl(stdin_w.get(), F_SETFL, O_NONBLOCK);
     with_stdin = req;
     with_stdin.stdin_fd = stdin_r.get();
   }
   auto spawned = spawn_process(in == Stdin::file ? req : with_stdin, task_nice_);
   if (!spawned) return spawned.error();
-  p->pid = spawned->pid;
+  return adopt(std::move(*spawned), std::move(handlers), std::move(pty.master), std::move(stdin_w));
+}
+
+pid_t TaskSupervisor::adopt(SpawnedProcess spawned, Handlers handlers, UniqueFd pty_master, UniqueFd stdin_w) {
+  auto p = std::make_unique<Proc>();
+  p->pid = spawned.pid;
   p->handlers = std::move(handlers);
-  p->status = std::move(spawned->status_pipe);
+  p->status = std::move(spawned.status_pipe);
+  p->terminal = pty_master.valid();
+  p->stdin_w = std::move(stdin_w);
   if (p->terminal) {
-    p->stdin_w.reset(::fcntl(pty.master.get(), F_DUPFD_CLOEXEC, 0));
-    p->out = std::move(pty.master);
+    p->stdin_w.reset(::fcntl(pty_master.get(), F_DUPFD_CLOEXEC, 0));
+    p->out = std::move(pty_master);
   } else {
-    p->out = std::move(spawned->stdout_pipe);
-    p->err = std::move(spawned->stderr_pipe);
+    p->out = std::move(spawned.stdout_pipe);
+    p->err = std::move(spawned.stderr_pipe);
   }
   Proc& proc = *p;
   procs_.emplace(proc.pid, std::move(p));
   if (proc.out.valid()) watch_output(proc, false);
   if (proc.err.valid()) watch_output(proc, true);
   return proc.pid;
+}
+
+void TaskSupervisor::spawn_later(SpawnRequest req, Handlers handlers, Spawned done) {
+  queued_.push_back({std::move(req), std::move(handlers), std::move(done), std::nullopt});
+  if (queue_posted_) return;
+  queue_posted_ = true;
+  // Posted work runs after every descriptor the loop found ready in this turn: by then
+  // all the launch requests that came together are queued.
+  std::weak_ptr<int> token = alive_;
+  loop_.post([this, token] {
+    if (token.lock()) spawn_queued();
+  });
+}
+
+void TaskSupervisor::spawn_queued() {
+  queue_posted_ = false;
+  std::vector<Queued> batch = std::move(queued_);
+  queued_.clear();
+  if (batch.empty()) return;
+  // spawn_process touches nothing shared: each call has its own request, descriptors and
+  // child. Only the results are taken in here, on the loop thread.
+  auto one = [&](size_t i) { batch[i].result = spawn_process(batch[i].req, task_nice_); };
+  if (spawners_)
+    spawners_->run(batch.size(), one);
+  else
+    for (size_t i = 0; i < batch.size(); ++i) one(i);
+  for (auto& q : batch) {
+    if (!*q.result) {
+      q.done(q.result->error());
+      continue;
+    }
+    q.done(adopt(std::move(**q.result), std::move(q.handlers), UniqueFd(), UniqueFd()));
+  }
+}
+
+void TaskSupervisor::set_spawn_helpers(unsigned n) {
+  if (!queued_.empty() || (spawners_ ? spawners_->helpers() : 0) == n) return;
+  spawners_ = n == 0 ? nullptr : std::make_unique<ForkJoin>(n);
 }
 
 void TaskSupervisor::watch_output(Proc& p, bool is_err) {

@@ -22,6 +22,7 @@
 
 namespace corral {
 class EventLoop;
+class ForkJoin;
 }  // namespace corral
 
 namespace corral::node {
@@ -56,6 +57,19 @@ class TaskSupervisor {
   // Errors are spawn_process's (Errc::unavailable: the node lacks descriptors, processes
   // or memory; nothing was started).
   Result<pid_t> spawn(const SpawnRequest& req, Handlers handlers, Stdin in = Stdin::file);
+  // What spawn returns, given to the one who queued it.
+  using Spawned = std::function<void(Result<pid_t>)>;
+  // spawn (stdin from the request's file), later in this turn of the loop, together with
+  // every other spawn queued in the turn: the agent reads all the requests that came at
+  // once before it starts their tasks, and starts them side by side on its spawn threads
+  // (set_spawn_helpers). `done` is called on the loop thread with the process already
+  // supervised, so its exit cannot come first.
+  void spawn_later(SpawnRequest req, Handlers handlers, Spawned done);
+  // Starts what spawn_later queued now rather than at the end of the turn.
+  void spawn_queued();
+  // Threads besides the loop's that start queued processes; none by default. Takes effect
+  // when nothing is queued.
+  void set_spawn_helpers(unsigned n);
   // The scheduling priority every process starts with from now on, when the loop's
   // thread runs at another (set_loop_nice).
   void set_task_nice(int nice) { task_nice_ = nice; }
@@ -85,6 +99,19 @@ class TaskSupervisor {
   void close_stdin(Proc& p);
   // Out of the table; destroyed later, as a handler of its own may be running.
   void retire(std::unique_ptr<Proc> p);
+  // Supervises a started process: its output watched from now on. A valid `pty_master`:
+  // it runs on that terminal; `stdin_w`: the write end of its stdin pipe.
+  pid_t adopt(SpawnedProcess spawned, Handlers handlers, UniqueFd pty_master, UniqueFd stdin_w);
+
+  struct Queued {
+    SpawnRequest req;
+    Handlers handlers;
+    Spawned done;
+    std::optional<Result<SpawnedProcess>> result;
+  };
+  std::vector<Queued> queued_;
+  bool queue_posted_ = false;
+  std::unique_ptr<ForkJoin> spawners_;  // null: every spawn on the loop's thread
 
   EventLoop& loop_;
   std::unordered_map<pid_t, std::unique_ptr<Proc>> procs_;
