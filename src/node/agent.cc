@@ -50,6 +50,7 @@ Agent::Agent(EventLoop& loop, AgentConfig config, Uplink::Sink sink, StepNodeCon
   if (!config_.credentials) config_.credentials = net::munge_credentials("");
   pmix_ = std::make_unique<PmixHost>(loop_, config_.state_dir.empty() ? "" : config_.state_dir + "/pmix",
                                      config_.nodes.empty() ? "" : config_.nodes.front().name);
+  tasks_.set_spawn_helpers(config_.spawn_helpers);
   jobs_ = std::make_unique<JobExecutor>(loop_, tasks_, out_, config_, pmix_.get());
   perilogs_ = std::make_unique<PerilogRunner>(loop_, tasks_, out_, config_);
   if (steps.self_uri.empty()) steps.self_uri = config_.step_uri;

@@ -39,6 +39,7 @@
 #include "node/steps/step_socket.h"
 #include "util/event_loop.h"
 #include "util/fd_hygiene.h"
+#include "util/fork_join.h"
 #include "util/hostlist.h"
 #include "util/stop_signals.h"
 #include "util/unique_fd.h"
@@ -62,6 +63,7 @@ struct Options {
   std::string output_spool = "16MiB";
   std::string cpu_bind = "cores";
   int loop_nice = -10;
+  int spawn_threads = -1;  // -1: default_spawn_helpers()
   std::string agent_id;
   std::string log_level = "info";
   std::string log_file;
@@ -302,6 +304,11 @@ int main(int argc, char** argv) {
                  "busy tasks, which start at the agent's own priority. Needs root; 0 or more: as the agent")
       ->check(CLI::Range(-20, 19))
       ->capture_default_str();
+  app.add_option("--spawn-threads", o.spawn_threads,
+                 "Threads that start tasks beside the event loop: the tasks of launches that arrive together "
+                 "(a wide step, concurrent steps) start side by side, each spawn waiting on its own thread for "
+                 "its child's exec. Default: half the CPUs, at most 8; 0: the loop alone")
+      ->check(CLI::Range(0, 64));
   app.add_option("--auth", o.auth,
                  "How this agent and the hosts it talks to over TCP know each other: munge (munged on every "
                  "host) or cluster-key (the cluster key, which --key-file names, signs; corral-authd signs "
@@ -377,6 +384,7 @@ int main(int argc, char** argv) {
   config.tls_ca = o.tls_ca;
   config.cpu_bind = o.cpu_bind == "cores";
   config.loop_nice = o.loop_nice;
+  config.spawn_helpers = o.spawn_threads < 0 ? default_spawn_helpers() : static_cast<unsigned>(o.spawn_threads);
   config.local_job_pids_max = app.get_option("--job-pids-max")->count() > 0;
   config.local_cpu_bind = app.get_option("--cpu-bind")->count() > 0;
   std::error_code ec;

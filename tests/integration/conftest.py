@@ -381,6 +381,10 @@ class Cluster(ClusterQueries):
             args += ["--key-file", self.key_file]
         if "--cgroups" not in self.agent_args:
             args += ["--cgroups", self.cgroup if self.cgroup else "none"]
+        # Tasks start on two spawn threads beside the loop (one by default on CI's two
+        # CPUs), so that batches of several tasks start side by side in the suite too.
+        if "--spawn-threads" not in self.agent_args:
+            args += ["--spawn-threads", "2"]
         self.agents[i] = self._spawn(args, os.path.join(self.dir, f"agent-{i}.out"), env=env)
         return self.agents[i]
 

@@ -349,6 +349,73 @@ TEST_F(StepNodeTest, TwoAgentsRunEveryRank) {
   EXPECT_EQ(a_->on_loop([&] { return a_->tasks().live(); }), 0u);
 }
 
+// With spawn threads, a node's tasks start side by side: every rank runs once with its
+// own environment and PMI connection; a missing command fails each rank.
+TEST_F(StepNodeTest, TasksStartSideBySideOnSpawnThreads) {
+  a_->on_loop([&] {
+    a_->tasks().set_spawn_helpers(3);
+    return 0;
+  });
+  launch(request({"/bin/sh", "-c", "echo $CORRAL_TASK_RANK $PMI_RANK"}, {{"n1", a_.get(), 12}}));
+  ASSERT_TRUE(report_.wait_done());
+  {
+    std::lock_guard lock(report_.mu);
+    EXPECT_TRUE(report_.errors.empty()) << report_.errors[0].message();
+    EXPECT_THAT(report_.started, ::testing::ElementsAre("n1"));
+    ASSERT_EQ(report_.exits.size(), 12u);
+    for (uint32_t r = 0; r < 12; ++r) {
+      EXPECT_EQ(report_.out[r], std::to_string(r) + " " + std::to_string(r) + "\n") << "rank " << r;
+      EXPECT_EQ(report_.exits[r], 0) << "rank " << r;
+    }
+  }
+  EXPECT_EQ(a_->on_loop([&] { return a_->tasks().live(); }), 0u);
+}
+
+TEST_F(StepNodeTest, OnSpawnThreadsAMissingCommandFailsEachRank) {
+  a_->on_loop([&] {
+    a_->tasks().set_spawn_helpers(3);
+    return 0;
+  });
+  launch(request({"/nonexistent/program"}, {{"n1", a_.get(), 4}}));
+  ASSERT_TRUE(report_.wait_done());
+  std::lock_guard lock(report_.mu);
+  ASSERT_EQ(report_.errors.size(), 1u);
+  EXPECT_THAT(report_.errors[0].message(), HasSubstr("cannot execute '/nonexistent/program'"));
+  ASSERT_EQ(report_.exits.size(), 4u);
+  for (uint32_t r = 0; r < 4; ++r) EXPECT_EQ(WEXITSTATUS(report_.exits[r]), 127) << "rank " << r;
+  EXPECT_EQ(a_->on_loop([&] { return a_->tasks().live(); }), 0u);
+}
+
+// Tasks queued to start when a signal ends the step get it as they start.
+TEST_F(StepNodeTest, QueuedTasksGetTheSignalThatEndedTheStep) {
+  a_->on_loop([&] {
+    a_->tasks().set_spawn_helpers(2);
+    return 0;
+  });
+  auto req = request({"sleep", "30"}, {{"n1", a_.get(), 6}});
+  digest_ = launch_digest(req);
+  req.set_cred(sign(cred()));
+  a_->on_loop([&] {
+    auto id = a_->node().launch(
+        std::move(req), [this](v1::LaunchUp&& up) { report_.add(std::move(up)); },
+        [this](const std::string& error) {
+          std::lock_guard lock(report_.mu);
+          report_.done = true;
+          report_.error = error;
+          report_.cv.notify_all();
+        });
+    v1::LaunchDown down;
+    down.set_signal(SIGTERM);
+    a_->node().deliver(id, down);  // in the same turn: the tasks are queued, none started
+    return 0;
+  });
+  ASSERT_TRUE(report_.wait_done(5000ms));
+  std::lock_guard lock(report_.mu);
+  ASSERT_EQ(report_.exits.size(), 6u);
+  for (auto [rank, status] : report_.exits)
+    EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGTERM) << "rank " << rank << " status " << status;
+}
+
 TEST_F(StepNodeTest, TasksSeeTheStepEnvironment) {
   auto req = request({"/bin/sh", "-c",
                       "echo $CORRAL_JOBID $CORRAL_STEPID $CORRAL_NODEID $CORRAL_NNODES $CORRAL_NTASKS "

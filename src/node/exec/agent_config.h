@@ -26,6 +26,9 @@ struct AgentConfig {
   // The event loop's scheduling priority (nice) when it is below the agent's own; its
   // tasks start at the agent's own. Only root may lower it. docs/admin.md "Node agent".
   int loop_nice = 0;
+  // Threads besides the loop's that start the tasks of a turn's launches side by side
+  // (TaskSupervisor::spawn_later); 0: the loop alone.
+  unsigned spawn_helpers = 0;
   bool handle_termination = true;   // SIGTERM/SIGINT shut the agent down (off in tests)
   // The node halves of fabric and storage hooks (node/hooks/registry.cc), started.
   std::shared_ptr<const NodeHooks> hooks = std::make_shared<NodeHooks>();

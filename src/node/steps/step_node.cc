@@ -87,6 +87,8 @@ struct StepNode::Impl {
     uint32_t next_seq = 0;
     std::vector<Task> tasks;
     std::vector<std::vector<int>> cpus;  // by local rank: of the step's cores here (empty: unbound)
+    size_t spawning = 0;     // tasks queued to start (TaskSupervisor::spawn_later)
+    std::string error;       // the first task that could not start, for the step's errors
   };
   struct Child {
     std::vector<v1::LaunchNode> nodes;
@@ -115,6 +117,7 @@ struct StepNode::Impl {
     bool flush_posted = false;
     size_t live = 0;  // local tasks whose exit is not reported yet
     size_t starting = 0;  // local nodes not started yet (start_locals)
+    size_t spawning = 0;  // local tasks queued to start
     int stopped_by = 0;   // a signal that ends tasks came while some were still to start
     bool finishing = false;
     std::optional<std::vector<std::string>> cgroup;  // created with the first task (empty: none)
@@ -183,7 +186,12 @@ struct StepNode::Impl {
   Status start_pals(Launch& l, LocalNode& node);
   std::function<void(const std::string&)> pmi_failed(LaunchId id);
   void start_task(Launch& l, LocalNode& node, size_t ni, size_t ti, const EnvMap& env, const StepUser& user,
-                  const std::string& cwd, bool use_imp, std::string& node_error);
+                  const std::string& cwd, bool use_imp);
+  void task_spawned(LaunchId id, size_t ni, size_t ti, const Result<pid_t>& pid, bool own_output, bool own_error);
+  void task_spawned_now(Launch& l, LocalNode& node, Task& t, const Result<pid_t>& pid, bool own_output,
+                        bool own_error);
+  void task_failed(Launch& l, LocalNode& node, Task& t, const Error& e, bool own_output, bool own_error);
+  void local_started(Launch& l, LocalNode& node);
   std::string task_prefix(const Launch& l, const LocalNode& node) const;
 
   // ---- reporting
@@ -433,17 +441,22 @@ void StepNode::Impl::start_local(Launch& l, const v1::LaunchNode& info) {
   }
   if (holds_rank(info, 0)) l.rank0_local = static_cast<int>(ni);
   const bool use_imp = config.as_root && cred->uid != ::getuid();
-  std::string node_error;
   n.tasks.resize(info.ntasks());
-  for (size_t ti = 0; ti < n.tasks.size(); ++ti) start_task(l, n, ni, ti, *env, user, cwd, use_imp, node_error);
-  if (node_error.empty()) {
-    l.pending.add_started(info.name());
+  for (size_t ti = 0; ti < n.tasks.size(); ++ti) start_task(l, n, ni, ti, *env, user, cwd, use_imp);
+  if (n.spawning == 0) local_started(l, n);
+}
+
+// Every task of the node started or failed to: the step hears of the node once.
+void StepNode::Impl::local_started(Launch& l, LocalNode& node) {
+  if (node.error.empty()) {
+    l.pending.add_started(node.info.name());
   } else {
     auto* e = l.pending.add_errors();
-    e->set_node(info.name());
-    e->set_message(node_error);
+    e->set_node(node.info.name());
+    e->set_message(node.error);
   }
-  spdlog::debug("step {}.{}: started {} task(s) on {}", l.req.jobid(), l.req.stepid(), n.tasks.size(), info.name());
+  spdlog::debug("step {}.{}: started {} task(s) on {}", l.req.jobid(), l.req.stepid(), node.tasks.size(),
+                node.info.name());
   schedule_flush(l);
 }
 
@@ -532,7 +545,7 @@ Status StepNode::Impl::start_pmix(Launch& l, const std::vector<const v1::LaunchN
 }
 
 void StepNode::Impl::start_task(Launch& l, LocalNode& node, size_t ni, size_t ti, const EnvMap& env,
-                                const StepUser& user, const std::string& cwd, bool use_imp, std::string& node_error) {
+                                const StepUser& user, const std::string& cwd, bool use_imp) {
   Task& t = node.tasks[ti];
   t.local_rank = static_cast<uint32_t>(ti);
   t.rank = node.info.first_rank() + t.local_rank;
@@ -541,30 +554,18 @@ void StepNode::Impl::start_task(Launch& l, LocalNode& node, size_t ni, size_t ti
   SpawnRequest lr;
   lr.argv.assign(req.argv().begin(), req.argv().end());
   lr.cwd = cwd;
-  auto fail = [&](const Error& e) {
-    std::string text = task_prefix(l, node) + e.message;
-    spdlog::warn("{}", text);
-    if (node_error.empty()) node_error = text;
-    if (t.terminal) {
-      add_output(l, node, t, false, text + "\n", true);  // a terminal is the only stream
-    } else {
-      if (lr.error_path.empty()) add_output(l, node, t, true, text + "\n", true);
-      if (lr.output_path.empty()) add_output(l, node, t, false, {}, true);
-    }
-    t.exited = true;
-    add_exit(l, t.rank, exit_status(spawn_failure_code(e)), 0);
-  };
 
-  std::optional<PmiTaskEnd> pmi_end;  // open until the task is spawned
+  // The task's end of its PMI connection stays open here until the task has its copy.
+  std::shared_ptr<PmiTaskEnd> pmi_end;
   if (node.pmi) {
     auto end = node.pmi->take_task_end(static_cast<int>(t.rank));
-    if (!end) return fail(end.error());
-    pmi_end = std::move(*end);
+    if (!end) return task_failed(l, node, t, end.error(), true, true);
+    pmi_end = std::make_shared<PmiTaskEnd>(std::move(*end));
     lr.env = step_task_env(env, t.rank, t.local_rank, pmi_end->env);
     lr.inherit_fds = {pmi_end->fd.get()};
   } else if (l.pmix) {
     auto pmix_env = l.pmix->task_env(t.rank);
-    if (!pmix_env) return fail(pmix_env.error());
+    if (!pmix_env) return task_failed(l, node, t, pmix_env.error(), true, true);
     lr.env = step_task_env(env, t.rank, t.local_rank, *pmix_env);
   } else if (node.pals) {
     lr.env = step_task_env(env, t.rank, t.local_rank, node.pals->task_env(t.rank));
@@ -593,10 +594,63 @@ void StepNode::Impl::start_task(Launch& l, LocalNode& node, size_t ni, size_t ti
   lr.cpus = node.cpus[ti];
   for (const auto& [name, value] : req.rlimits())  // names checked by the step manager; unknown ones skipped
     if (auto resource = job::rlimit_resource(name); resource && value >= -1) lr.rlimits.push_back({*resource, value});
-  auto pid = tasks.spawn(lr, task_handlers(l.id, ni, ti), in);
-  if (!pid) return fail(pid.error());
+  // A failed spawn's message goes to the streams the step would have captured.
+  const bool own_output = lr.output_path.empty(), own_error = lr.error_path.empty();
+  if (in != TaskSupervisor::Stdin::file)  // a terminal or a fed stdin: made and started now
+    return task_spawned_now(l, node, t, tasks.spawn(lr, task_handlers(l.id, ni, ti), in), own_output, own_error);
+  ++node.spawning;
+  ++l.spawning;
+  std::weak_ptr<int> token = alive;
+  TaskSupervisor* supervisor = &tasks;  // outlives this StepNode: it calls back
+  tasks.spawn_later(std::move(lr), task_handlers(l.id, ni, ti),
+                    [this, token, supervisor, id = l.id, ni, ti, own_output, own_error, pmi_end](Result<pid_t> pid) {
+                      if (token.lock()) return task_spawned(id, ni, ti, pid, own_output, own_error);
+                      if (pid) {  // this StepNode is gone: so are the handlers' owners
+                        supervisor->signal(*pid, SIGKILL);
+                        supervisor->forget(*pid);
+                      }
+                    });
+}
+
+void StepNode::Impl::task_spawned(LaunchId id, size_t ni, size_t ti, const Result<pid_t>& pid, bool own_output,
+                                  bool own_error) {
+  Launch* l = find(id);
+  if (l == nullptr) {  // cannot be (a launch with queued tasks is kept), but no task may be left unowned
+    if (pid) tasks.signal(*pid, SIGKILL);
+    return;
+  }
+  LocalNode& node = *l->locals[ni];
+  --node.spawning;
+  --l->spawning;
+  task_spawned_now(*l, node, node.tasks[ti], pid, own_output, own_error);
+  if (node.spawning == 0) {
+    local_started(*l, node);
+    flush(*l);  // now, at the end of the loop's turn, rather than in a turn of its own
+  }
+  maybe_finish(*l);
+}
+
+void StepNode::Impl::task_spawned_now(Launch& l, LocalNode& node, Task& t, const Result<pid_t>& pid, bool own_output,
+                                      bool own_error) {
+  if (!pid) return task_failed(l, node, t, pid.error(), own_output, own_error);
   t.pid = *pid;
   ++l.live;
+  // The step was ended while the task waited for its turn to start.
+  if (l.stopped_by != 0) tasks.signal(t.pid, l.stopped_by);
+}
+
+void StepNode::Impl::task_failed(Launch& l, LocalNode& node, Task& t, const Error& e, bool own_output, bool own_error) {
+  std::string text = task_prefix(l, node) + e.message;
+  spdlog::warn("{}", text);
+  if (node.error.empty()) node.error = text;
+  if (t.terminal) {
+    add_output(l, node, t, false, text + "\n", true);  // a terminal is the only stream
+  } else {
+    if (own_error) add_output(l, node, t, true, text + "\n", true);
+    if (own_output) add_output(l, node, t, false, {}, true);
+  }
+  t.exited = true;
+  add_exit(l, t.rank, exit_status(spawn_failure_code(e)), 0);
 }
 
 // ------------------------------------------------------------------ reporting
@@ -642,7 +696,7 @@ void StepNode::Impl::flush(Launch& l) {
 }
 
 void StepNode::Impl::maybe_finish(Launch& l) {
-  if (l.finishing || l.live > 0 || l.starting > 0) return;
+  if (l.finishing || l.live > 0 || l.starting > 0 || l.spawning > 0) return;
   for (const auto& c : l.children)
     if (!c->closed) return;
   l.finishing = true;
@@ -699,9 +753,10 @@ void StepNode::Impl::task_exited(Launch& l, Task& t, const TaskSupervisor::Exit&
 }
 
 void StepNode::Impl::signal_local(Launch& l, int sig) {
-  // Nodes still waiting for their turn (start_locals) would miss it: those that end the
-  // step keep them from starting; others reach only the tasks already running.
-  if (l.starting > 0 && (sig == SIGKILL || sig == SIGTERM || sig == SIGINT || sig == SIGHUP || sig == SIGQUIT))
+  // Nodes still waiting for their turn (start_locals) and tasks queued to start would miss
+  // it: a signal that ends the step keeps those nodes from starting and ends those tasks
+  // as they start; others reach only the tasks already running.
+  if ((l.starting > 0 || l.spawning > 0) && (sig == SIGKILL || sig == SIGTERM || sig == SIGINT || sig == SIGHUP || sig == SIGQUIT))
     l.stopped_by = sig;
   for (auto& node : l.locals)
     for (auto& t : node->tasks)
