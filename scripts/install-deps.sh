@@ -20,6 +20,7 @@ PKGS=(
   clang
   libcpp-httplib-dev openssl python3-kubernetes libcurl4-openssl-dev
   pci.ids
+  patchelf
 )
 # kubectl for the DWS emulator's tests: Debian's own when none is installed.
 if ! command -v kubectl >/dev/null 2>&1; then PKGS+=(kubernetes-client); fi
