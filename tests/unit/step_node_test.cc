@@ -322,6 +322,26 @@ class StepNodeTest : public ::testing::Test {
   void deliver(StepNode::LaunchId id, v1::LaunchDown down) {
     a_->loop().post([this, id, down = std::move(down)] { a_->node().deliver(id, down); });
   }
+  // Launches `req` on `agent` and signals it in the same turn of its loop, before any of
+  // its tasks could start.
+  void launch_and_signal(TestAgent& agent, v1::LaunchTasksRequest req, int sig) {
+    digest_ = launch_digest(req);
+    req.set_cred(sign(cred()));
+    agent.on_loop([&] {
+      auto id = agent.node().launch(
+          std::move(req), [this](v1::LaunchUp&& up) { report_.add(std::move(up)); },
+          [this](const std::string& error) {
+            std::lock_guard lock(report_.mu);
+            report_.done = true;
+            report_.error = error;
+            report_.cv.notify_all();
+          });
+      v1::LaunchDown down;
+      down.set_signal(sig);
+      agent.node().deliver(id, down);
+      return 0;
+    });
+  }
 
   test::TempDir tmp_{"corral-step-node"};
   std::string digest_;                 // of the last request built or launched
@@ -392,23 +412,8 @@ TEST_F(StepNodeTest, QueuedTasksGetTheSignalThatEndedTheStep) {
     a_->tasks().set_spawn_helpers(2);
     return 0;
   });
-  auto req = request({"sleep", "30"}, {{"n1", a_.get(), 6}});
-  digest_ = launch_digest(req);
-  req.set_cred(sign(cred()));
-  a_->on_loop([&] {
-    auto id = a_->node().launch(
-        std::move(req), [this](v1::LaunchUp&& up) { report_.add(std::move(up)); },
-        [this](const std::string& error) {
-          std::lock_guard lock(report_.mu);
-          report_.done = true;
-          report_.error = error;
-          report_.cv.notify_all();
-        });
-    v1::LaunchDown down;
-    down.set_signal(SIGTERM);
-    a_->node().deliver(id, down);  // in the same turn: the tasks are queued, none started
-    return 0;
-  });
+  // In the same turn: the tasks are queued, none started.
+  launch_and_signal(*a_, request({"sleep", "30"}, {{"n1", a_.get(), 6}}), SIGTERM);
   ASSERT_TRUE(report_.wait_done(5000ms));
   std::lock_guard lock(report_.mu);
   ASSERT_EQ(report_.exits.size(), 6u);
@@ -647,23 +652,8 @@ TEST_F(StepNodeTest, NodesWaitingForTheirTurnDoNotStartAfterTheStepIsKilled) {
   b_ = std::make_unique<TestAgent>(std::vector<std::string>{"n2", "n3"}, "unix:" + tmp_.str() + "/b2.sock",
                                    kClusterKey);
   b_->serve();
-  auto req = request({"sleep", "30"}, {{"n2", b_.get(), 1}, {"n3", b_.get(), 1}});
-  digest_ = launch_digest(req);
-  req.set_cred(sign(cred()));
-  b_->on_loop([&] {
-    auto id = b_->node().launch(
-        std::move(req), [this](v1::LaunchUp&& up) { report_.add(std::move(up)); },
-        [this](const std::string& error) {
-          std::lock_guard lock(report_.mu);
-          report_.done = true;
-          report_.error = error;
-          report_.cv.notify_all();
-        });
-    v1::LaunchDown down;
-    down.set_signal(SIGKILL);
-    b_->node().deliver(id, down);  // in the same turn: n3 has not started yet
-    return 0;
-  });
+  // In the same turn: n3 has not started yet.
+  launch_and_signal(*b_, request({"sleep", "30"}, {{"n2", b_.get(), 1}, {"n3", b_.get(), 1}}), SIGKILL);
   ASSERT_TRUE(report_.wait_done(5000ms));
   std::lock_guard lock(report_.mu);
   ASSERT_EQ(report_.errors.size(), 1u);
