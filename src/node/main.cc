@@ -32,6 +32,7 @@
 #include "node/agent.h"
 #include "node/controller_link.h"
 #include "node/exec/hardware.h"
+#include "node/exec/task_supervisor.h"
 #include "node/hooks/registry.h"
 #include "node/orphans.h"
 #include "node/state_lock.h"
@@ -39,7 +40,6 @@
 #include "node/steps/step_socket.h"
 #include "util/event_loop.h"
 #include "util/fd_hygiene.h"
-#include "util/fork_join.h"
 #include "util/hostlist.h"
 #include "util/stop_signals.h"
 #include "util/unique_fd.h"
@@ -63,7 +63,7 @@ struct Options {
   std::string output_spool = "16MiB";
   std::string cpu_bind = "cores";
   int loop_nice = -10;
-  int spawn_threads = -1;  // -1: default_spawn_helpers()
+  int spawn_threads = -1;  // -1: TaskSupervisor::default_spawn_helpers()
   std::string agent_id;
   std::string log_level = "info";
   std::string log_file;
@@ -384,7 +384,8 @@ int main(int argc, char** argv) {
   config.tls_ca = o.tls_ca;
   config.cpu_bind = o.cpu_bind == "cores";
   config.loop_nice = o.loop_nice;
-  config.spawn_helpers = o.spawn_threads < 0 ? default_spawn_helpers() : static_cast<unsigned>(o.spawn_threads);
+  config.spawn_helpers =
+      o.spawn_threads < 0 ? TaskSupervisor::default_spawn_helpers() : static_cast<unsigned>(o.spawn_threads);
   config.local_job_pids_max = app.get_option("--job-pids-max")->count() > 0;
   config.local_cpu_bind = app.get_option("--cpu-bind")->count() > 0;
   std::error_code ec;

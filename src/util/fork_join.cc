@@ -1,6 +1,5 @@
 #include "util/fork_join.h"
 
-#include <algorithm>
 #include <atomic>
 #include <condition_variable>
 #include <mutex>
@@ -13,12 +12,12 @@ struct ForkJoin::Shared {
   std::mutex mu;
   std::condition_variable work, done;
   bool stop = false;
-  uint64_t batch = 0;                                // under mu: changes when a batch starts
-  const std::function<void(size_t)>* fn = nullptr;   // under mu: the running batch's
-  size_t n = 0;                                      // under mu: 0 once the batch is over
-  size_t busy = 0;                                   // under mu: helpers inside a batch
-  std::atomic<size_t> next{0};                       // the next index to take
-  std::vector<std::thread> threads;                  // the caller's only
+  uint64_t batch = 0;                               // under mu: changes when a batch starts
+  const std::function<void(size_t)>* fn = nullptr;  // under mu: the running batch's
+  size_t n = 0;                                     // under mu: 0 once the batch is over
+  size_t busy = 0;                                  // under mu: helpers inside a batch
+  std::atomic<size_t> next{0};                      // the next index to take
+  std::vector<std::thread> threads;                 // the caller's only
 
   void start(unsigned helpers);
   void helper();
@@ -84,11 +83,6 @@ void ForkJoin::run(size_t n, const std::function<void(size_t)>& fn) {
   s.done.wait(lock, [&] { return s.busy == 0; });
   s.fn = nullptr;
   s.n = 0;
-}
-
-unsigned default_spawn_helpers() {
-  const unsigned cpus = std::thread::hardware_concurrency();
-  return std::min(8u, cpus / 2);
 }
 
 }  // namespace corral

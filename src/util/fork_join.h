@@ -31,8 +31,4 @@ class ForkJoin {
   std::unique_ptr<Shared> shared_;
 };
 
-// Helpers for the node's spawning: half its CPUs, at most 8 (each mostly waits for a
-// child's exec; more would only contend for the kernel's process locks); none on one CPU.
-unsigned default_spawn_helpers();
-
 }  // namespace corral

@@ -4,7 +4,6 @@
 
 #include <gtest/gtest.h>
 
-#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <mutex>
@@ -59,12 +58,6 @@ TEST(ForkJoinTest, OneCallRunsOnTheCaller) {
   std::thread::id seen;
   pool.run(1, [&](size_t) { seen = std::this_thread::get_id(); });
   EXPECT_EQ(seen, std::this_thread::get_id());
-}
-
-TEST(ForkJoinTest, DefaultHelpersAreBounded) {
-  const unsigned n = default_spawn_helpers();
-  EXPECT_LE(n, 8u);
-  EXPECT_EQ(n, std::min(8u, std::thread::hardware_concurrency() / 2));
 }
 
 }  // namespace

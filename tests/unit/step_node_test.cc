@@ -649,8 +649,8 @@ TEST_F(StepNodeTest, SignalReachesEveryTask) {
 // while later nodes wait for their turn keeps them from starting.
 TEST_F(StepNodeTest, NodesWaitingForTheirTurnDoNotStartAfterTheStepIsKilled) {
   b_.reset();
-  b_ = std::make_unique<TestAgent>(std::vector<std::string>{"n2", "n3"}, "unix:" + tmp_.str() + "/b2.sock",
-                                   kClusterKey);
+  b_ =
+      std::make_unique<TestAgent>(std::vector<std::string>{"n2", "n3"}, "unix:" + tmp_.str() + "/b2.sock", kClusterKey);
   b_->serve();
   // In the same turn: n3 has not started yet.
   launch_and_signal(*b_, request({"sleep", "30"}, {{"n2", b_.get(), 1}, {"n3", b_.get(), 1}}), SIGKILL);
@@ -797,7 +797,8 @@ class StepNodeMpiTest : public StepNodeTest {
     dir_ = fs::temp_directory_path() / ("corral-step-mpi-" + std::to_string(::getpid()));
     fs::create_directories(dir_);
     program_ = dir_ / "pmi_ring";
-    compiled_ = run_command({"mpicc.mpich", "-o", program_.string(), (test_data_dir() / "mpi" / "pmi_ring.c").string()});
+    compiled_ =
+        run_command({"mpicc.mpich", "-o", program_.string(), (test_data_dir() / "mpi" / "pmi_ring.c").string()});
   }
   static void TearDownTestSuite() {
     std::error_code ec;

@@ -17,6 +17,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "node/exec/wait_status.h"
@@ -233,6 +234,10 @@ TEST_F(TaskSupervisorTest, QueuedSpawnsStartTogetherAndAreSupervisedFirst) {
   }
   EXPECT_EQ(live_at_done, static_cast<size_t>(kCount - 1));
   EXPECT_EQ(tasks_->live(), 0u);
+}
+
+TEST(TaskSupervisorDefaults, SpawnHelpersAreHalfTheCpusAtMostEight) {
+  EXPECT_EQ(TaskSupervisor::default_spawn_helpers(), std::min(8u, std::thread::hardware_concurrency() / 2));
 }
 
 // spawn_queued starts what is queued at once, and a `done` may queue more, which the loop

@@ -8,8 +8,10 @@
 #include <termios.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <thread>
 
 #include <spdlog/spdlog.h>
 
@@ -156,6 +158,8 @@ void TaskSupervisor::spawn_queued() {
     q.done(adopt(std::move(**q.result), std::move(q.handlers), UniqueFd(), UniqueFd()));
   }
 }
+
+unsigned TaskSupervisor::default_spawn_helpers() { return std::min(8u, std::thread::hardware_concurrency() / 2); }
 
 void TaskSupervisor::set_spawn_helpers(unsigned n) {
   if (!queued_.empty() || (spawners_ ? spawners_->helpers() : 0) == n) return;

@@ -70,6 +70,9 @@ class TaskSupervisor {
   // Threads besides the loop's that start queued processes; none by default. Takes effect
   // when nothing is queued.
   void set_spawn_helpers(unsigned n);
+  // What a node gets unless told: half its CPUs, at most 8 (each mostly waits for a
+  // child's exec; more would only contend for the kernel's process locks); none on one CPU.
+  static unsigned default_spawn_helpers();
   // The scheduling priority every process starts with from now on, when the loop's
   // thread runs at another (set_loop_nice).
   void set_task_nice(int nice) { task_nice_ = nice; }

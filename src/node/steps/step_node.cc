@@ -23,8 +23,8 @@
 #include "node/exec/task_cgroups.h"
 #include "node/exec/task_supervisor.h"
 #include "node/exec/wait_status.h"
-#include "node/pmi/node_pmi.h"
 #include "node/pals/node_pals.h"
+#include "node/pmi/node_pmi.h"
 #include "node/pmi/pmi_server.h"
 #include "node/pmix/node_pmix.h"
 #include "node/steps/fanout.h"
@@ -82,13 +82,13 @@ struct StepNode::Impl {
     v1::LaunchNode info;
     std::unique_ptr<ForwardingExchange> exchange;
     std::unique_ptr<PmiServer> pmi;
-    std::unique_ptr<PalsNode> pals;  // --mpi=cray-pals: the spool directory and apinfo file
+    std::unique_ptr<PalsNode> pals;                // --mpi=cray-pals: the spool directory and apinfo file
     std::map<uint32_t, PmiExchange::Done> fences;  // by barrier number, waiting for the result
     uint32_t next_seq = 0;
     std::vector<Task> tasks;
     std::vector<std::vector<int>> cpus;  // by local rank: of the step's cores here (empty: unbound)
-    size_t spawning = 0;     // tasks queued to start (TaskSupervisor::spawn_later)
-    std::string error;       // the first task that could not start, for the step's errors
+    size_t spawning = 0;                 // tasks queued to start (TaskSupervisor::spawn_later)
+    std::string error;                   // the first task that could not start, for the step's errors
   };
   struct Child {
     std::vector<v1::LaunchNode> nodes;
@@ -115,7 +115,7 @@ struct StepNode::Impl {
     v1::LaunchUp pending;
     size_t pending_bytes = 0;
     bool flush_posted = false;
-    size_t live = 0;  // local tasks whose exit is not reported yet
+    size_t live = 0;      // local tasks whose exit is not reported yet
     size_t starting = 0;  // local nodes not started yet (start_locals)
     size_t spawning = 0;  // local tasks queued to start
     int stopped_by = 0;   // a signal that ends tasks came while some were still to start
@@ -188,8 +188,7 @@ struct StepNode::Impl {
   void start_task(Launch& l, LocalNode& node, size_t ni, size_t ti, const EnvMap& env, const StepUser& user,
                   const std::string& cwd, bool use_imp);
   void task_spawned(LaunchId id, size_t ni, size_t ti, const Result<pid_t>& pid, bool own_output, bool own_error);
-  void task_spawned_now(Launch& l, LocalNode& node, Task& t, const Result<pid_t>& pid, bool own_output,
-                        bool own_error);
+  void record_spawn(Launch& l, LocalNode& node, Task& t, const Result<pid_t>& pid, bool own_output, bool own_error);
   void task_failed(Launch& l, LocalNode& node, Task& t, const Error& e, bool own_output, bool own_error);
   void local_started(Launch& l, LocalNode& node);
   std::string task_prefix(const Launch& l, const LocalNode& node) const;
@@ -597,7 +596,7 @@ void StepNode::Impl::start_task(Launch& l, LocalNode& node, size_t ni, size_t ti
   // A failed spawn's message goes to the streams the step would have captured.
   const bool own_output = lr.output_path.empty(), own_error = lr.error_path.empty();
   if (in != TaskSupervisor::Stdin::file)  // a terminal or a fed stdin: made and started now
-    return task_spawned_now(l, node, t, tasks.spawn(lr, task_handlers(l.id, ni, ti), in), own_output, own_error);
+    return record_spawn(l, node, t, tasks.spawn(lr, task_handlers(l.id, ni, ti), in), own_output, own_error);
   ++node.spawning;
   ++l.spawning;
   std::weak_ptr<int> token = alive;
@@ -622,7 +621,7 @@ void StepNode::Impl::task_spawned(LaunchId id, size_t ni, size_t ti, const Resul
   LocalNode& node = *l->locals[ni];
   --node.spawning;
   --l->spawning;
-  task_spawned_now(*l, node, node.tasks[ti], pid, own_output, own_error);
+  record_spawn(*l, node, node.tasks[ti], pid, own_output, own_error);
   if (node.spawning == 0) {
     local_started(*l, node);
     flush(*l);  // now, at the end of the loop's turn, rather than in a turn of its own
@@ -630,8 +629,8 @@ void StepNode::Impl::task_spawned(LaunchId id, size_t ni, size_t ti, const Resul
   maybe_finish(*l);
 }
 
-void StepNode::Impl::task_spawned_now(Launch& l, LocalNode& node, Task& t, const Result<pid_t>& pid, bool own_output,
-                                      bool own_error) {
+void StepNode::Impl::record_spawn(Launch& l, LocalNode& node, Task& t, const Result<pid_t>& pid, bool own_output,
+                                  bool own_error) {
   if (!pid) return task_failed(l, node, t, pid.error(), own_output, own_error);
   t.pid = *pid;
   ++l.live;
@@ -756,7 +755,8 @@ void StepNode::Impl::signal_local(Launch& l, int sig) {
   // Nodes still waiting for their turn (start_locals) and tasks queued to start would miss
   // it: a signal that ends the step keeps those nodes from starting and ends those tasks
   // as they start; others reach only the tasks already running.
-  if ((l.starting > 0 || l.spawning > 0) && (sig == SIGKILL || sig == SIGTERM || sig == SIGINT || sig == SIGHUP || sig == SIGQUIT))
+  if ((l.starting > 0 || l.spawning > 0) &&
+      (sig == SIGKILL || sig == SIGTERM || sig == SIGINT || sig == SIGHUP || sig == SIGQUIT))
     l.stopped_by = sig;
   for (auto& node : l.locals)
     for (auto& t : node->tasks)
