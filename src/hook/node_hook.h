@@ -50,6 +50,11 @@ class NodeHook {
   // Adds to (or removes from) the environment of a job's or a step's tasks on this node
   // before they start. An error fails the job's or step's launch on this node.
   virtual Status task_env(const TaskEnvRequest&, EnvMap& /*env*/) { return {}; }
+  // Whether task_env has anything to do for these tasks (say, the controller gave the job
+  // this hook's variables). When no hook has, the agent leaves the environment where it
+  // is instead of building the whole of it into an EnvMap for the hooks: a cheap check,
+  // called for every step.
+  virtual bool task_env_applies(const TaskEnvRequest&) const { return true; }
   // "KEY=VALUE" entries for the prolog, epilog and housekeeping commands the agent runs
   // as root (a hook's own node command learns from them what the node has).
   virtual void perilog_env(std::vector<std::string>& /*env*/) const {}

@@ -1,6 +1,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <memory>
+#include <set>
 
 #include "node/exec/task_env.h"
 #include "node/steps/step_tasks.h"
@@ -81,12 +83,109 @@ TEST(NodeTaskEnv, AStepOnASiteWithoutMungeIsToldHowToAuthenticate) {
   node.set_cores("0");
   auto env = step_node_env(req, node, StepUser{1000, 1000, "u", "/home/u"}, "/tmp", config);
   ASSERT_TRUE(env.ok()) << env.message();
-  EXPECT_EQ((*env)["CORRAL_AUTH"], "cluster-key");
-  EXPECT_EQ((*env)["CORRAL_URI"], "ctl:6817");
+  EXPECT_TRUE(has(*env, "CORRAL_AUTH=cluster-key"));
+  EXPECT_FALSE(has(*env, "CORRAL_AUTH=munge"));
+  EXPECT_TRUE(has(*env, "CORRAL_URI=ctl:6817"));
   config.auth = net::AuthMethod::munge;
   auto plain = step_node_env(req, node, StepUser{1000, 1000, "u", "/home/u"}, "/tmp", config);
   ASSERT_TRUE(plain.ok()) << plain.message();
-  EXPECT_EQ((*plain)["CORRAL_AUTH"], "munge");  // the client's own, untouched
+  EXPECT_TRUE(has(*plain, "CORRAL_AUTH=munge"));  // the client's own, untouched
+}
+
+// A node hook that applies to jobs with HOOK_ON from the controller: it sees the whole
+// environment and changes it.
+class EnvHook final : public hook::NodeHook {
+ public:
+  std::string_view name() const override { return "env-test"; }
+  bool task_env_applies(const hook::TaskEnvRequest& req) const override {
+    return req.from_controller->contains("HOOK_ON");
+  }
+  Status task_env(const hook::TaskEnvRequest&, hook::EnvMap& env) override {
+    seen = env;
+    env.erase("DROP_ME");
+    env.try_emplace("KEEP_MINE", "hook");  // the user's own wins
+    env["HOOK_SET"] = env["CORRAL_JOBID"];
+    return {};
+  }
+  hook::EnvMap seen;
+};
+
+struct StepEnvCase {
+  AgentConfig config;
+  EnvHook* hook = nullptr;
+  v1::LaunchTasksRequest req;
+  v1::LaunchNode node;
+
+  StepEnvCase() {
+    auto h = std::make_unique<EnvHook>();
+    hook = h.get();
+    std::vector<std::unique_ptr<hook::NodeHook>> all;
+    all.push_back(std::move(h));
+    config.hooks = std::make_shared<NodeHooks>(std::move(all));
+    req.set_jobid(7);
+    req.set_stepid(3);
+    req.set_stepmgr("unix:/run/s.sock");
+    auto& env = *req.mutable_env();
+    env["FROM_CLIENT"] = "yes";
+    env["PATH"] = "/opt/bin";
+    env["CORRAL_JOBID"] = "999";     // corral's value wins
+    env["CORRAL_TASK_RANK"] = "12";  // each task's own
+    env["PMI_RANK"] = "4";           // an outer launcher's
+    env["DROP_ME"] = "1";
+    env["KEEP_MINE"] = "user";
+    (*req.mutable_extra_env())["SLINGSHOT_VNIS"] = "1024";
+    node.set_name("n1");
+    node.set_cores("0-1");
+    (*node.mutable_env())["CORRAL_TOPOLOGY_ADDR"] = "s1";
+  }
+  std::vector<std::string> build() {
+    auto env = step_node_env(req, node, StepUser{1000, 1000, "u", "/home/u"}, "/tmp", config);
+    EXPECT_TRUE(env.ok()) << env.message();
+    return env.ok() ? *env : std::vector<std::string>{};
+  }
+};
+
+// Each variable once, with the value the precedence gives it.
+void expect_step_basics(const std::vector<std::string>& env) {
+  std::set<std::string> keys;
+  for (const auto& kv : env) EXPECT_TRUE(keys.insert(kv.substr(0, kv.find('='))).second) << "twice: " << kv;
+  EXPECT_TRUE(has(env, "FROM_CLIENT=yes"));
+  EXPECT_TRUE(has(env, "PATH=/opt/bin"));
+  EXPECT_TRUE(has(env, "HOME=/home/u"));  // a default the client lacked
+  EXPECT_TRUE(has(env, "CORRAL_JOBID=7"));
+  EXPECT_TRUE(has(env, "CORRAL_STEPID=3"));
+  EXPECT_TRUE(has(env, "CORRAL_STEPMGR=unix:/run/s.sock"));
+  EXPECT_TRUE(has(env, "CORRAL_CPUS_ON_NODE=2"));
+  EXPECT_TRUE(has(env, "SLINGSHOT_VNIS=1024"));
+  EXPECT_TRUE(has(env, "CORRAL_TOPOLOGY_ADDR=s1"));
+  EXPECT_FALSE(keys.contains("CORRAL_TASK_RANK"));
+  EXPECT_FALSE(keys.contains("PMI_RANK"));
+}
+
+TEST(NodeTaskEnv, AStepWithoutHooksToApplyKeepsTheClientsVariablesUnderCorrals) {
+  StepEnvCase c;
+  auto env = c.build();
+  expect_step_basics(env);
+  EXPECT_TRUE(has(env, "DROP_ME=1"));
+  EXPECT_TRUE(has(env, "KEEP_MINE=user"));
+  EXPECT_TRUE(c.hook->seen.empty());  // not called
+  auto task = step_task_env(env, 5, 1, {"PMI_FD=3"});
+  EXPECT_TRUE(has(task, "CORRAL_TASK_RANK=5"));
+  EXPECT_TRUE(has(task, "CORRAL_LOCAL_RANK=1"));
+  EXPECT_TRUE(has(task, "PMI_FD=3"));
+}
+
+TEST(NodeTaskEnv, AHookThatAppliesSeesAndChangesTheWholeStepEnvironment) {
+  StepEnvCase c;
+  (*c.req.mutable_extra_env())["HOOK_ON"] = "1";
+  auto env = c.build();
+  expect_step_basics(env);
+  EXPECT_EQ(c.hook->seen.at("FROM_CLIENT"), "yes");
+  EXPECT_EQ(c.hook->seen.at("CORRAL_STEPID"), "3");
+  EXPECT_FALSE(c.hook->seen.contains("PMI_RANK"));
+  EXPECT_FALSE(has(env, "DROP_ME=1"));
+  EXPECT_TRUE(has(env, "KEEP_MINE=user"));
+  EXPECT_TRUE(has(env, "HOOK_SET=7"));
 }
 
 TEST(NodeTaskEnv, SubmitEnvironmentWinsForUserBasics) {

@@ -61,6 +61,10 @@ class IbNodeHook final : public hook::NodeHook {
   }
 
   // Only for a job the controller gave interfaces (CORRAL_IB_INTERFACES).
+  bool task_env_applies(const hook::TaskEnvRequest& req) const override {
+    return !state_.empty() && req.from_controller->contains("CORRAL_IB_INTERFACES");
+  }
+
   Status task_env(const hook::TaskEnvRequest& req, hook::EnvMap& env) override {
     if (!req.from_controller->contains("CORRAL_IB_INTERFACES") || state_.empty()) return {};
     auto jobid = parse_unsigned(env["CORRAL_JOBID"], 10);

@@ -52,6 +52,10 @@ class SlingshotNodeHook final : public hook::NodeHook {
   // When the controller's half gave the job SLINGSHOT_VNIS, this node's CXI services for
   // those VNIs; an empty SLINGSHOT_VNIS (no reservation) clears all four variables so
   // applications fall back to the default service. Without it, nothing changes.
+  bool task_env_applies(const hook::TaskEnvRequest& req) const override {
+    return req.from_controller->contains("SLINGSHOT_VNIS");
+  }
+
   Status task_env(const hook::TaskEnvRequest& req, hook::EnvMap& env) override {
     auto it = req.from_controller->find("SLINGSHOT_VNIS");
     if (it == req.from_controller->end()) return {};

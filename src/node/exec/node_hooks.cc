@@ -21,6 +21,13 @@ Status NodeHooks::task_env(std::string_view node, uint32_t uid, const hook::EnvM
   return {};
 }
 
+bool NodeHooks::task_env_applies(std::string_view node, uint32_t uid, const hook::EnvMap& from_controller) const {
+  const hook::TaskEnvRequest req{node, uid, &from_controller};
+  for (const auto& h : hooks_)
+    if (h->task_env_applies(req)) return true;
+  return false;
+}
+
 void NodeHooks::perilog_env(std::vector<std::string>& env) const {
   for (const auto& h : hooks_) h->perilog_env(env);
 }

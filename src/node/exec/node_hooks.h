@@ -23,6 +23,8 @@ class NodeHooks {
   Status start(const hook::NodeSetup& setup) const;
   // Each hook's task environment; the first error, prefixed with the hook's name.
   Status task_env(std::string_view node, uint32_t uid, const hook::EnvMap& from_controller, hook::EnvMap& env) const;
+  // Whether any hook's task_env has something to do for these tasks.
+  bool task_env_applies(std::string_view node, uint32_t uid, const hook::EnvMap& from_controller) const;
   void perilog_env(std::vector<std::string>& env) const;
   // Hook name -> what the node has for it (hooks with nothing to report left out).
   std::map<std::string, std::string> hardware(std::string_view node) const;

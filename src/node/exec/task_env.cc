@@ -14,14 +14,6 @@ JobNodeEnv agent_node_env(const AgentConfig& config) {
   return je;
 }
 
-namespace {
-
-void set_default(EnvMap& env, const std::string& key, const std::string& value) {
-  if (!value.empty()) env.try_emplace(key, value);
-}
-
-}  // namespace
-
 std::string idset_to_list(const std::string& idset) {
   auto parsed = IdSet::parse(idset);
   if (!parsed) return idset;
@@ -39,14 +31,18 @@ size_t idset_count(const std::string& idset) {
   return parsed ? parsed->count() : 0;
 }
 
-EnvMap build_node_env(EnvMap submit_env, const JobNodeEnv& job, const EnvMap& extra) {
-  EnvMap env = std::move(submit_env);
+EnvMap node_env_overrides(const JobNodeEnv& job, const EnvMap& extra,
+                          const std::function<bool(const std::string&)>& submitted) {
+  EnvMap env;
   // A job submitted without an environment (e.g. from an API client) still needs the
   // basics a shell expects.
-  set_default(env, "PATH", "/usr/local/bin:/usr/bin:/bin");
-  set_default(env, "HOME", job.home);
-  set_default(env, "USER", job.user_name);
-  set_default(env, "LOGNAME", job.user_name);
+  auto set_default = [&](const std::string& key, const std::string& value) {
+    if (!value.empty() && !submitted(key)) env.emplace(key, value);
+  };
+  set_default("PATH", "/usr/local/bin:/usr/bin:/bin");
+  set_default("HOME", job.home);
+  set_default("USER", job.user_name);
+  set_default("LOGNAME", job.user_name);
 
   env["CORRAL_JOBID"] = std::to_string(job.jobid);
   env["CORRAL_JOB_NAME"] = job.job_name;
@@ -60,8 +56,9 @@ EnvMap build_node_env(EnvMap submit_env, const JobNodeEnv& job, const EnvMap& ex
   env["CORRAL_JOB_CPUS"] = job.cores;
   if (!job.gpus.empty()) {
     // NVIDIA's and AMD's runtimes each read their own; the other one ignores it.
-    env["CUDA_VISIBLE_DEVICES"] = idset_to_list(job.gpus);
-    env["ROCR_VISIBLE_DEVICES"] = env["CUDA_VISIBLE_DEVICES"];
+    const std::string list = idset_to_list(job.gpus);
+    env["CUDA_VISIBLE_DEVICES"] = list;
+    env["ROCR_VISIBLE_DEVICES"] = list;
     env["CORRAL_GPUS"] = job.gpus;
   }
   env["CORRAL_SUBMIT_DIR"] = job.cwd;
@@ -71,20 +68,30 @@ EnvMap build_node_env(EnvMap submit_env, const JobNodeEnv& job, const EnvMap& ex
   return env;
 }
 
+EnvMap build_node_env(EnvMap submit_env, const JobNodeEnv& job, const EnvMap& extra) {
+  EnvMap env = std::move(submit_env);
+  EnvMap over = node_env_overrides(job, extra, [&env](const std::string& key) { return env.contains(key); });
+  for (auto& [k, v] : over) env[k] = std::move(v);
+  return env;
+}
+
+void add_env_entry(std::vector<std::string>& out, std::string_view key, std::string_view value) {
+  std::string& kv = out.emplace_back();
+  kv.reserve(key.size() + 1 + value.size());
+  kv.append(key).append(1, '=').append(value);
+}
+
+bool is_task_variable(std::string_view name) { return name == "CORRAL_TASK_RANK" || name == "CORRAL_LOCAL_RANK"; }
+
 std::vector<std::string> build_task_env(const EnvMap& node_env, uint32_t rank, uint32_t local_rank) {
   std::vector<std::string> out;
   out.reserve(node_env.size() + 2);
-  for (const auto& [k, v] : node_env) {
-    if (k == "CORRAL_TASK_RANK" || k == "CORRAL_LOCAL_RANK") continue;
-    std::string& kv = out.emplace_back();  // one allocation per variable
-    kv.reserve(k.size() + 1 + v.size());
-    kv.append(k).append(1, '=').append(v);
-  }
+  for (const auto& [k, v] : node_env)
+    if (!is_task_variable(k)) add_env_entry(out, k, v);
   out.push_back("CORRAL_TASK_RANK=" + std::to_string(rank));
   out.push_back("CORRAL_LOCAL_RANK=" + std::to_string(local_rank));
   return out;
 }
 
-bool is_pmi_variable(const std::string& name) { return name.rfind("PMI_", 0) == 0 || name.rfind("PMIX_", 0) == 0; }
-
+bool is_pmi_variable(std::string_view name) { return name.starts_with("PMI_") || name.starts_with("PMIX_"); }
 }  // namespace corral::node

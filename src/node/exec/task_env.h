@@ -3,8 +3,10 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "node/exec/agent_config.h"
@@ -41,9 +43,20 @@ JobNodeEnv agent_node_env(const AgentConfig& config);
 // submit env, then the CORRAL_* variables (which win over submitted ones), then
 // `extra` (controller hooks win over everything but the per-task ranks).
 EnvMap build_node_env(EnvMap submit_env, const JobNodeEnv& job, const EnvMap& extra);
+// What build_node_env sets over the submitted environment: the basics a shell expects
+// where `submitted` says the submit environment lacks them (PATH, HOME, USER, LOGNAME),
+// the CORRAL_* variables, then `extra`. A caller that keeps the submitted variables where
+// they are (a step's, in its request) merges the two itself instead of copying them.
+EnvMap node_env_overrides(const JobNodeEnv& job, const EnvMap& extra,
+                          const std::function<bool(const std::string&)>& submitted);
+// Appends "KEY=VALUE" to `out`, one allocation.
+void add_env_entry(std::vector<std::string>& out, std::string_view key, std::string_view value);
+// CORRAL_TASK_RANK and CORRAL_LOCAL_RANK: each task's own (build_task_env), never
+// inherited.
+bool is_task_variable(std::string_view name);
 // PMI_* and PMIX_* variables: those a task inherits from where it was submitted would only
 // mislead the MPI library, which must see the ones of its own PMI server.
-bool is_pmi_variable(const std::string& name);
+bool is_pmi_variable(std::string_view name);
 
 // The final "KEY=VALUE" list for one task.
 std::vector<std::string> build_task_env(const EnvMap& node_env, uint32_t rank, uint32_t local_rank);

@@ -185,7 +185,7 @@ struct StepNode::Impl {
   Status start_pmix(Launch& l, const std::vector<const v1::LaunchNode*>& local);
   Status start_pals(Launch& l, LocalNode& node);
   std::function<void(const std::string&)> pmi_failed(LaunchId id);
-  void start_task(Launch& l, LocalNode& node, size_t ni, size_t ti, const EnvMap& env, const StepUser& user,
+  void start_task(Launch& l, LocalNode& node, size_t ni, size_t ti, std::vector<std::string> env, const StepUser& user,
                   const std::string& cwd, bool use_imp);
   void task_spawned(LaunchId id, size_t ni, size_t ti, const Result<pid_t>& pid, bool own_output, bool own_error);
   void record_spawn(Launch& l, LocalNode& node, Task& t, const Result<pid_t>& pid, bool own_output, bool own_error);
@@ -441,7 +441,10 @@ void StepNode::Impl::start_local(Launch& l, const v1::LaunchNode& info) {
   if (holds_rank(info, 0)) l.rank0_local = static_cast<int>(ni);
   const bool use_imp = config.as_root && cred->uid != ::getuid();
   n.tasks.resize(info.ntasks());
-  for (size_t ti = 0; ti < n.tasks.size(); ++ti) start_task(l, n, ni, ti, *env, user, cwd, use_imp);
+  for (size_t ti = 0; ti < n.tasks.size(); ++ti) {
+    const bool last = ti + 1 == n.tasks.size();
+    start_task(l, n, ni, ti, last ? std::move(*env) : std::vector<std::string>(*env), user, cwd, use_imp);
+  }
   if (n.spawning == 0) local_started(l, n);
 }
 
@@ -543,7 +546,7 @@ Status StepNode::Impl::start_pmix(Launch& l, const std::vector<const v1::LaunchN
   return {};
 }
 
-void StepNode::Impl::start_task(Launch& l, LocalNode& node, size_t ni, size_t ti, const EnvMap& env,
+void StepNode::Impl::start_task(Launch& l, LocalNode& node, size_t ni, size_t ti, std::vector<std::string> env,
                                 const StepUser& user, const std::string& cwd, bool use_imp) {
   Task& t = node.tasks[ti];
   t.local_rank = static_cast<uint32_t>(ti);
@@ -560,16 +563,16 @@ void StepNode::Impl::start_task(Launch& l, LocalNode& node, size_t ni, size_t ti
     auto end = node.pmi->take_task_end(static_cast<int>(t.rank));
     if (!end) return task_failed(l, node, t, end.error(), true, true);
     pmi_end = std::make_shared<PmiTaskEnd>(std::move(*end));
-    lr.env = step_task_env(env, t.rank, t.local_rank, pmi_end->env);
+    lr.env = step_task_env(std::move(env), t.rank, t.local_rank, pmi_end->env);
     lr.inherit_fds = {pmi_end->fd.get()};
   } else if (l.pmix) {
     auto pmix_env = l.pmix->task_env(t.rank);
     if (!pmix_env) return task_failed(l, node, t, pmix_env.error(), true, true);
-    lr.env = step_task_env(env, t.rank, t.local_rank, *pmix_env);
+    lr.env = step_task_env(std::move(env), t.rank, t.local_rank, *pmix_env);
   } else if (node.pals) {
-    lr.env = step_task_env(env, t.rank, t.local_rank, node.pals->task_env(t.rank));
+    lr.env = step_task_env(std::move(env), t.rank, t.local_rank, node.pals->task_env(t.rank));
   } else {
-    lr.env = step_task_env(env, t.rank, t.local_rank, {});
+    lr.env = step_task_env(std::move(env), t.rank, t.local_rank, {});
   }
   if (use_imp) {
     lr.imp_path = config.imp_path;

@@ -162,8 +162,9 @@ std::string step_cwd(const v1::LaunchTasksRequest& req, const StepUser& user) {
   return user.home.empty() ? "/" : user.home;
 }
 
-Result<EnvMap> step_node_env(const v1::LaunchTasksRequest& req, const v1::LaunchNode& node, const StepUser& user,
-                             const std::string& cwd, const AgentConfig& config) {
+Result<std::vector<std::string>> step_node_env(const v1::LaunchTasksRequest& req, const v1::LaunchNode& node,
+                                               const StepUser& user, const std::string& cwd,
+                                               const AgentConfig& config) {
   JobNodeEnv je = agent_node_env(config);
   je.jobid = req.jobid();
   je.job_name = req.job_name();
@@ -177,24 +178,44 @@ Result<EnvMap> step_node_env(const v1::LaunchTasksRequest& req, const v1::Launch
   je.cwd = cwd;
   je.user_name = user.name;
   je.home = user.home;
-  EnvMap submit;
-  for (const auto& [k, v] : req.env()) {
-    if (!is_pmi_variable(k)) submit.emplace(k, v);
-  }
+  const auto& submit = req.env();
+  auto kept = [](const std::string& key) { return !is_pmi_variable(key) && !is_task_variable(key); };
   EnvMap extra(req.extra_env().begin(), req.extra_env().end());
   for (const auto& [k, v] : node.env()) extra[k] = v;  // this node's own values win
-  EnvMap env = build_node_env(std::move(submit), je, extra);
-  env["CORRAL_STEPID"] = job::step_name(req.stepid());
-  if (!req.stepmgr().empty()) env["CORRAL_STEPMGR"] = req.stepmgr();
-  if (auto st = config.hooks->task_env(node.name(), user.uid, extra, env); !st) return st.error();
-  return env;
+  EnvMap over =
+      node_env_overrides(je, extra, [&](const std::string& key) { return kept(key) && submit.contains(key); });
+  over["CORRAL_STEPID"] = job::step_name(req.stepid());
+  if (!req.stepmgr().empty()) over["CORRAL_STEPMGR"] = req.stepmgr();
+
+  std::vector<std::string> out;
+  if (config.hooks->task_env_applies(node.name(), user.uid, extra)) {
+    // A hook reads and changes the whole environment.
+    EnvMap env;
+    for (const auto& [k, v] : submit)
+      if (kept(k)) env.emplace(k, v);
+    for (auto& [k, v] : over) env[k] = std::move(v);
+    if (auto st = config.hooks->task_env(node.name(), user.uid, extra, env); !st) return st.error();
+    out.reserve(env.size() + 2);
+    for (const auto& [k, v] : env)
+      if (!is_task_variable(k)) add_env_entry(out, k, v);
+    return out;
+  }
+  // The submitted variables are read where the request has them, once (a step's client
+  // sends its whole environment, 60 variables in bench/steps).
+  out.reserve(submit.size() + over.size() + 2);
+  for (const auto& [k, v] : submit)
+    if (kept(k) && !over.contains(k)) add_env_entry(out, k, v);
+  for (const auto& [k, v] : over) add_env_entry(out, k, v);
+  return out;
 }
 
-std::vector<std::string> step_task_env(const EnvMap& node_env, uint32_t rank, uint32_t local_rank,
+std::vector<std::string> step_task_env(std::vector<std::string> node_env, uint32_t rank, uint32_t local_rank,
                                        const std::vector<std::string>& pmi_env) {
-  std::vector<std::string> env = build_task_env(node_env, rank, local_rank);
-  env.insert(env.end(), pmi_env.begin(), pmi_env.end());
-  return env;
+  node_env.reserve(node_env.size() + 2 + pmi_env.size());
+  node_env.push_back("CORRAL_TASK_RANK=" + std::to_string(rank));
+  node_env.push_back("CORRAL_LOCAL_RANK=" + std::to_string(local_rank));
+  node_env.insert(node_env.end(), pmi_env.begin(), pmi_env.end());
+  return node_env;
 }
 
 }  // namespace corral::node

@@ -57,14 +57,15 @@ StepUser lookup_step_user(uint32_t uid, uint32_t gid);
 std::string step_cwd(const v1::LaunchTasksRequest& req, const StepUser& user);
 
 // What every task of the step on `node` has (the contract's "Step environment") up to the
-// per-task variables: the client's environment, CORRAL_* with the step's values, the
-// job's hook variables, then what the node hooks add (node/exec/node_hooks.h). Inherited PMI_*/PMIX_*
-// variables are dropped (the node's PMI server sets its own).
-Result<EnvMap> step_node_env(const v1::LaunchTasksRequest& req, const v1::LaunchNode& node, const StepUser& user,
-                             const std::string& cwd, const AgentConfig& config);
+// per-task variables, as KEY=VALUE: the client's environment, CORRAL_* with the step's
+// values, the job's hook variables, then what the node hooks add (node/exec/node_hooks.h).
+// Inherited PMI_*/PMIX_* variables are dropped (the node's PMI server sets its own).
+Result<std::vector<std::string>> step_node_env(const v1::LaunchTasksRequest& req, const v1::LaunchNode& node,
+                                               const StepUser& user, const std::string& cwd, const AgentConfig& config);
 
-// The final KEY=VALUE list of one task: ranks and its PMI connection.
-std::vector<std::string> step_task_env(const EnvMap& node_env, uint32_t rank, uint32_t local_rank,
+// The final KEY=VALUE list of one task: the node's, its ranks and its PMI connection. The
+// node's list is moved in for a node's last task, copied for the others.
+std::vector<std::string> step_task_env(std::vector<std::string> node_env, uint32_t rank, uint32_t local_rank,
                                        const std::vector<std::string>& pmi_env);
 
 }  // namespace corral::node

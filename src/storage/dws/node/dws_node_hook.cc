@@ -11,6 +11,13 @@ class DwsNodeHook final : public hook::NodeHook {
  public:
   std::string_view name() const override { return "dws"; }
 
+  // Only for a job with rabbit storage: the controller's DW_JOB_* variables.
+  bool task_env_applies(const hook::TaskEnvRequest& req) const override {
+    if (!req.from_controller) return false;
+    auto it = req.from_controller->lower_bound("DW_JOB_");
+    return it != req.from_controller->end() && it->first.starts_with("DW_JOB_");
+  }
+
   Status task_env(const hook::TaskEnvRequest& req, hook::EnvMap&) override {
     if (!req.from_controller) return {};
     for (const auto& [key, path] : *req.from_controller) {
