@@ -227,9 +227,11 @@ class StepNodeTest : public ::testing::Test {
                    static_cast<double>(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
       TestAgent* a = a_.get();
       TestAgent* b = b_.get();
-      a->loop().post([a, b, pid, status, cpu] {
-        if (!a->tasks().on_child_exit(pid, status, cpu))
-          b->loop().post([b, pid, status, cpu] { b->tasks().on_child_exit(pid, status, cpu); });
+      // b first: only a is given spawn threads, and a supervisor with spawns being started
+      // keeps every unknown exit (it may be theirs).
+      b->loop().post([a, b, pid, status, cpu] {
+        if (!b->tasks().on_child_exit(pid, status, cpu))
+          a->loop().post([a, pid, status, cpu] { a->tasks().on_child_exit(pid, status, cpu); });
       });
     }
   }

@@ -197,7 +197,7 @@ TEST_F(TaskSupervisorTest, AFailedSpawnStartsNothing) {
   EXPECT_EQ(tasks_->live(), 0u);
 }
 
-// Queued in one turn, started together (on the loop and two helpers): each is supervised
+// Queued in one turn, started together (on two spawn threads): each is supervised
 // before its `done` runs, a failed one starts nothing, and every exit and output comes.
 TEST_F(TaskSupervisorTest, QueuedSpawnsStartTogetherAndAreSupervisedFirst) {
   tasks_->set_spawn_helpers(2);
@@ -234,6 +234,72 @@ TEST_F(TaskSupervisorTest, QueuedSpawnsStartTogetherAndAreSupervisedFirst) {
   }
   EXPECT_EQ(live_at_done, static_cast<size_t>(kCount - 1));
   EXPECT_EQ(tasks_->live(), 0u);
+}
+
+// The spawn threads start a batch while the loop goes on; exits the agent reaps before the
+// batch is taken in wait for it: every process is supervised and its `done` runs before
+// its output and exit are reported.
+TEST_F(TaskSupervisorTest, ExitsReapedBeforeTheirSpawnIsTakenInWaitForIt) {
+  tasks_->set_spawn_helpers(2);
+  constexpr size_t kCount = 6;
+  std::vector<Seen> seen(kCount);
+  for (size_t i = 0; i < kCount; ++i)
+    tasks_->spawn_later(sh("echo " + std::to_string(i) + "; exit " + std::to_string(i)), recorder(seen[i]),
+                        [&, i](Result<pid_t> pid) {
+                          ASSERT_TRUE(pid) << pid.message();
+                          seen[i].events.push_back("done");
+                        });
+  tasks_->spawn_queued();  // handed to the spawn threads; the loop is not running
+  EXPECT_EQ(tasks_->live(), 0u);
+  size_t reaped = 0;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (reaped < kCount && std::chrono::steady_clock::now() < deadline) {
+    int status = 0;
+    rusage ru{};
+    pid_t pid = ::wait4(-1, &status, WNOHANG, &ru);
+    if (pid <= 0) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+      continue;
+    }
+    EXPECT_TRUE(tasks_->on_child_exit(pid, status, 0));  // kept: it may be the batch's
+    ++reaped;
+  }
+  ASSERT_EQ(reaped, kCount);
+  for (const auto& s : seen) EXPECT_TRUE(s.events.empty());
+  ASSERT_TRUE(run_until(
+      [&] { return std::all_of(seen.begin(), seen.end(), [](const Seen& s) { return s.exit.has_value(); }); }));
+  for (size_t i = 0; i < kCount; ++i) {
+    EXPECT_EQ(seen[i].events.front(), "done") << i;
+    EXPECT_EQ(seen[i].events.back(), "exit") << i;
+    EXPECT_EQ(seen[i].out, std::to_string(i) + "\n");
+    EXPECT_EQ(seen[i].exit->waitstatus, exit_status(static_cast<int>(i)));
+  }
+  EXPECT_EQ(tasks_->live(), 0u);
+  // Nothing in flight: an unknown pid (an orphan reparented to the agent) is not kept.
+  EXPECT_FALSE(tasks_->on_child_exit(999999, 0, 0));
+}
+
+// A supervisor destroyed while its spawn threads start a batch leaves nothing running.
+TEST_F(TaskSupervisorTest, ABatchStillStartingWhenTheSupervisorGoesIsKilled) {
+  tasks_->set_spawn_helpers(2);
+  std::vector<Seen> seen(4);
+  for (auto& s : seen) tasks_->spawn_later(sh("sleep 30"), recorder(s), [](Result<pid_t>) {});
+  tasks_->spawn_queued();
+  tasks_.reset();  // joins the spawn threads, then kills what they started
+  size_t reaped = 0;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (reaped < seen.size() && std::chrono::steady_clock::now() < deadline) {
+    int status = 0;
+    pid_t pid = ::waitpid(-1, &status, WNOHANG);
+    if (pid <= 0) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+      continue;
+    }
+    EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL) << status;
+    ++reaped;
+  }
+  EXPECT_EQ(reaped, seen.size());
+  for (const auto& s : seen) EXPECT_TRUE(s.events.empty());
 }
 
 TEST(TaskSupervisorDefaults, SpawnHelpersAreHalfTheCpusAtMostEight) {

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cstring>
 #include <thread>
@@ -16,8 +17,8 @@
 #include <spdlog/spdlog.h>
 
 #include "util/event_loop.h"
-#include "util/fork_join.h"
 #include "util/unique_fd.h"
+#include "util/worker_pool.h"
 
 namespace corral::node {
 
@@ -67,7 +68,17 @@ struct TaskSupervisor::Proc {
 
 TaskSupervisor::TaskSupervisor(EventLoop& loop) : loop_(loop) {}
 
+struct TaskSupervisor::Batch {
+  std::vector<Queued> items;  // each spawn thread touches only its own item's result
+  std::atomic<size_t> left{0};
+};
+
 TaskSupervisor::~TaskSupervisor() {
+  spawners_.reset();  // every handed-over spawn has returned
+  // Started, but never told to anyone who would end them.
+  for (const auto& b : in_flight_)
+    for (const auto& q : b->items)
+      if (q.result && *q.result) ::killpg((*q.result)->pid, SIGKILL);
   for (auto& [pid, p] : procs_) {
     if (p->out.valid()) loop_.remove_fd(p->out.get());
     if (p->err.valid()) loop_.remove_fd(p->err.get());
@@ -143,27 +154,55 @@ void TaskSupervisor::spawn_queued() {
   std::vector<Queued> batch = std::move(queued_);
   queued_.clear();
   if (batch.empty()) return;
+  if (!spawners_ || batch.size() < 2) {  // a lone request's: no hand-off, no wait
+    for (auto& q : batch) q.result = spawn_process(q.req, task_nice_);
+    return take_in(batch);
+  }
   // spawn_process touches nothing shared: each call has its own request, descriptors and
-  // child. Only the results are taken in here, on the loop thread.
-  auto one = [&](size_t i) { batch[i].result = spawn_process(batch[i].req, task_nice_); };
-  if (spawners_)
-    spawners_->run(batch.size(), one);
-  else
-    for (size_t i = 0; i < batch.size(); ++i) one(i);
-  for (auto& q : batch) {
+  // child. The last to return hands the batch back to the loop.
+  auto b = std::make_shared<Batch>();
+  b->items = std::move(batch);
+  b->left = b->items.size();
+  in_flight_.push_back(b);
+  std::weak_ptr<int> token = alive_;
+  EventLoop* loop = &loop_;  // outlives the spawn threads (joined in the destructor)
+  for (size_t i = 0; i < b->items.size(); ++i)
+    spawners_->post([this, b, i, token, loop, nice = task_nice_] {
+      b->items[i].result = spawn_process(b->items[i].req, nice);
+      if (b->left.fetch_sub(1) != 1) return;
+      loop->post([this, b, token] {
+        if (token.lock()) batch_spawned(b);
+      });
+    });
+}
+
+void TaskSupervisor::batch_spawned(const std::shared_ptr<Batch>& batch) {
+  std::erase(in_flight_, batch);
+  take_in(batch->items);
+  if (in_flight_.empty()) early_exits_.clear();  // orphans' exits: no spawn of ours
+}
+
+void TaskSupervisor::take_in(std::vector<Queued>& spawned) {
+  for (auto& q : spawned) {
     if (!*q.result) {
       q.done(q.result->error());
       continue;
     }
-    q.done(adopt(std::move(**q.result), std::move(q.handlers), UniqueFd(), UniqueFd()));
+    const pid_t pid = adopt(std::move(**q.result), std::move(q.handlers), UniqueFd(), UniqueFd());
+    q.done(pid);
+    auto early = early_exits_.find(pid);
+    if (early == early_exits_.end()) continue;
+    const Exit exit = early->second;
+    early_exits_.erase(early);
+    if (procs_.contains(pid)) finish(pid, exit);  // unless `done` forgot it
   }
 }
 
 unsigned TaskSupervisor::default_spawn_helpers() { return std::min(8u, std::thread::hardware_concurrency() / 2); }
 
 void TaskSupervisor::set_spawn_helpers(unsigned n) {
-  if (!queued_.empty() || (spawners_ ? spawners_->helpers() : 0) == n) return;
-  spawners_ = n == 0 ? nullptr : std::make_unique<ForkJoin>(n);
+  if (!queued_.empty() || !in_flight_.empty() || (spawners_ ? spawners_->threads() : 0) == n) return;
+  spawners_ = n == 0 ? nullptr : std::make_unique<WorkerPool>(n);
 }
 
 void TaskSupervisor::watch_output(Proc& p, bool is_err) {
@@ -261,13 +300,24 @@ void TaskSupervisor::signal(pid_t pid, int sig) {
 }
 
 bool TaskSupervisor::on_child_exit(pid_t pid, int waitstatus, double cpu_seconds) {
+  if (procs_.contains(pid)) {
+    finish(pid, Exit{waitstatus, cpu_seconds});
+    return true;
+  }
+  if (in_flight_.empty()) return false;
+  early_exits_[pid] = Exit{waitstatus, cpu_seconds};
+  return true;
+}
+
+void TaskSupervisor::finish(pid_t pid, const Exit& exit) {
   auto it = procs_.find(pid);
-  if (it == procs_.end()) return false;
   std::unique_ptr<Proc> owned = std::move(it->second);
   procs_.erase(it);
   Proc& p = *owned;
-  // Reaped, but the pid cannot have been reused yet, so the group names only leftovers
-  // (background children): they end with the process.
+  // Reaped, but the group names only leftovers (background children), which end with the
+  // process: the pid cannot be given to another process while its group has members, and
+  // without members nothing is killed (unless the kernel's pid counter went round in the
+  // turn or two an early exit waits).
   ::killpg(pid, SIGKILL);
   if (p.status.valid()) {
     char buf[1024];
@@ -280,9 +330,8 @@ bool TaskSupervisor::on_child_exit(pid_t pid, int waitstatus, double cpu_seconds
     close_output(p, is_err);
   }
   close_stdin(p);
-  if (p.handlers.exited) p.handlers.exited(Exit{waitstatus, cpu_seconds});
+  if (p.handlers.exited) p.handlers.exited(exit);
   retire(std::move(owned));
-  return true;
 }
 
 void TaskSupervisor::forget(pid_t pid) {

@@ -22,7 +22,7 @@
 
 namespace corral {
 class EventLoop;
-class ForkJoin;
+class WorkerPool;
 }  // namespace corral
 
 namespace corral::node {
@@ -61,14 +61,16 @@ class TaskSupervisor {
   using Spawned = std::function<void(Result<pid_t>)>;
   // spawn (stdin from the request's file), later in this turn of the loop, together with
   // every other spawn queued in the turn: the agent reads all the requests that came at
-  // once before it starts their tasks, and starts them side by side on its spawn threads
-  // (set_spawn_helpers). `done` is called on the loop thread with the process already
-  // supervised, so its exit cannot come first.
+  // once before it starts their tasks. A lone spawn runs on the loop's thread at the end
+  // of the turn; several go to the spawn threads (set_spawn_helpers), side by side, while
+  // the loop goes on, and are taken in by a later turn. `done` is called on the loop
+  // thread with the process already supervised, and before its exit is reported (an exit
+  // reaped before its spawn is taken in waits for it).
   void spawn_later(SpawnRequest req, Handlers handlers, Spawned done);
   // Starts what spawn_later queued now rather than at the end of the turn.
   void spawn_queued();
   // Threads besides the loop's that start queued processes; none by default. Takes effect
-  // when nothing is queued.
+  // when nothing is queued or being started.
   void set_spawn_helpers(unsigned n);
   // What a node gets unless told: half its CPUs, at most 8 (each mostly waits for a
   // child's exec; more would only contend for the kernel's process locks); none on one CPU.
@@ -82,7 +84,10 @@ class TaskSupervisor {
   void set_window_size(pid_t pid, unsigned rows, unsigned cols);
   // Signals the process group while the process is supervised (not once reaped).
   void signal(pid_t pid, int sig);
-  // From the agent's SIGCHLD handling: true when `pid` is supervised here.
+  // From the agent's SIGCHLD handling: true when `pid` is supervised here (or may be, see
+  // below). While spawns
+  // are being started on the spawn threads, an unknown pid's exit is kept until they are
+  // taken in: it may be one of theirs.
   bool on_child_exit(pid_t pid, int waitstatus, double cpu_seconds);
   // No more handler calls for `pid` (its owner is going away); its descriptors close.
   void forget(pid_t pid);
@@ -106,15 +111,24 @@ class TaskSupervisor {
   // it runs on that terminal; `stdin_w`: the write end of its stdin pipe.
   pid_t adopt(SpawnedProcess spawned, Handlers handlers, UniqueFd pty_master, UniqueFd stdin_w);
 
+  // The exit of a supervised process, its group killed: its last output, then its handler.
+  void finish(pid_t pid, const Exit& exit);
+
   struct Queued {
     SpawnRequest req;
     Handlers handlers;
     Spawned done;
     std::optional<Result<SpawnedProcess>> result;
   };
+  struct Batch;  // spawns on the spawn threads
+  // Supervises what a batch started and tells those who queued it, in queue order.
+  void take_in(std::vector<Queued>& spawned);
+  void batch_spawned(const std::shared_ptr<Batch>& batch);
   std::vector<Queued> queued_;
   bool queue_posted_ = false;
-  std::unique_ptr<ForkJoin> spawners_;  // null: every spawn on the loop's thread
+  std::vector<std::shared_ptr<Batch>> in_flight_;
+  std::unordered_map<pid_t, Exit> early_exits_;  // reaped while in_flight_ was not empty
+  std::unique_ptr<WorkerPool> spawners_;         // null: every spawn on the loop's thread
 
   EventLoop& loop_;
   std::unordered_map<pid_t, std::unique_ptr<Proc>> procs_;
