@@ -23,6 +23,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -59,13 +60,11 @@ struct Options {
 
 double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
-std::map<std::string, std::string> environment() {
-  std::map<std::string, std::string> env;
-  for (char** e = environ; e && *e; ++e) {
-    std::string kv(*e);
-    const size_t eq = kv.find('=');
-    if (eq != std::string::npos) env.emplace(kv.substr(0, eq), kv.substr(eq + 1));
-  }
+// The bench's own environment, as a client sends it (KEY=VALUE).
+std::vector<std::string> environment() {
+  std::vector<std::string> env;
+  for (char** e = environ; e && *e; ++e)
+    if (std::strchr(*e, '=') != nullptr) env.emplace_back(*e);
   return env;
 }
 
@@ -74,7 +73,7 @@ pb::StepSpec true_step(uint64_t jobid, unsigned nodes, unsigned tasks) {
   pb::StepSpec spec;
   spec.set_jobid(jobid);
   spec.add_argv("/bin/true");
-  spec.mutable_env()->insert(env.begin(), env.end());
+  for (const auto& kv : env) spec.add_env(kv);
   spec.set_cwd("/");
   spec.set_nnodes(nodes);
   spec.set_ntasks(tasks);
@@ -147,8 +146,8 @@ nlohmann::json sequential(const Options& o, const std::string& mgr) {
 
 nlohmann::json corral_run(const Options& o, const std::string& mgr) {
   std::vector<std::string> env_text;
-  for (const auto& [k, v] : environment())
-    if (k != "CORRAL_JOBID" && k != "CORRAL_STEPMGR") env_text.push_back(k + "=" + v);
+  for (const auto& kv : environment())
+    if (!kv.starts_with("CORRAL_JOBID=") && !kv.starts_with("CORRAL_STEPMGR=")) env_text.push_back(kv);
   env_text.push_back(fmt::format("CORRAL_JOBID={}", o.jobids[0]));
   env_text.push_back("CORRAL_STEPMGR=" + mgr);
   std::vector<char*> envp;

@@ -19,6 +19,7 @@
 #include "cli/job_submit.h"
 #include "cli/progress.h"
 #include "cli/step_attach.h"
+#include "cli/step_spec.h"
 #include "cli/step_target.h"
 
 namespace corral::cli {
@@ -108,7 +109,7 @@ pb::StepSpec interactive_spec(uint64_t id, const JobContext& ctx, const std::vec
   pb::StepSpec spec;
   spec.set_jobid(id);
   for (const auto& a : argv) spec.add_argv(a);
-  spec.mutable_env()->insert(ctx.env.begin(), ctx.env.end());
+  set_step_env(spec, ctx.env);
   spec.set_cwd(ctx.cwd);
   spec.set_interactive(true);
   spec.set_overlap(true);

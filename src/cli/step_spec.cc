@@ -58,7 +58,7 @@ Result<corral::v1::StepSpec> build_step_spec(uint64_t jobid, const JobOptions& o
   corral::v1::StepSpec spec;
   spec.set_jobid(jobid);
   for (const auto& word : argv) spec.add_argv(word);
-  spec.mutable_env()->insert(req.environment.begin(), req.environment.end());
+  set_step_env(spec, req.environment);
   spec.set_cwd(req.cwd);
   spec.set_nnodes(req.nnodes);
   spec.set_ntasks(req.ntasks);
@@ -76,6 +76,16 @@ Result<corral::v1::StepSpec> build_step_spec(uint64_t jobid, const JobOptions& o
   for (const auto& [name, value] : req.rlimits) (*spec.mutable_rlimits())[name] = value;
   spec.set_mpi(req.mpi.empty() ? mpi_for_program(argv.front(), ctx) : req.mpi);
   return spec;
+}
+
+void set_step_env(corral::v1::StepSpec& spec, const std::map<std::string, std::string>& env) {
+  auto& out = *spec.mutable_env();
+  out.Reserve(static_cast<int>(env.size()));
+  for (const auto& [k, v] : env) {
+    std::string& kv = *out.Add();
+    kv.reserve(k.size() + 1 + v.size());
+    kv.append(k).append(1, '=').append(v);
+  }
 }
 
 }  // namespace corral::cli

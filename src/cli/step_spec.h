@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -25,5 +26,8 @@ struct StepFlags {
 // and working directory. Errors name the option.
 Result<corral::v1::StepSpec> build_step_spec(uint64_t jobid, const JobOptions& opts, const StepFlags& flags,
                                              const std::vector<std::string>& argv, const JobContext& ctx);
+
+// The environment a step's tasks start from, as the step protocol carries it (KEY=VALUE).
+void set_step_env(corral::v1::StepSpec& spec, const std::map<std::string, std::string>& env);
 
 }  // namespace corral::cli

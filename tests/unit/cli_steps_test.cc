@@ -110,7 +110,7 @@ TEST(StepSpec, TakesCountsPlacementFlagsEnvironmentAndCwd) {
   EXPECT_TRUE(spec->kill_on_bad_exit());
   EXPECT_EQ(spec->name(), "hostname");
   EXPECT_EQ(spec->cwd(), "/home/u/work");
-  EXPECT_EQ(spec->env().at("PATH"), "/usr/bin");
+  EXPECT_EQ(spec->env(1), "PATH=/usr/bin");
   EXPECT_EQ(spec->env_size(), 2);
   EXPECT_TRUE(spec->stdin_open());
   EXPECT_TRUE(spec->input().empty());

@@ -77,7 +77,7 @@ TEST(NodeTaskEnv, AStepOnASiteWithoutMungeIsToldHowToAuthenticate) {
   config.auth = net::AuthMethod::cluster_key;
   v1::LaunchTasksRequest req;
   req.set_jobid(42);
-  (*req.mutable_env())["CORRAL_AUTH"] = "munge";
+  req.add_env("CORRAL_AUTH=munge");
   v1::LaunchNode node;
   node.set_name("n1");
   node.set_cores("0");
@@ -125,14 +125,14 @@ struct StepEnvCase {
     req.set_jobid(7);
     req.set_stepid(3);
     req.set_stepmgr("unix:/run/s.sock");
-    auto& env = *req.mutable_env();
-    env["FROM_CLIENT"] = "yes";
-    env["PATH"] = "/opt/bin";
-    env["CORRAL_JOBID"] = "999";     // corral's value wins
-    env["CORRAL_TASK_RANK"] = "12";  // each task's own
-    env["PMI_RANK"] = "4";           // an outer launcher's
-    env["DROP_ME"] = "1";
-    env["KEEP_MINE"] = "user";
+    req.add_env("FROM_CLIENT=yes");
+    req.add_env("PATH=/opt/bin");
+    req.add_env("CORRAL_JOBID=999");     // corral's value wins
+    req.add_env("CORRAL_TASK_RANK=12");  // each task's own
+    req.add_env("PMI_RANK=4");           // an outer launcher's
+    req.add_env("DROP_ME=1");
+    req.add_env("KEEP_MINE=user");
+    req.add_env("FROM_CLIENT=again");  // sent twice: the first is what getenv saw
     (*req.mutable_extra_env())["SLINGSHOT_VNIS"] = "1024";
     node.set_name("n1");
     node.set_cores("0-1");
@@ -145,11 +145,18 @@ struct StepEnvCase {
   }
 };
 
-// Each variable once, with the value the precedence gives it.
+// Each of corral's variables once, with the value the precedence gives it; the client's
+// FROM_CLIENT, sent twice, has its first value first.
 void expect_step_basics(const std::vector<std::string>& env) {
   std::set<std::string> keys;
-  for (const auto& kv : env) EXPECT_TRUE(keys.insert(kv.substr(0, kv.find('='))).second) << "twice: " << kv;
-  EXPECT_TRUE(has(env, "FROM_CLIENT=yes"));
+  for (const auto& kv : env) {
+    if (kv.starts_with("FROM_CLIENT=")) continue;
+    EXPECT_TRUE(keys.insert(kv.substr(0, kv.find('='))).second) << "twice: " << kv;
+  }
+  auto first =
+      std::find_if(env.begin(), env.end(), [](const std::string& kv) { return kv.starts_with("FROM_CLIENT="); });
+  ASSERT_NE(first, env.end());
+  EXPECT_EQ(*first, "FROM_CLIENT=yes");
   EXPECT_TRUE(has(env, "PATH=/opt/bin"));
   EXPECT_TRUE(has(env, "HOME=/home/u"));  // a default the client lacked
   EXPECT_TRUE(has(env, "CORRAL_JOBID=7"));

@@ -37,6 +37,13 @@
 namespace corral::node {
 namespace {
 
+// The value of `name` in a KEY=VALUE list; "(unset)" when it has none.
+std::string env_value(const google::protobuf::RepeatedPtrField<std::string>& env, const std::string& name) {
+  for (const auto& kv : env)
+    if (kv.starts_with(name + "=")) return kv.substr(name.size() + 1);
+  return "(unset)";
+}
+
 const std::string kClusterKey = "0123456789abcdef0123456789abcdef";
 // The agent's connection key in the register ack: StartJob.step_key comes wrapped in it.
 const std::string kSessionKey(32, 's');
@@ -105,7 +112,7 @@ v1::StepSpec spec(uint64_t jobid, uint32_t ntasks, std::vector<std::string> argv
   s.set_jobid(jobid);
   s.set_ntasks(ntasks);
   for (auto& a : argv) s.add_argv(a);
-  (*s.mutable_env())["PATH"] = "/usr/bin:/bin";
+  s.add_env("PATH=/usr/bin:/bin");
   return s;
 }
 
@@ -221,10 +228,10 @@ TEST_F(StepManagerTest, PlacesAStepAndLaunchesASignedRequest) {
   EXPECT_EQ(req.nodes(1).first_rank(), 4u);
   EXPECT_EQ(req.nodes(1).ntasks(), 2u);
   EXPECT_EQ(req.nodes(1).node_index(), 1u);
-  EXPECT_EQ(req.env().at("PATH"), "/usr/bin:/bin");
-  EXPECT_EQ(req.env().at("CORRAL_STEPID"), "0");
-  EXPECT_EQ(req.env().at("CORRAL_MPI_PORTS"), "12000-12003");
-  EXPECT_EQ(req.env().at("CORRAL_STEPMGR"), "unix:/tmp/self.sock");
+  EXPECT_EQ(env_value(req.env(), "PATH"), "/usr/bin:/bin");
+  EXPECT_EQ(env_value(req.env(), "CORRAL_STEPID"), "0");
+  EXPECT_EQ(env_value(req.env(), "CORRAL_MPI_PORTS"), "12000-12003");
+  EXPECT_EQ(env_value(req.env(), "CORRAL_STEPMGR"), "unix:/tmp/self.sock");
   EXPECT_EQ(req.extra_env().at("SLINGSHOT_VNIS"), "1024");
 
   job::VerifyPolicy policy;
@@ -378,7 +385,7 @@ TEST_F(StepManagerTest, InteractiveStepEndsAnAllocJob) {
   EXPECT_EQ(b.created()->ntasks(), 1u);
   const auto& req = launcher_.launches.at(1).req;
   EXPECT_TRUE(req.pty());
-  EXPECT_EQ(req.env().at("CORRAL_STEPID"), "interactive");
+  EXPECT_EQ(env_value(req.env(), "CORRAL_STEPID"), "interactive");
   // Only one at a time.
   mgr_->open(3, kOwner, s, c.sink());
   ASSERT_NE(c.exit(), nullptr);
@@ -473,6 +480,19 @@ TEST_F(StepManagerTest, RefusesBadRequests) {
   mgr_->open(7, kOwner, odd, limit.sink());
   ASSERT_NE(limit.exit(), nullptr);
   EXPECT_NE(limit.exit()->error().find("bogus=1 is not one corral knows"), std::string::npos) << limit.exit()->error();
+  EXPECT_EQ(launcher_.launches.size(), 0u);
+
+  // Hand-written environments: every entry NAME=VALUE, none with a NUL (execve would end
+  // the list there).
+  int id = 10;
+  for (const std::string& bad : {std::string("NOEQUALS"), std::string("=value"), std::string("A=b\0c", 5)}) {
+    FakeClient c;
+    auto s = spec(7, 1);
+    s.add_env(bad);
+    mgr_->open(id++, kOwner, s, c.sink());
+    ASSERT_NE(c.exit(), nullptr) << bad;
+    EXPECT_NE(c.exit()->error().find("environment"), std::string::npos) << c.exit()->error();
+  }
   EXPECT_EQ(launcher_.launches.size(), 0u);
 
   FakeClient root;
@@ -873,7 +893,7 @@ TEST_F(StepAgent, AllocJobEndsWithItsInteractiveStep) {
   s.add_argv("/bin/sh");
   s.add_argv("-c");
   s.add_argv("echo interactive; exit 4");
-  (*s.mutable_env())["PATH"] = "/usr/bin:/bin";
+  s.add_env("PATH=/usr/bin:/bin");
   s.set_interactive(true);
   agent_->steps().open(1, ::getuid(), s, c.sink());
   ASSERT_TRUE(run_until([&] { return !exits(3).empty(); })) << c.output();
@@ -902,7 +922,7 @@ TEST_F(StepAgent, StepRunsOnTwoNodesOfTheAgent) {
   s.add_argv("/bin/sh");
   s.add_argv("-c");
   s.add_argv("echo rank=$CORRAL_TASK_RANK step=$CORRAL_STEPID");
-  (*s.mutable_env())["PATH"] = "/usr/bin:/bin";
+  s.add_env("PATH=/usr/bin:/bin");
   agent_->steps().open(1, ::getuid(), s, c.sink());
   ASSERT_TRUE(run_until([&] { return c.exit() != nullptr; })) << c.output();
   EXPECT_EQ(c.exit()->state(), "COMPLETED") << c.exit()->error();
@@ -929,7 +949,7 @@ v1::StepSpec true_step(uint64_t jobid, std::vector<std::string> argv = {"/bin/tr
   v1::StepSpec s;
   s.set_jobid(jobid);
   for (auto& a : argv) s.add_argv(a);
-  (*s.mutable_env())["PATH"] = "/usr/bin:/bin";
+  s.add_env("PATH=/usr/bin:/bin");
   return s;
 }
 

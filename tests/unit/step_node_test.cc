@@ -260,11 +260,8 @@ class StepNodeTest : public ::testing::Test {
     r.set_jobid(kJob);
     r.set_stepid(kStep);
     for (auto& a : argv) r.add_argv(a);
-    for (char** e = environ; *e; ++e) {
-      std::string kv = *e;
-      auto eq = kv.find('=');
-      if (eq != std::string::npos) (*r.mutable_env())[kv.substr(0, eq)] = kv.substr(eq + 1);
-    }
+    for (char** e = environ; *e; ++e)
+      if (std::strchr(*e, '=') != nullptr) r.add_env(*e);
     r.set_cwd(tmp_.str());
     uint32_t rank = 0;
     std::vector<int> per_node;
@@ -429,8 +426,8 @@ TEST_F(StepNodeTest, TasksSeeTheStepEnvironment) {
                       "$CORRAL_JOB_CPUS $CORRAL_NODELIST $CORRAL_STEPMGR $CORRAL_LOCAL_RANK $PMI_RANK $PMI_SIZE "
                       "$FROM_CLIENT $HOOKED ${PMI_PORT:-noport}"},
                      {{"n1", a_.get(), 1}, {"n2", b_.get(), 1, "2-3"}});
-  (*req.mutable_env())["FROM_CLIENT"] = "yes";
-  (*req.mutable_env())["PMI_PORT"] = "stale:1";  // an outer launcher's: must not leak in
+  req.add_env("FROM_CLIENT=yes");
+  req.add_env("PMI_PORT=stale:1");  // an outer launcher's: must not leak in
   (*req.mutable_extra_env())["HOOKED"] = "vni";
   launch(std::move(req));
   ASSERT_TRUE(report_.wait_done());
@@ -552,7 +549,7 @@ TEST_F(StepNodeRefusalTest, ACredentialForAnotherCommand) {
   expect_refused(std::move(req), "does not cover this launch");
   auto env = marker_request();
   env.set_cred(sign(cred()));
-  (*env.mutable_env())["LD_PRELOAD"] = "/tmp/evil.so";
+  env.add_env("LD_PRELOAD=/tmp/evil.so");
   expect_refused_again(std::move(env), "does not cover this launch");
 }
 

@@ -19,7 +19,40 @@
 
 namespace corral::node {
 
+namespace {
+
+using EnvList = google::protobuf::RepeatedPtrField<std::string>;
+
+// The step's own CORRAL_STEPID, CORRAL_STEPMGR and CORRAL_MPI_PORTS replace any the
+// client's environment has (a `corral run` inside a step inherits the outer step's).
+void set_step_variables(EnvList& env, const std::string& stepid, const std::string& stepmgr,
+                        const std::optional<job::PortRange>& ports) {
+  const std::string ports_var = std::string(job::kMpiPortsVar) + "=";
+  auto ours = [&](const std::string& kv) {
+    return kv.starts_with("CORRAL_STEPID=") || kv.starts_with("CORRAL_STEPMGR=") || kv.starts_with(ports_var);
+  };
+  env.erase(std::remove_if(env.begin(), env.end(), ours), env.end());
+  *env.Add() = "CORRAL_STEPID=" + stepid;
+  *env.Add() = "CORRAL_STEPMGR=" + stepmgr;
+  if (ports) *env.Add() = ports_var + ports->encode();
+}
+
+// Every entry is NAME=VALUE with a name, and no NUL (execve would cut the list there).
+Status check_env(const EnvList& env) {
+  for (const auto& kv : env) {
+    const size_t eq = kv.find('=');
+    if (eq == 0 || eq == std::string::npos)
+      return invalid(fmt::format("environment entry '{}' is not NAME=VALUE", kv.substr(0, 64)));
+    if (kv.find('\0') != std::string::npos)
+      return invalid(fmt::format("environment variable {} holds a NUL byte", kv.substr(0, std::min<size_t>(eq, 64))));
+  }
+  return {};
+}
+
+}  // namespace
+
 Result<StepRequest> StepManager::to_request(const Job& job, const v1::StepSpec& spec) const {
+  if (auto st = check_env(spec.env()); !st) return st.error();
   StepRequest r;
   r.cores_per_task = spec.cores_per_task() > 0 ? spec.cores_per_task() : 1;
   r.gpus_per_task = spec.gpus_per_task();
@@ -139,7 +172,8 @@ Status StepManager::add_pals_fields(const Job& job, const Step& step, v1::Launch
   req.set_pals_secret(std::move(*secret));
   uint32_t cpus = 0;
   for (const auto& share : step.share.nodes) {
-    uint32_t each = share.ntasks == 0 ? 1 : std::max<uint32_t>(1, static_cast<uint32_t>(share.cores.count()) / share.ntasks);
+    uint32_t each =
+        share.ntasks == 0 ? 1 : std::max<uint32_t>(1, static_cast<uint32_t>(share.cores.count()) / share.ntasks);
     cpus = cpus == 0 ? each : std::min(cpus, each);
   }
   req.set_pals_cpus_per_task(std::max<uint32_t>(cpus, 1));
@@ -165,13 +199,8 @@ Result<v1::LaunchTasksRequest> StepManager::build_launch(Job& job, Step& step, j
   if (spec.env().empty())
     env = job.env;
   else
-    env.swap(*spec.mutable_env());
-  env["CORRAL_STEPID"] = job::step_name(step.id);
-  env["CORRAL_STEPMGR"] = job.stepmgr;
-  if (step.ports)
-    env[std::string(job::kMpiPortsVar)] = step.ports->encode();
-  else
-    env.erase(std::string(job::kMpiPortsVar));
+    env.Swap(spec.mutable_env());
+  set_step_variables(env, job::step_name(step.id), job.stepmgr, step.ports);
   *req.mutable_extra_env() = job.extra_env;
   req.set_cwd(spec.cwd());
   req.set_total_tasks(step.ntasks);

@@ -144,10 +144,9 @@ void StepManager::add_job(const v1::StartJob& msg, const job::Jobspec* spec, con
     job->batch = !spec->batch_script.empty() && !msg.alloc();
     // A cray-pals job's own tasks use the first block of its share (the controller
     // names it to every agent: StartJob.pals_control_ports); steps get the rest.
-    if (job->mpi == "cray-pals" && spec->batch_script.empty() && !msg.alloc() && job->ports &&
-        job->ports_per_step > 0)
+    if (job->mpi == "cray-pals" && spec->batch_script.empty() && !msg.alloc() && job->ports && job->ports_per_step > 0)
       (void)job->ports->take(job->ports_per_step);
-    job->env.insert(spec->environment.begin(), spec->environment.end());
+    for (const auto& [k, v] : spec->environment) *job->env.Add() = k + "=" + v;
   }
   spdlog::debug("job {}: step manager started ({} node(s))", msg.jobid(), job->allocator->nodes().size());
   jobs_.emplace(msg.jobid(), std::move(job));

@@ -75,7 +75,7 @@ struct StepManager::Job {
   uint32_t fanout_width = 0;
   std::string mpi = "auto";  // the job's --mpi, else the site's [steps] mpi-default (canonical)
   google::protobuf::Map<std::string, std::string> extra_env;
-  google::protobuf::Map<std::string, std::string> env;  // the jobspec's, when a client sends none
+  google::protobuf::RepeatedPtrField<std::string> env;  // the jobspec's (KEY=VALUE), when a client sends none
   double t_start = 0;
 
   uint32_t next_step = 0;

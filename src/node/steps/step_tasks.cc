@@ -69,7 +69,8 @@ std::string launch_digest(const v1::LaunchTasksRequest& req) {
   std::string s = "corral-launch-v1";
   put(s, std::to_string(req.argv_size()));
   for (const auto& a : req.argv()) put(s, a);
-  put_map(s, req.env());
+  put(s, std::to_string(req.env_size()));
+  for (const auto& kv : req.env()) put(s, kv);
   put_map(s, req.extra_env());
   for (const auto* f : {&req.cwd(), &req.input(), &req.output(), &req.error(), &req.job_name()}) put(s, *f);
   put(s, std::to_string(req.gid()));
@@ -178,12 +179,22 @@ Result<std::vector<std::string>> step_node_env(const v1::LaunchTasksRequest& req
   je.cwd = cwd;
   je.user_name = user.name;
   je.home = user.home;
-  const auto& submit = req.env();
-  auto kept = [](const std::string& key) { return !is_pmi_variable(key) && !is_task_variable(key); };
+  // The submitted variables, read where the request has them (KEY=VALUE, checked by the
+  // step manager): a client sends its whole environment with every step.
+  std::vector<std::pair<std::string_view, std::string_view>> submit;
+  submit.reserve(static_cast<size_t>(req.env_size()));
+  for (const std::string& kv : req.env()) {
+    const size_t eq = kv.find('=');
+    if (eq == std::string::npos) continue;
+    const std::string_view key(kv.data(), eq), value(kv.data() + eq + 1, kv.size() - eq - 1);
+    if (!is_pmi_variable(key) && !is_task_variable(key)) submit.emplace_back(key, value);
+  }
+  auto submitted = [&submit](const std::string& key) {
+    return std::any_of(submit.begin(), submit.end(), [&key](const auto& kv) { return kv.first == key; });
+  };
   EnvMap extra(req.extra_env().begin(), req.extra_env().end());
   for (const auto& [k, v] : node.env()) extra[k] = v;  // this node's own values win
-  EnvMap over =
-      node_env_overrides(je, extra, [&](const std::string& key) { return kept(key) && submit.contains(key); });
+  EnvMap over = node_env_overrides(je, extra, submitted);
   over["CORRAL_STEPID"] = job::step_name(req.stepid());
   if (!req.stepmgr().empty()) over["CORRAL_STEPMGR"] = req.stepmgr();
 
@@ -191,8 +202,7 @@ Result<std::vector<std::string>> step_node_env(const v1::LaunchTasksRequest& req
   if (config.hooks->task_env_applies(node.name(), user.uid, extra)) {
     // A hook reads and changes the whole environment.
     EnvMap env;
-    for (const auto& [k, v] : submit)
-      if (kept(k)) env.emplace(k, v);
+    for (const auto& [k, v] : submit) env.emplace(k, v);
     for (auto& [k, v] : over) env[k] = std::move(v);
     if (auto st = config.hooks->task_env(node.name(), user.uid, extra, env); !st) return st.error();
     out.reserve(env.size() + 2);
@@ -200,11 +210,14 @@ Result<std::vector<std::string>> step_node_env(const v1::LaunchTasksRequest& req
       if (!is_task_variable(k)) add_env_entry(out, k, v);
     return out;
   }
-  // The submitted variables are read where the request has them, once (a step's client
-  // sends its whole environment, 60 variables in bench/steps).
+  // Otherwise in the client's order (both values of a name sent twice go to the task,
+  // whose getenv finds the first), then corral's over them.
+  std::vector<std::string_view> replaced;  // sorted, as `over` is
+  replaced.reserve(over.size());
+  for (const auto& [k, v] : over) replaced.emplace_back(k);
   out.reserve(submit.size() + over.size() + 2);
   for (const auto& [k, v] : submit)
-    if (kept(k) && !over.contains(k)) add_env_entry(out, k, v);
+    if (!std::binary_search(replaced.begin(), replaced.end(), k)) add_env_entry(out, k, v);
   for (const auto& [k, v] : over) add_env_entry(out, k, v);
   return out;
 }
