@@ -192,8 +192,15 @@ TEST_F(TaskCgroupsTest, AnOpenJobsEmptiedStepSlotsServeItsNextSteps) {
 TEST_F(TaskCgroupsTest, ASlotWithProcessesLeftIsKilledAndRemoved) {
   cgroups_->open_job(22);
   ASSERT_TRUE(cgroups_->create(22, "job_tasks"));
+  // A slot found empty once (its status file kept open for the next check) is found
+  // busy when the next step leaves something behind.
+  auto before = cgroups_->create(22, "step_9-1");
+  ASSERT_TRUE(before);
+  cgroups_->release(22, "step_9-1");
+  ASSERT_EQ(slots(cgroups_->root(), 22).size(), 1u);
   auto dir = cgroups_->create(22, "step_0-1");
   ASSERT_TRUE(dir);
+  EXPECT_EQ(*dir, *before);
   const pid_t daemon = start_escaper(*dir);
   ASSERT_GT(daemon, 0);
   cgroups_->release(22, "step_0-1");
