@@ -176,6 +176,8 @@ TEST(NodeTaskEnv, AStepWithoutHooksToApplyKeepsTheClientsVariablesUnderCorrals) 
   EXPECT_TRUE(has(env, "DROP_ME=1"));
   EXPECT_TRUE(has(env, "KEEP_MINE=user"));
   EXPECT_TRUE(c.hook->seen.empty());  // not called
+  // The agent's last node of the step takes the request's strings: the same list.
+  EXPECT_EQ(step_node_env(c.req, c.node, StepUser{1000, 1000, "u", "/home/u"}, "/tmp", c.config, true).value(), env);
   auto task = step_task_env(env, 5, 1, {"PMI_FD=3"});
   EXPECT_TRUE(has(task, "CORRAL_TASK_RANK=5"));
   EXPECT_TRUE(has(task, "CORRAL_LOCAL_RANK=1"));

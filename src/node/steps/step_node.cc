@@ -180,7 +180,9 @@ struct StepNode::Impl {
   void start_locals(Launch& l, std::vector<int> indices, size_t next);
   void start_child(Launch& l, const std::vector<int>& node_indices);
   void refuse_node(Launch& l, const v1::LaunchNode& node, const std::string& message);
-  void start_local(Launch& l, const v1::LaunchNode& node);
+  // `last_local`: the agent's last node of the step (its environment is read for the last
+  // time).
+  void start_local(Launch& l, const v1::LaunchNode& node, bool last_local);
   Status start_pmi(Launch& l, LocalNode& node, size_t ni);
   Status start_pmix(Launch& l, const std::vector<const v1::LaunchNode*>& local);
   Status start_pals(Launch& l, LocalNode& node);
@@ -355,7 +357,7 @@ void StepNode::Impl::start_locals(Launch& l, std::vector<int> indices, size_t ne
   if (next == 0) l.starting = indices.size();
   const auto& node = l.req.nodes(indices[next]);
   if (l.stopped_by == 0)
-    start_local(l, node);
+    start_local(l, node, next + 1 == indices.size());
   else  // the step was ended while its later nodes waited for their turn
     refuse_node(l, node, "the step ended (signal " + std::to_string(l.stopped_by) + ") before its tasks started here");
   --l.starting;
@@ -414,14 +416,14 @@ const StepUser& StepNode::Impl::user_of(uint32_t uid, uint32_t gid) {
   return c.user;
 }
 
-void StepNode::Impl::start_local(Launch& l, const v1::LaunchNode& info) {
+void StepNode::Impl::start_local(Launch& l, const v1::LaunchNode& info, bool last_local) {
   // The signature, expiry and digest were checked once for the whole request (admit).
   if (auto st = check_node_claims(l.cred, info, cred_check(l.req.jobid(), job::now())); !st)
     return refuse_node(l, info, st.message());
   const job::StepCred* cred = &l.cred;
   const StepUser& user = user_of(cred->uid, cred->gid);
   std::string cwd = step_cwd(l.req, user);
-  auto env = step_node_env(l.req, info, user, cwd, config);
+  auto env = step_node_env(l.req, info, user, cwd, config, last_local);
   if (!env) return refuse_node(l, info, env.message());
 
   auto node = std::make_unique<LocalNode>();

@@ -163,9 +163,9 @@ std::string step_cwd(const v1::LaunchTasksRequest& req, const StepUser& user) {
   return user.home.empty() ? "/" : user.home;
 }
 
-Result<std::vector<std::string>> step_node_env(const v1::LaunchTasksRequest& req, const v1::LaunchNode& node,
-                                               const StepUser& user, const std::string& cwd,
-                                               const AgentConfig& config) {
+Result<std::vector<std::string>> step_node_env(v1::LaunchTasksRequest& req, const v1::LaunchNode& node,
+                                               const StepUser& user, const std::string& cwd, const AgentConfig& config,
+                                               bool last_use) {
   JobNodeEnv je = agent_node_env(config);
   je.jobid = req.jobid();
   je.job_name = req.job_name();
@@ -181,16 +181,21 @@ Result<std::vector<std::string>> step_node_env(const v1::LaunchTasksRequest& req
   je.home = user.home;
   // The submitted variables, read where the request has them (KEY=VALUE, checked by the
   // step manager): a client sends its whole environment with every step.
-  std::vector<std::pair<std::string_view, std::string_view>> submit;
+  struct Submitted {
+    std::string_view key, value;
+    int index;  // in req.env()
+  };
+  std::vector<Submitted> submit;
   submit.reserve(static_cast<size_t>(req.env_size()));
-  for (const std::string& kv : req.env()) {
+  for (int i = 0; i < req.env_size(); ++i) {
+    const std::string& kv = req.env(i);
     const size_t eq = kv.find('=');
     if (eq == std::string::npos) continue;
     const std::string_view key(kv.data(), eq), value(kv.data() + eq + 1, kv.size() - eq - 1);
-    if (!is_pmi_variable(key) && !is_task_variable(key)) submit.emplace_back(key, value);
+    if (!is_pmi_variable(key) && !is_task_variable(key)) submit.push_back({key, value, i});
   }
   auto submitted = [&submit](const std::string& key) {
-    return std::any_of(submit.begin(), submit.end(), [&key](const auto& kv) { return kv.first == key; });
+    return std::any_of(submit.begin(), submit.end(), [&key](const Submitted& kv) { return kv.key == key; });
   };
   EnvMap extra(req.extra_env().begin(), req.extra_env().end());
   for (const auto& [k, v] : node.env()) extra[k] = v;  // this node's own values win
@@ -202,7 +207,7 @@ Result<std::vector<std::string>> step_node_env(const v1::LaunchTasksRequest& req
   if (config.hooks->task_env_applies(node.name(), user.uid, extra)) {
     // A hook reads and changes the whole environment.
     EnvMap env;
-    for (const auto& [k, v] : submit) env.emplace(k, v);
+    for (const auto& kv : submit) env.emplace(kv.key, kv.value);
     for (auto& [k, v] : over) env[k] = std::move(v);
     if (auto st = config.hooks->task_env(node.name(), user.uid, extra, env); !st) return st.error();
     out.reserve(env.size() + 2);
@@ -215,9 +220,16 @@ Result<std::vector<std::string>> step_node_env(const v1::LaunchTasksRequest& req
   std::vector<std::string_view> replaced;  // sorted, as `over` is
   replaced.reserve(over.size());
   for (const auto& [k, v] : over) replaced.emplace_back(k);
+  // The request's own KEY=VALUE strings are the task's: moved out of it when no other node
+  // here reads them (the views into an entry are not used once it has moved).
   out.reserve(submit.size() + over.size() + 2);
-  for (const auto& [k, v] : submit)
-    if (!std::binary_search(replaced.begin(), replaced.end(), k)) add_env_entry(out, k, v);
+  for (const auto& kv : submit) {
+    if (std::binary_search(replaced.begin(), replaced.end(), kv.key)) continue;
+    if (last_use)
+      out.push_back(std::move(*req.mutable_env(kv.index)));
+    else
+      out.push_back(req.env(kv.index));
+  }
   for (const auto& [k, v] : over) add_env_entry(out, k, v);
   return out;
 }

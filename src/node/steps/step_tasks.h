@@ -60,8 +60,11 @@ std::string step_cwd(const v1::LaunchTasksRequest& req, const StepUser& user);
 // per-task variables, as KEY=VALUE: the client's environment, CORRAL_* with the step's
 // values, the job's hook variables, then what the node hooks add (node/exec/node_hooks.h).
 // Inherited PMI_*/PMIX_* variables are dropped (the node's PMI server sets its own).
-Result<std::vector<std::string>> step_node_env(const v1::LaunchTasksRequest& req, const v1::LaunchNode& node,
-                                               const StepUser& user, const std::string& cwd, const AgentConfig& config);
+// `last_use`: no other node of this agent reads the request's environment after this one,
+// whose strings are then moved into the result rather than copied.
+Result<std::vector<std::string>> step_node_env(v1::LaunchTasksRequest& req, const v1::LaunchNode& node,
+                                               const StepUser& user, const std::string& cwd, const AgentConfig& config,
+                                               bool last_use = false);
 
 // The final KEY=VALUE list of one task: the node's, its ranks and its PMI connection. The
 // node's list is moved in for a node's last task, copied for the others.
