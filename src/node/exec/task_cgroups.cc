@@ -119,16 +119,13 @@ size_t kill_cgroup(const std::string& dir) {
 
 // Whether no process is left in cgroup `dir` of `tree`: v2 says so in cgroup.events, v1
 // lists them in cgroup.procs. (Raw reads: this runs once per step.)
-// What says whether a cgroup holds processes: its events (v2) or its process list (v1).
-UniqueFd open_status(const CgroupTree& tree, const std::string& dir) {
+bool is_empty(const CgroupTree& tree, const std::string& dir) {
   const std::string file = dir + (tree.v2 ? "/cgroup.events" : "/cgroup.procs");
-  return UniqueFd(::open(file.c_str(), O_RDONLY | O_CLOEXEC));
-}
-
-// Read from the start each time (both files are generated as they are read).
-bool reads_empty(const CgroupTree& tree, int fd) {
+  const int fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
   char buf[256];
-  const ssize_t n = ::pread(fd, buf, sizeof buf - 1, 0);
+  const ssize_t n = ::read(fd, buf, sizeof buf - 1);
+  ::close(fd);
   if (n < 0) return false;
   if (!tree.v2) return n == 0;
   buf[n] = '\0';
@@ -324,9 +321,7 @@ bool TaskCgroups::keep_free(uint64_t jobid, const std::string& dir) {
   auto it = free_slots_.find(jobid);
   if (dir == kJobUnit || it == free_slots_.end() || it->second.size() >= kMaxFreeSlots) return false;
   const CgroupTree& first = trees_.front();
-  UniqueFd& status = slot_status_[{jobid, dir}];
-  if (!status.valid()) status = open_status(first, job_path(first, jobid) + "/" + dir);
-  if (!status.valid() || !reads_empty(first, status.get())) return false;
+  if (!is_empty(first, job_path(first, jobid) + "/" + dir)) return false;
   // (v1 OOM kills counted in the slot stay there, counted by oom_kills(), until it goes.)
   it->second.push_back(dir);
   return true;
@@ -335,14 +330,12 @@ bool TaskCgroups::keep_free(uint64_t jobid, const std::string& dir) {
 void TaskCgroups::drop_free_slots(uint64_t jobid) {
   auto it = free_slots_.find(jobid);
   if (it == free_slots_.end()) return;
-  for (const auto& slot : it->second) {
-    slot_status_.erase({jobid, slot});
+  for (const auto& slot : it->second)
     for (const auto& tree : trees_)
       if (const std::string path = job_path(tree, jobid) + "/" + slot; holds(jobid, tree) && !remove_dir(path)) {
         draining_.emplace(path, 0);  // (no task can join a free slot: only as a safeguard)
         if (!timer_) timer_ = loop_.add_timer(kDrainInterval, [this] { drain(); });
       }
-  }
   free_slots_.erase(it);
 }
 
@@ -353,7 +346,6 @@ void TaskCgroups::release(uint64_t jobid, const std::string& unit) {
     slot_of_unit_.erase(slot);
   }
   if (keep_free(jobid, dir)) return;
-  slot_status_.erase({jobid, dir});
   if (unit == kJobUnit) drop_free_slots(jobid);
   for (const auto& tree : trees_) {
     if (!holds(jobid, tree)) continue;
