@@ -67,7 +67,8 @@ class TaskSupervisor {
   // thread with the process already supervised, and before its exit is reported (an exit
   // reaped before its spawn is taken in waits for it).
   void spawn_later(SpawnRequest req, Handlers handlers, Spawned done);
-  // Starts what spawn_later queued now rather than at the end of the turn.
+  // Starts what spawn_later queued now rather than at the end of the turn (a batch handed
+  // to the spawn threads is still taken in by a later turn).
   void spawn_queued();
   // Threads besides the loop's that start queued processes; none by default. Takes effect
   // when nothing is queued or being started.
