@@ -404,7 +404,7 @@ create = frame(1, field(1, spec))
 class Answers:
     """Status frames in order, keeping what arrives beyond one answer for the next."""
     def __init__(self, sock):
-        self.sock, self.buf = sock, b""
+        self.sock, self.buf, self.body = sock, b"", b""
     def __call__(self):
         while True:
             while len(self.buf) >= 5:
@@ -412,6 +412,8 @@ class Answers:
                 if len(self.buf) < 5 + n:
                     break
                 payload, self.buf = self.buf[5:5 + n], self.buf[5 + n:]
+                if kind == 1:
+                    self.body = payload  # the last message (the step's exit, at the end)
                 if kind == 2:
                     return f"{payload[0]} {payload[1:].decode()}"
             chunk = self.sock.recv(65536)
@@ -428,6 +430,12 @@ s.send(b"CORRAL-STEP/1\n" + create)
 print(read_answer(s)[0])
 s.send(create)                       # the next call on the same connection
 print(read_answer(s)[0])
+# Environments no program could start with (StepSpec.env, field 22): refused with the
+# reason, the connection kept.
+for env, reason in ((b"NOEQUALS", b"is not NAME=VALUE"), (b"A=b\0c", b"holds a NUL byte"),
+                    (b"BIG=" + b"x" * (128 << 10), b"a program can be given at most")):
+    s.send(frame(1, field(1, spec + field(22, env))))
+    print(read_answer(s)[0], reason in answers.body)
 s.send(frame(1, field(3, b"x")))     # a call that does not start with `create`
 print(read_answer(s)[0])
 print(read_answer(s)[0])             # ... ends the connection
@@ -453,7 +461,7 @@ def test_a_connection_carries_one_call_after_another(cluster):
                            "/usr/bin/python3", "-c", REUSE_CLIENT, stepmgr[5:], str(jobid)],
                           capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stderr
-    assert proc.stdout.splitlines() == ["0 "] * 2 + [
+    assert proc.stdout.splitlines() == ["0 "] * 2 + ["0  True"] * 3 + [
         "3 the first RunStep message must carry `create`", "closed", "0 ", "closed"], proc.stdout
     steps = steps_json(cluster, jobid)
     assert sum(1 for s in steps if s.get("state") == "COMPLETED") >= 3, steps

@@ -485,7 +485,8 @@ TEST_F(StepManagerTest, RefusesBadRequests) {
   // Hand-written environments: every entry NAME=VALUE, none with a NUL (execve would end
   // the list there).
   int id = 10;
-  for (const std::string& bad : {std::string("NOEQUALS"), std::string("=value"), std::string("A=b\0c", 5)}) {
+  const std::string huge = "BIG=" + std::string(128 << 10, 'x');  // longer than execve takes
+  for (const std::string& bad : {std::string("NOEQUALS"), std::string("=value"), std::string("A=b\0c", 5), huge}) {
     FakeClient c;
     auto s = spec(7, 1);
     s.add_env(bad);
@@ -493,6 +494,12 @@ TEST_F(StepManagerTest, RefusesBadRequests) {
     ASSERT_NE(c.exit(), nullptr) << bad;
     EXPECT_NE(c.exit()->error().find("environment"), std::string::npos) << c.exit()->error();
   }
+  FakeClient many;  // each entry within bounds, all of them over what a program can be given
+  auto s = spec(7, 1);
+  for (int i = 0; i < 60; ++i) s.add_env("V" + std::to_string(i) + "=" + std::string(110 << 10, 'y'));
+  mgr_->open(id++, kOwner, s, many.sink());
+  ASSERT_NE(many.exit(), nullptr);
+  EXPECT_NE(many.exit()->error().find("the environment is over 6 MiB"), std::string::npos) << many.exit()->error();
   EXPECT_EQ(launcher_.launches.size(), 0u);
 
   FakeClient root;

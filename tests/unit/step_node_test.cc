@@ -318,6 +318,14 @@ class StepNodeTest : public ::testing::Test {
       return id_;
     });
   }
+  // Agent a starts tasks on `n` spawn threads from now on (its supervisor's setting is
+  // the loop's to change).
+  void use_spawn_threads(unsigned n) {
+    a_->on_loop([&] {
+      a_->tasks().set_spawn_helpers(n);
+      return 0;
+    });
+  }
   void deliver(StepNode::LaunchId id, v1::LaunchDown down) {
     a_->loop().post([this, id, down = std::move(down)] { a_->node().deliver(id, down); });
   }
@@ -371,10 +379,7 @@ TEST_F(StepNodeTest, TwoAgentsRunEveryRank) {
 // With spawn threads, a node's tasks start side by side: every rank runs once with its
 // own environment and PMI connection; a missing command fails each rank.
 TEST_F(StepNodeTest, TasksStartSideBySideOnSpawnThreads) {
-  a_->on_loop([&] {
-    a_->tasks().set_spawn_helpers(3);
-    return 0;
-  });
+  use_spawn_threads(3);
   launch(request({"/bin/sh", "-c", "echo $CORRAL_TASK_RANK $PMI_RANK"}, {{"n1", a_.get(), 12}}));
   ASSERT_TRUE(report_.wait_done());
   {
@@ -391,10 +396,7 @@ TEST_F(StepNodeTest, TasksStartSideBySideOnSpawnThreads) {
 }
 
 TEST_F(StepNodeTest, OnSpawnThreadsAMissingCommandFailsEachRank) {
-  a_->on_loop([&] {
-    a_->tasks().set_spawn_helpers(3);
-    return 0;
-  });
+  use_spawn_threads(3);
   launch(request({"/nonexistent/program"}, {{"n1", a_.get(), 4}}));
   ASSERT_TRUE(report_.wait_done());
   std::lock_guard lock(report_.mu);
@@ -407,10 +409,7 @@ TEST_F(StepNodeTest, OnSpawnThreadsAMissingCommandFailsEachRank) {
 
 // Tasks queued to start when a signal ends the step get it as they start.
 TEST_F(StepNodeTest, QueuedTasksGetTheSignalThatEndedTheStep) {
-  a_->on_loop([&] {
-    a_->tasks().set_spawn_helpers(2);
-    return 0;
-  });
+  use_spawn_threads(2);
   // In the same turn: the tasks are queued, none started.
   launch_and_signal(*a_, request({"sleep", "30"}, {{"n1", a_.get(), 6}}), SIGTERM);
   ASSERT_TRUE(report_.wait_done(5000ms));

@@ -37,14 +37,29 @@ void set_step_variables(EnvList& env, const std::string& stepid, const std::stri
   if (ports) *env.Add() = ports_var + ports->encode();
 }
 
+// What Linux's execve takes: one string of at most 32 pages (MAX_ARG_STRLEN), and all of
+// them at most 3/4 of the 8 MiB stack limit (with an unlimited stack). A larger
+// environment could never start; it is refused with the reason instead.
+constexpr size_t kMaxEnvEntry = 128 << 10;
+constexpr size_t kMaxEnvTotal = 6 << 20;
+
 // Every entry is NAME=VALUE with a name, and no NUL (execve would cut the list there).
 Status check_env(const EnvList& env) {
+  size_t total = 0;
   for (const auto& kv : env) {
     const size_t eq = kv.find('=');
     if (eq == 0 || eq == std::string::npos)
       return invalid(fmt::format("environment entry '{}' is not NAME=VALUE", kv.substr(0, 64)));
+    const std::string name = kv.substr(0, std::min<size_t>(eq, 64));
     if (kv.find('\0') != std::string::npos)
-      return invalid(fmt::format("environment variable {} holds a NUL byte", kv.substr(0, std::min<size_t>(eq, 64))));
+      return invalid(fmt::format("environment variable {} holds a NUL byte", name));
+    if (kv.size() >= kMaxEnvEntry)
+      return invalid(fmt::format("environment variable {} is {} bytes; a program can be given at most {}", name,
+                                 kv.size() + 1, kMaxEnvEntry));
+    total += kv.size() + 1 + sizeof(char*);  // as execve counts it
+    if (total > kMaxEnvTotal)
+      return invalid(
+          fmt::format("the environment is over {} MiB, more than a program can be started with", kMaxEnvTotal >> 20));
   }
   return {};
 }
