@@ -179,13 +179,16 @@ int run(const Options& o) {
     spdlog::info("corrald listening on {} (TCP{}, {} credentials)", cfg->listen[i], tls.enabled() ? ", TLS" : "",
                  creds->name());
   }
-  // The command's unary calls without gRPC (net/rpc_frames.h), same limits as gRPC's.
+  // The command's calls without gRPC (net/rpc_frames.h), same limits as gRPC's.
   ctld::RpcSocketServer::Limits rpc_limits;
   rpc_limits.max_request = net::kMaxClientRequest;
   rpc_limits.max_answer = net::kMaxClientReply;
   auto rpc_socket = ctld::RpcSocketServer::start(
       [&ctl](const ctld::Caller& c, net::RpcMethod m, std::string_view request, std::string* reply) {
         return ctld::call_controller(ctl, c, m, request, reply);
+      },
+      [&ctl](const ctld::Caller& c, std::string_view request, ctld::WatchSink& sink) {
+        return ctld::watch_controller(ctl, c, request, sink);
       },
       rpc_limits);
   if (!rpc_socket) {

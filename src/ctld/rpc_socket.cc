@@ -1,6 +1,7 @@
 #include "ctld/rpc_socket.h"
 
 #include <fcntl.h>
+#include <poll.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
 
@@ -53,27 +54,33 @@ struct RpcSocketServer::Conn {
   explicit Conn(size_t max) : reader(max) {}
 };
 
-Result<std::unique_ptr<RpcSocketServer>> RpcSocketServer::start(Dispatch dispatch, const Limits& limits) {
+Result<std::unique_ptr<RpcSocketServer>> RpcSocketServer::start(Dispatch dispatch, Watch watch, const Limits& limits) {
   auto loop = EventLoop::create();
   if (!loop) return loop.error();
-  auto s = std::make_unique<RpcSocketServer>(std::move(dispatch), limits, std::move(*loop));
+  auto s = std::make_unique<RpcSocketServer>(std::move(dispatch), std::move(watch), limits, std::move(*loop));
   s->loop_->add_timer(limits.sweep_seconds, [p = s.get()] { p->sweep(); });
   s->thread_ = std::thread([p = s.get()] { p->loop_->run(); });
   return s;
 }
 
-RpcSocketServer::RpcSocketServer(Dispatch dispatch, const Limits& limits, std::unique_ptr<EventLoop> loop)
-    : dispatch_(std::move(dispatch)), limits_(limits), loop_(std::move(loop)), pool_(limits.threads) {
+RpcSocketServer::RpcSocketServer(Dispatch dispatch, Watch watch, const Limits& limits, std::unique_ptr<EventLoop> loop)
+    : dispatch_(std::move(dispatch)),
+      watch_(std::move(watch)),
+      limits_(limits),
+      loop_(std::move(loop)),
+      pool_(limits.threads) {
   if (limits_.per_user_bytes == 0) limits_.per_user_bytes = 2 * limits_.max_request;
   if (limits_.per_user_answers == 0) limits_.per_user_answers = 2 * limits_.max_answer;
 }
 
 RpcSocketServer::~RpcSocketServer() {
+  stopping_ = true;
   loop_->post([this] {
     while (!conns_.empty()) close(conns_.begin()->first);
     loop_->stop();
   });
   if (thread_.joinable()) thread_.join();
+  for (auto& [id, t] : watchers_) t.join();  // each ends within its subscription's next wait
 }
 
 void RpcSocketServer::adopt(UniqueFd fd, Caller caller) {
@@ -180,6 +187,10 @@ void RpcSocketServer::answer(Conn& c, std::string_view payload) {
                          "rpc protocol: unknown method (a newer client than this corrald?)");
     return;
   }
+  if (call->method == net::RpcMethod::watch) {
+    start_watch(c, call->request);
+    return;
+  }
   c.calling = true;
   // The call's thread writes a small answer itself, on its own copy of the descriptor
   // (the connection may be closed meanwhile, and its number reused): the client has it
@@ -203,6 +214,84 @@ void RpcSocketServer::answer(Conn& c, std::string_view payload) {
       finish_call(id, sent > 0 ? std::move(out) : std::string(), sent, std::move(st), std::move(reply));
     });
   });
+}
+
+namespace {
+
+// A watch's replies onto its connection, from the watch's thread. A client that takes
+// nothing for `idle` seconds, hangs up or sends anything more is gone.
+class SocketWatchSink final : public WatchSink {
+ public:
+  SocketWatchSink(int fd, double idle, const std::atomic<bool>& stopping)
+      : fd_(fd), idle_ms_(static_cast<int>(idle * 1000)), stopping_(stopping) {}
+  bool write(const std::string& reply) override {
+    out_.clear();
+    net::append_step_frame(out_, net::kStepFrameMessage, reply);
+    return send_all(out_);
+  }
+  bool gone() override {
+    if (stopping_) return true;
+    pollfd p{fd_, POLLIN | POLLRDHUP, 0};
+    return ::poll(&p, 1, 0) != 0;  // input, a hang-up or an error: a client says nothing here
+  }
+  bool send_all(std::string_view data) {
+    for (size_t done = 0; done < data.size();) {
+      const ssize_t n = ::send(fd_, data.data() + done, data.size() - done, MSG_DONTWAIT | MSG_NOSIGNAL);
+      if (n > 0) {
+        done += static_cast<size_t>(n);
+        continue;
+      }
+      if (n < 0 && errno == EINTR) continue;
+      if (n == 0 || errno != EAGAIN || stopping_) return false;
+      pollfd p{fd_, POLLOUT, 0};
+      if (::poll(&p, 1, idle_ms_) <= 0) return false;
+    }
+    return true;
+  }
+
+ private:
+  int fd_;
+  int idle_ms_;
+  const std::atomic<bool>& stopping_;
+  std::string out_;
+};
+
+}  // namespace
+
+void RpcSocketServer::start_watch(Conn& c, std::string_view request) {
+  if (watchers_.size() >= limits_.watches) {
+    refuse(c, code(grpc::StatusCode::RESOURCE_EXHAUSTED),
+           fmt::format("corrald serves at most {} watches at once; try again later", limits_.watches));
+    return;
+  }
+  UniqueFd own(::fcntl(c.fd.get(), F_DUPFD_CLOEXEC, 0));
+  if (!own.valid()) {
+    refuse(c, code(grpc::StatusCode::RESOURCE_EXHAUSTED), "corrald is out of file descriptors");
+    return;
+  }
+  c.calling = true;  // the loop now only notices a hang-up; the stream is the thread's
+  watchers_.emplace(c.id, std::thread([this, caller = c.caller, fd = own.release(), request = std::string(request),
+                                       id = c.id]() mutable {
+                      serve_watch(std::move(caller), UniqueFd(fd), std::move(request));
+                      loop_->post([this, id] { end_watch(id); });
+                    }));
+}
+
+void RpcSocketServer::serve_watch(Caller caller, UniqueFd fd, std::string request) {
+  SocketWatchSink sink(fd.get(), limits_.idle_seconds, stopping_);
+  const Status st = watch_(caller, request, sink);
+  if (stopping_) return;
+  std::string out;
+  net::append_status_frame(out, grpc_code(st), st ? "" : st.message());
+  (void)sink.send_all(out);
+}
+
+void RpcSocketServer::end_watch(uint64_t id) {
+  if (auto it = watchers_.find(id); it != watchers_.end()) {
+    it->second.join();  // its function has returned: this waits for the thread's exit only
+    watchers_.erase(it);
+  }
+  close(id);  // a watch's connection carries nothing after its stream
 }
 
 // The frames of an answer: the reply (only on success) and the status. `waiting`: the

@@ -3,9 +3,12 @@
 // answers; the calls themselves run on a few threads that take their users in turn
 // (FairCallPool), through the same Controller methods (and checks) as gRPC's RpcService
 // (rpc_socket_calls.h), as the caller SO_PEERCRED names. One call at a time per
-// connection: the next is read once the answer is written.
+// connection: the next is read once the answer is written. A `watch` call takes its
+// connection to a thread of its own for as long as the stream lasts, as gRPC's synchronous
+// server does; the loop no longer reads it.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -17,6 +20,7 @@
 
 #include "ctld/controller.h"
 #include "ctld/fair_call_pool.h"
+#include "ctld/rpc_socket_calls.h"
 #include "net/rpc_frames.h"
 #include "util/event_loop.h"
 #include "util/result.h"
@@ -36,12 +40,15 @@ class RpcSocketServer {
     double partial_seconds = 10;     // to finish sending a call once begun
     double sweep_seconds = 1;        // how often the deadlines above are checked
     size_t threads = 4;              // running calls at once
+    size_t watches = 512;            // watch streams at once, all users (each holds a thread)
   };
   // What a call does: call_controller (rpc_socket_calls.h) in corrald. Thread-safe.
   using Dispatch = std::function<Status(const Caller&, net::RpcMethod, std::string_view request, std::string* reply)>;
-  static Result<std::unique_ptr<RpcSocketServer>> start(Dispatch dispatch, const Limits& limits);
+  // What a watch call does: watch_controller (rpc_socket_calls.h) in corrald.
+  using Watch = std::function<Status(const Caller&, std::string_view request, WatchSink& sink)>;
+  static Result<std::unique_ptr<RpcSocketServer>> start(Dispatch dispatch, Watch watch, const Limits& limits);
   // Use start(); public for make_unique.
-  RpcSocketServer(Dispatch dispatch, const Limits& limits, std::unique_ptr<EventLoop> loop);
+  RpcSocketServer(Dispatch dispatch, Watch watch, const Limits& limits, std::unique_ptr<EventLoop> loop);
   ~RpcSocketServer();  // stops the thread, closes every connection
   RpcSocketServer(const RpcSocketServer&) = delete;
   RpcSocketServer& operator=(const RpcSocketServer&) = delete;
@@ -64,6 +71,10 @@ class RpcSocketServer {
   // False once the connection was closed.
   bool answer_calls(Conn& c);
   void answer(Conn& c, std::string_view payload);
+  // The connection becomes a watch stream on a thread of its own (serve_watch).
+  void start_watch(Conn& c, std::string_view request);
+  void serve_watch(Caller caller, UniqueFd fd, std::string request);
+  void end_watch(uint64_t id);
   // Loop thread: the answer of the call that `id` had running; `sent` bytes of `framed`
   // were written by the call's thread (none: the answer is framed here).
   void finish_call(uint64_t id, std::string&& framed, size_t sent, Status st, std::string&& reply);
@@ -77,7 +88,10 @@ class RpcSocketServer {
   void sweep();
 
   Dispatch dispatch_;
+  Watch watch_;
   Limits limits_;
+  std::atomic<bool> stopping_{false};                   // watches end at their next look
+  std::unordered_map<uint64_t, std::thread> watchers_;  // loop thread only
   std::unique_ptr<EventLoop> loop_;
   FairCallPool pool_;  // after loop_: its threads post there until they are joined
   std::unordered_map<uint64_t, std::unique_ptr<Conn>> conns_;

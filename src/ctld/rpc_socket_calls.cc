@@ -47,8 +47,49 @@ Status call_controller(Controller& ctl, const Caller& c, net::RpcMethod method, 
     case M::ping:
       return unary<v1::PingRequest, v1::PingReply>(request, reply,
                                                    [&](const auto&, auto* rep) { return ctl.ping(c, rep); });
+    case M::set_node_state:
+      return unary<v1::NodeStateRequest, v1::NodeStateReply>(
+          request, reply, [&](const auto& req, auto* rep) { return ctl.set_node_state(c, req, rep); });
+    case M::get_topology:
+      return unary<v1::GetTopologyRequest, v1::GetTopologyReply>(
+          request, reply, [&](const auto& req, auto* rep) { return ctl.get_topology(req, rep); });
+    case M::hook_query:
+      return unary<v1::HookQueryRequest, v1::HookQueryReply>(
+          request, reply, [&](const auto& req, auto* rep) { return ctl.hook_query(c, req, rep); });
+    case M::list_steps:
+      return unary<v1::ListStepsRequest, v1::ListStepsReply>(
+          request, reply, [&](const auto& req, auto* rep) { return ctl.list_steps(c, req, rep); });
+    case M::history:
+      return unary<v1::HistoryRequest, v1::HistoryReply>(
+          request, reply, [&](const auto& req, auto* rep) { return ctl.history(c, req, rep); });
+    case M::shutdown:
+      return unary<v1::ShutdownRequest, v1::ShutdownReply>(request, reply,
+                                                           [&](const auto&, auto*) { return ctl.shutdown(c); });
+    case M::watch:
+      return invalid("watch is a stream: RpcSocketServer serves it");
   }
   return invalid("unknown method");
+}
+
+Status watch_controller(Controller& ctl, const Caller& c, std::string_view request, WatchSink& sink) {
+  v1::WatchRequest req;
+  if (!req.ParseFromArray(request.data(), static_cast<int>(request.size())))
+    return invalid("malformed request: not a valid WatchRequest");
+  std::shared_ptr<Subscriber> sub;
+  if (Status st = ctl.subscribe(c, req, &sub); !st) return st;
+  std::string bytes;
+  for (;;) {
+    v1::WatchReply rep;
+    if (!sub->next(rep, 500))
+      return sub->overflowed() ? Status(Error{Errc::resource_exhausted,
+                                              "watch ended: the client read too slowly and too much was queued for it"})
+                               : Status{};
+    if (sink.gone()) return Error{Errc::unavailable, "the client went away"};
+    if (rep.items_size() == 0) continue;
+    bytes.clear();
+    rep.SerializeToString(&bytes);
+    if (!sink.write(bytes)) return Error{Errc::unavailable, "the client went away"};
+  }
 }
 
 }  // namespace corral::ctld

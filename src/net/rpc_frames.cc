@@ -11,7 +11,7 @@ std::string rpc_call_payload(RpcMethod method, std::string_view request) {
 std::optional<RpcCall> parse_rpc_call(std::string_view payload) {
   if (payload.empty()) return std::nullopt;
   const auto m = static_cast<uint8_t>(payload[0]);
-  if (m < static_cast<uint8_t>(RpcMethod::submit) || m > static_cast<uint8_t>(RpcMethod::ping)) return std::nullopt;
+  if (m < static_cast<uint8_t>(RpcMethod::submit) || m > static_cast<uint8_t>(RpcMethod::watch)) return std::nullopt;
   return RpcCall{static_cast<RpcMethod>(m), payload.substr(1)};
 }
 

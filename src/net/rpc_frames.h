@@ -5,8 +5,10 @@
 //   corrald -> client: a kStepFrameMessage with the reply (only on success), then a
 //                      kStepFrameStatus ([code: 1 byte, gRPC's numbering][message])
 // The caller is who SO_PEERCRED says, as for gRPC on the same socket. A command then starts
-// no gRPC runtime (its threads, event engine and HTTP/2) to make one call. Streams (Watch),
-// TCP and the rest of the methods stay on gRPC.
+// no gRPC runtime (its threads, event engine and HTTP/2) to make one call. Every method of
+// the Controller service is here. A `watch` call makes the connection a stream: corrald
+// sends a kStepFrameMessage per WatchReply, then the status frame, and closes it. Over TCP
+// the methods stay on gRPC.
 #pragma once
 
 #include <cstdint>
@@ -30,6 +32,13 @@ enum class RpcMethod : uint8_t {
   get_job = 5,
   list_nodes = 6,
   ping = 7,
+  set_node_state = 8,
+  get_topology = 9,
+  hook_query = 10,
+  list_steps = 11,
+  history = 12,
+  shutdown = 13,
+  watch = 14,  // the last: parse_rpc_call takes submit..watch
 };
 
 // A call frame's payload.

@@ -1,5 +1,5 @@
-// The controller's unary calls without gRPC (net/rpc_frames.h): RpcSocketServer against a
-// test controller, through raw frames and through the command's RpcSocketClient, and the
+// The controller's calls without gRPC (net/rpc_frames.h): RpcSocketServer against a
+// test controller (unary calls and watches), through raw frames and through the command's RpcSocketClient, and the
 // limits a hostile client meets.
 #include <poll.h>
 #include <sys/socket.h>
@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstring>
 #include <mutex>
@@ -104,7 +105,10 @@ class RpcSocketTest : public ::testing::Test {
       dispatch = [this](const Caller& c, net::RpcMethod m, std::string_view request, std::string* reply) {
         return call_controller(*ctl_, c, m, request, reply);
       };
-    auto s = RpcSocketServer::start(std::move(dispatch), limits);
+    auto watch = [this](const Caller& c, std::string_view request, WatchSink& sink) {
+      return watch_controller(*ctl_, c, request, sink);
+    };
+    auto s = RpcSocketServer::start(std::move(dispatch), std::move(watch), limits);
     ASSERT_TRUE(s.ok()) << s.message();
     server_ = std::move(*s);
   }
@@ -375,6 +379,145 @@ TEST_F(RpcSocketTest, TheCommandsClientCallsThroughASocketAndReusesItsConnection
   EXPECT_EQ(accepted.load(), 1);
   ::shutdown(listener.get(), SHUT_RDWR);
   acceptor.join();
+}
+
+// Reads WatchReply frames until one carries `event` of `jobid`, or the status frame.
+bool read_until_event(int fd, net::StepFrameReader& reader, uint64_t jobid, const std::string& event, Reply* end) {
+  for (;;) {
+    auto f = reader.next();
+    if (!f || !*f) {
+      pollfd p{fd, POLLIN, 0};
+      if (::poll(&p, 1, 5000) <= 0) return false;
+      char buf[65536];
+      const ssize_t n = ::recv(fd, buf, sizeof buf, 0);
+      if (n <= 0) return false;
+      reader.feed(std::string_view(buf, static_cast<size_t>(n)));
+      continue;
+    }
+    if ((*f)->type != net::kStepFrameMessage) {
+      auto st = net::parse_step_status((*f)->payload);
+      end->code = st ? st->code : -2;
+      end->message = st ? st->message : "";
+      return false;
+    }
+    v1::WatchReply rep;
+    EXPECT_TRUE(rep.ParseFromString((*f)->payload));
+    for (const auto& item : rep.items())
+      if (item.has_event() && item.event().jobid() == jobid && item.event().name() == event) return true;
+  }
+}
+
+// A job that waits behind another that holds the test node's 4 cores: pending, it can be
+// cancelled at once. Its id; 0 with a failure.
+uint64_t pending_job(Controller& ctl) {
+  job::JobRequest r;
+  r.command = {"true"};
+  r.exclusive = true;
+  r.nnodes = 1;
+  for (int i = 0; i < 2; ++i) {
+    auto spec = job::build_jobspec(r);
+    if (!spec.ok()) {
+      ADD_FAILURE() << spec.message();
+      return 0;
+    }
+    v1::SubmitRequest req;
+    req.add_jobspecs(job::jobspec_to_string(*spec));
+    v1::SubmitReply rep;
+    if (auto st = ctl.submit(Caller{0, 0}, req, &rep); !st.ok() || rep.jobids_size() == 0) {
+      ADD_FAILURE() << st.message();
+      return 0;
+    }
+    if (i == 1) return rep.jobids(0);
+  }
+  return 0;
+}
+
+std::string watch_request(uint64_t jobid) {
+  v1::WatchRequest req;
+  req.add_jobids(jobid);
+  req.set_history(true);
+  req.set_until_inactive(true);
+  return req.SerializeAsString();
+}
+
+TEST_F(RpcSocketTest, AWatchStreamsAJobsEventsAndEndsWithAStatusWhenItEnds) {
+  serve();
+  auto agent = test::register_one_node(*ctl_);
+  const uint64_t id = pending_job(*ctl_);
+  ASSERT_NE(id, 0u);
+  UniqueFd fd = connect_as(0);
+  net::StepFrameReader reader(1 << 20);
+  send_all(fd.get(), call_frame(net::RpcMethod::watch, watch_request(id)));
+  Reply end;
+  ASSERT_TRUE(read_until_event(fd.get(), reader, id, "submit", &end)) << end.message;  // replayed
+  v1::CancelRequest cancel;
+  cancel.add_jobids(id);
+  v1::CancelReply cancelled;
+  ASSERT_TRUE(ctl_->cancel(Caller{0, 0}, cancel, &cancelled).ok());
+  EXPECT_FALSE(read_until_event(fd.get(), reader, id, "no-such-event", &end));
+  EXPECT_EQ(end.code, 0) << end.message;  // the job is inactive: the watch is over
+  EXPECT_TRUE(closed_within(fd.get(), 5));
+
+  // Another user's watch of a job that does not exist: refused with the reason.
+  UniqueFd other = connect_as(kAlice);
+  net::StepFrameReader other_reader(1 << 20);
+  send_all(other.get(), call_frame(net::RpcMethod::watch, watch_request(424242)));
+  Reply refused = read_answer(other.get(), other_reader);
+  EXPECT_NE(refused.code, 0);
+  EXPECT_FALSE(refused.message.empty());
+}
+
+TEST_F(RpcSocketTest, WatchesAreLimitedAndAHungUpWatchGivesItsPlaceBack) {
+  RpcSocketServer::Limits limits;
+  limits.watches = 1;
+  serve(limits);
+  auto agent = test::register_one_node(*ctl_);
+  const uint64_t id = test::submit_command(*ctl_, {"true"});
+  ASSERT_NE(id, 0u);
+  UniqueFd first = connect_as(kAlice);
+  net::StepFrameReader first_reader(1 << 20);
+  send_all(first.get(), call_frame(net::RpcMethod::watch, watch_request(id)));
+  Reply end;
+  ASSERT_TRUE(read_until_event(first.get(), first_reader, id, "submit", &end)) << end.message;
+
+  UniqueFd second = connect_as(kAlice);
+  net::StepFrameReader second_reader(1 << 20);
+  send_all(second.get(), call_frame(net::RpcMethod::watch, watch_request(id)));
+  Reply refused = read_answer(second.get(), second_reader);
+  EXPECT_EQ(refused.code, 8);  // RESOURCE_EXHAUSTED
+  EXPECT_THAT(refused.message, HasSubstr("at most 1 watches at once"));
+
+  first.reset();  // hung up: its thread notices within a subscription's wait and ends
+  bool taken = false;
+  for (int i = 0; i < 50 && !taken; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    UniqueFd again = connect_as(kAlice);
+    net::StepFrameReader reader(1 << 20);
+    send_all(again.get(), call_frame(net::RpcMethod::watch, watch_request(id)));
+    taken = read_until_event(again.get(), reader, id, "submit", &end);
+  }
+  EXPECT_TRUE(taken) << "the hung-up watch still held the only place";
+}
+
+TEST_F(RpcSocketTest, AWatchAsksForAValidRequestAndTheServerStopsWithWatchesOpen) {
+  serve();
+  UniqueFd bad = connect_as(kAlice);
+  net::StepFrameReader reader(1 << 20);
+  send_all(bad.get(), call_frame(net::RpcMethod::watch, "\xff\xff"));
+  Reply r = read_answer(bad.get(), reader);
+  EXPECT_EQ(r.code, 3);  // INVALID_ARGUMENT
+  EXPECT_THAT(r.message, HasSubstr("not a valid WatchRequest"));
+
+  auto agent = test::register_one_node(*ctl_);
+  const uint64_t id = test::submit_command(*ctl_, {"true"});
+  UniqueFd open = connect_as(0);
+  net::StepFrameReader open_reader(1 << 20);
+  send_all(open.get(), call_frame(net::RpcMethod::watch, watch_request(id)));
+  Reply end;
+  ASSERT_TRUE(read_until_event(open.get(), open_reader, id, "submit", &end));
+  const auto t0 = std::chrono::steady_clock::now();
+  server_.reset();  // joins the watch's thread
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(3));
 }
 
 TEST(RpcSocketClientTest, SaysWhyCorraldCannotBeReachedOrDoesNotAnswer) {
