@@ -2,15 +2,11 @@
 
 #include <fcntl.h>
 #include <fmt/format.h>
-#include <openssl/crypto.h>
-#include <openssl/evp.h>
-#include <openssl/hmac.h>
-#include <openssl/rand.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
-#include <climits>
 #include <cstring>
 
 namespace corral::job {
@@ -101,11 +97,15 @@ Result<std::string> read_all(const std::string& path, int fd) {
 
 }  // namespace
 
+// The kernel's CSPRNG: getrandom(2) blocks only until it is seeded, once after boot.
 Result<std::string> random_bytes(size_t n) {
   std::string out(n, '\0');
-  if (n > static_cast<size_t>(INT_MAX) ||
-      RAND_bytes(reinterpret_cast<unsigned char*>(out.data()), static_cast<int>(n)) != 1) {
-    return Error{Errc::internal, "cannot get random bytes from OpenSSL (is /dev/urandom usable?)"};
+  for (size_t done = 0; done < n;) {
+    const ssize_t got = ::getrandom(out.data() + done, n - done, 0);
+    if (got < 0 && errno == EINTR) continue;
+    if (got <= 0)
+      return Error{Errc::internal, fmt::format("cannot get random bytes from the kernel: {}", std::strerror(errno))};
+    done += static_cast<size_t>(got);
   }
   return out;
 }
@@ -188,25 +188,6 @@ Result<std::string> base64url_decode(std::string_view text) {
   }
   if ((acc & ((1u << bits) - 1)) != 0) return invalid("non-canonical base64url ending");
   return out;
-}
-
-std::string hmac_sha256(std::string_view key, std::string_view data) {
-  static constexpr unsigned char kNoBytes[1] = {0};  // OpenSSL wants a pointer even for ""
-  const void* k = key.empty() ? static_cast<const void*>(kNoBytes) : key.data();
-  const auto* d = data.empty() ? kNoBytes : reinterpret_cast<const unsigned char*>(data.data());
-  unsigned char out[EVP_MAX_MD_SIZE];
-  unsigned int len = 0;
-  if (key.size() > static_cast<size_t>(INT_MAX) ||
-      HMAC(EVP_sha256(), k, static_cast<int>(key.size()), d, data.size(), out, &len) == nullptr) {
-    return {};
-  }
-  return std::string(reinterpret_cast<const char*>(out), len);
-}
-
-bool equal_macs(std::string_view a, std::string_view b) {
-  // Lengths are public (always 32 for a well-formed token), so comparing them first leaks nothing.
-  if (a.size() != b.size() || a.empty()) return false;
-  return CRYPTO_memcmp(a.data(), b.data(), a.size()) == 0;
 }
 
 Result<std::string> load_key_file(const std::string& path) {

@@ -14,7 +14,7 @@ namespace corral::job {
 inline constexpr size_t kKeyBytes = 32;     // what generate_key() makes by default
 inline constexpr size_t kMinKeyBytes = 16;  // shortest key load_key_file() accepts
 
-// Bytes from the OpenSSL CSPRNG (seeded from the kernel); errors only if it cannot be seeded.
+// Bytes from the kernel's CSPRNG (getrandom); errors only if it cannot give them.
 Result<std::string> random_bytes(size_t n);
 Result<std::string> generate_key(size_t n = kKeyBytes);
 Result<uint64_t> random_nonce();
@@ -27,8 +27,8 @@ Result<std::string> from_hex(std::string_view text);
 std::string base64url_encode(std::string_view bytes);
 Result<std::string> base64url_decode(std::string_view text);
 
-// 32 raw bytes. Empty only if OpenSSL fails (out of memory), which never compares equal to
-// a real MAC in equal_macs().
+// 32 raw bytes (hmac_sha256.cc). Empty only if OpenSSL fails (out of memory), which never
+// compares equal to a real MAC in equal_macs().
 std::string hmac_sha256(std::string_view key, std::string_view data);
 
 // Constant-time comparison, so a forger cannot learn a MAC byte by byte from timing.
