@@ -5,6 +5,9 @@
 include(GNUInstallDirs)
 
 install(TARGETS corral RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT corral)
+# What `corral` runs for a command that needs gRPC (src/cli/client/handoff/handoff.cc finds
+# it here, relative to itself).
+install(TARGETS corral-grpc RUNTIME DESTINATION ${CMAKE_INSTALL_LIBEXECDIR}/corral COMPONENT corral)
 install(TARGETS corral-authd RUNTIME DESTINATION ${CMAKE_INSTALL_SBINDIR} COMPONENT corral)
 install(FILES packaging/systemd/corral-authd.service DESTINATION lib/systemd/system COMPONENT corral)
 install(TARGETS corrald RUNTIME DESTINATION ${CMAKE_INSTALL_SBINDIR} COMPONENT corrald)

@@ -13,6 +13,8 @@
 #include <CLI/CLI.hpp>
 
 #include "cli/argv_split.h"
+#include "cli/client/client.h"
+#include "cli/client/grpc_channel.h"
 #include "cli/commands.h"
 #include "cli/hook_commands.h"
 #include "cli/hostlist_command.h"
@@ -131,6 +133,13 @@ int run_command(int argc, char** argv) {
   if (!check_command_name(app, args)) return corral::cli::kExitUsage;
   g.command = corral::cli::split_trailing_command(app, g.takes_command, args);
   std::reverse(args.begin(), args.end());  // CLI11 consumes a vector from the back
+  // Parsed, before the command runs (and reads its standard input): a command that will
+  // need gRPC is run by corral-grpc from the start (client/grpc_channel.h).
+  app.parse_complete_callback([&app, &g] {
+    const auto subs = app.get_subcommands();
+    corral::cli::hand_off_before(subs.empty() ? std::string() : subs.front()->get_name(),
+                                 corral::cli::resolve_uri(g.uri));
+  });
   try {
     app.parse(args);
   } catch (const CLI::CallForHelp& e) {

@@ -5,8 +5,6 @@
 
 namespace corral::net {
 
-bool over_network(std::string_view target) { return target.rfind("unix:", 0) != 0; }
-
 Status add_credential(grpc::ClientContext& ctx, std::string_view target, Credentials& creds, std::string_view payload) {
   if (!over_network(target)) return {};
   auto cred = creds.encode(payload);

@@ -6,6 +6,7 @@
 #include <string_view>
 
 #include "net/credentials.h"
+#include "net/unix_connect.h"  // over_network
 #include "util/result.h"
 
 namespace grpc {
@@ -14,9 +15,6 @@ class ServerContextBase;
 }  // namespace grpc
 
 namespace corral::net {
-
-// True for a target reached over the network ("HOST:PORT", "ipv4:..."), false for "unix:".
-bool over_network(std::string_view target);
 
 // Client side: a fresh credential with `payload` on a call to `target`, when it goes over
 // the network (nothing for a Unix socket, where the kernel names the caller).

@@ -45,4 +45,6 @@ Result<UniqueFd> connect_unix(const std::string& path) {
   return fd;
 }
 
+bool over_network(std::string_view target) { return target.rfind("unix:", 0) != 0; }
+
 }  // namespace corral::net

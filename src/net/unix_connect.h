@@ -21,5 +21,7 @@ std::string errno_words(int err);
 // corral's own protocol there, unless the environment variable `transport_env` says
 // "grpc"; nullopt for other addresses (TCP: gRPC).
 std::optional<std::string> own_protocol_socket(std::string_view address, const char* transport_env);
+// True for a target reached over the network ("HOST:PORT", "ipv4:..."), false for "unix:".
+bool over_network(std::string_view target);
 
 }  // namespace corral::net

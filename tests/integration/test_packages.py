@@ -39,8 +39,8 @@ def field(deb, name):
 def test_three_packages_with_their_files(debs):
     assert set(debs) == {"corral", "corrald", "corral-node"}, debs
     client = contents(debs["corral"])
-    assert {"/usr/bin/corral", "/usr/sbin/corral-authd", "/usr/lib/systemd/system/corral-authd.service"} <= client, \
-        client
+    assert {"/usr/bin/corral", "/usr/libexec/corral/corral-grpc", "/usr/sbin/corral-authd",
+            "/usr/lib/systemd/system/corral-authd.service"} <= client, client
     ctld = contents(debs["corrald"])
     assert {"/usr/sbin/corrald", "/usr/lib/systemd/system/corrald.service",
             "/usr/share/doc/corrald/install.md"} <= ctld, ctld
@@ -57,6 +57,13 @@ def test_the_unpacked_programs_run(debs, tmp_path):
         subprocess.run(["dpkg-deb", "-x", str(debs[name]), str(tmp_path)], check=True)
     version = subprocess.run([str(tmp_path / "usr/bin/corral"), "--version"], capture_output=True, text=True)
     assert version.returncode == 0 and "corral" in version.stdout, version
+    # A TCP controller: `corral` runs the installed corral-grpc, whose gRPC client gets as far
+    # as the request's credential (no munged here) or the connection (nobody listens).
+    queue = subprocess.run([str(tmp_path / "usr/bin/corral"), "--uri", "127.0.0.1:1", "queue"],
+                           capture_output=True, text=True, timeout=60,
+                           env=dict(os.environ, CORRAL_MUNGE_SOCKET=str(tmp_path / "no-munged")))
+    assert queue.returncode != 0 and "needs gRPC" not in queue.stderr, queue
+    assert "MUNGE credential" in queue.stderr or "cannot reach the controller" in queue.stderr, queue
     agent = subprocess.run([str(tmp_path / "usr/sbin/corral-node"), "--help"], capture_output=True, text=True)
     assert agent.returncode == 0 and "--munge-socket" in agent.stdout and "--auth" in agent.stdout
     authd = subprocess.run([str(tmp_path / "usr/sbin/corral-authd"), "--help"], capture_output=True, text=True)

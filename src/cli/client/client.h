@@ -1,8 +1,8 @@
 // The channel from `corral` to the controller: URI resolution, one method per unary rpc
-// with a short deadline, a Watch stream without one, and gRPC errors turned into
-// messages a user can act on ("cannot reach the controller at ..."). On corrald's Unix
-// socket the common unary calls go without gRPC (net/rpc_frames.h; CORRAL_RPC_TRANSPORT=grpc
-// sends them through gRPC too); a gRPC channel is made only for a call that needs one.
+// with a short deadline, a Watch stream without one, and errors turned into messages a
+// user can act on ("cannot reach the controller at ..."). On corrald's Unix socket every
+// call goes without gRPC (net/rpc_frames.h; CORRAL_RPC_TRANSPORT=grpc sends them through
+// gRPC); over TCP through gRPC (grpc_channel.h), whose channel is made on first use.
 #pragma once
 
 #include <cstdint>
@@ -11,6 +11,7 @@
 #include <string>
 #include <string_view>
 
+#include "cli/client/grpc_channel.h"
 #include "client.pb.h"
 #include "common.pb.h"
 #include "util/result.h"
@@ -24,37 +25,21 @@ inline constexpr std::string_view kDefaultUri = "unix:/run/corral/corrald.sock";
 // --uri wins, then $CORRAL_URI, then the default socket.
 std::string resolve_uri(std::string_view flag);
 
-}  // namespace corral::cli
-namespace grpc {
-class Channel;
-class ClientContext;
-}  // namespace grpc
-namespace corral::cli {
-
-// A request to `uri` over TCP carries a MUNGE credential from munged at
-// $CORRAL_MUNGE_SOCKET (default libmunge's); on a Unix socket the kernel identifies us.
-Status authenticate(grpc::ClientContext& ctx, const std::string& uri);
-// A client's channel to `target`: it fails fast when nobody listens (reconnects after
-// 100 ms, at most 1 s apart, instead of backing off for the call's deadline), takes replies
-// of any size, and uses TLS trusting $CORRAL_TLS_CA when that is set and the target is on
-// the network (net/tls.h). `own_connection`: not shared with other channels of the process.
-// No channel but an error when the CA cannot be read, or when the address cannot work (a
-// Unix socket path longer than a socket address holds, where gRPC would only say "Failed
-// to create secure client channel"): that one is said through `unreachable`.
-using Unreachable = std::function<std::string(const std::string& why)>;
-Result<std::shared_ptr<grpc::Channel>> client_channel(const std::string& target, bool own_connection,
-                                                      const Unreachable& unreachable);
-
 // gRPC's "failed to connect to all addresses; last error: UNKNOWN: unix:/x: Connection
 // refused" says the useful part last: the reason alone ("connection refused"), or the
 // whole message when it is none of the usual ones.
 std::string short_reason(const std::string& message);
 
 // A server stream of WatchReply. read() returns false at the end; then finish() says
-// whether the stream ended cleanly.
+// whether the stream ended cleanly. Over corrald's socket, or gRPC's Watch.
 class WatchStream {
  public:
-  struct Impl;
+  struct Impl {
+    virtual ~Impl() = default;
+    virtual bool read(pb::WatchReply& reply) = 0;
+    virtual Status finish() = 0;
+    virtual void cancel() = 0;
+  };
   explicit WatchStream(std::unique_ptr<Impl> impl);
   ~WatchStream();
   WatchStream(const WatchStream&) = delete;

@@ -6,14 +6,14 @@
 #include <utility>
 
 #include <fmt/format.h>
-#include <grpcpp/grpcpp.h>
+#include <grpcpp/support/status_code_enum.h>  // the codes' numbering only: nothing of gRPC is linked
 
 #include "cli/client/client.h"
+#include "cli/client/grpc_channel.h"
 #include "cli/client/step_socket_client.h"
 #include "common.pb.h"
 #include "net/message_limits.h"
 #include "net/unix_connect.h"
-#include "steps.grpc.pb.h"
 
 namespace corral::cli {
 
@@ -26,8 +26,8 @@ std::string unreachable(uint64_t jobid, const std::string& address, const std::s
       jobid, address, why, jobid);
 }
 
-Error to_error(const grpc::Status& st, uint64_t jobid, const std::string& address) {
-  return step_rpc_error(static_cast<int>(st.error_code()), st.error_message(), jobid, address);
+Error to_error(const GrpcStatus& st, uint64_t jobid, const std::string& address) {
+  return step_rpc_error(st.code, st.message, jobid, address);
 }
 
 }  // namespace
@@ -117,19 +117,14 @@ namespace {
 // RunStep through gRPC: TCP step managers, and CORRAL_STEP_TRANSPORT=grpc.
 class GrpcStepStream final : public StepStream::Impl {
  public:
-  GrpcStepStream(uint64_t jobid, std::string address) : jobid_(jobid), address_(std::move(address)) {}
-  ~GrpcStepStream() override {
-    if (rw_ && !finished_) {
-      ctx_.TryCancel();
-      (void)rw_->Finish();
-    }
+  GrpcStepStream(uint64_t jobid, std::string address, std::unique_ptr<GrpcStream> stream)
+      : jobid_(jobid), address_(std::move(address)), stream_(std::move(stream)) {}
+  bool read(pb::StepServerMessage& msg) override {
+    std::string bytes;
+    while (stream_->read(bytes))
+      if (msg.ParseFromString(bytes)) return true;
+    return false;
   }
-  Status open(pb::StepService::Stub& stub) {
-    if (auto st = authenticate(ctx_, address_); !st) return st;
-    rw_ = stub.RunStep(&ctx_);
-    return {};
-  }
-  bool read(pb::StepServerMessage& msg) override { return rw_->Read(&msg); }
   Status finish() override {
     if (finished_) return {};
     {
@@ -137,29 +132,28 @@ class GrpcStepStream final : public StepStream::Impl {
       write_closed_ = true;
     }
     finished_ = true;
-    grpc::Status st = rw_->Finish();
-    if (st.ok()) return {};
+    GrpcStatus st = stream_->finish();
+    if (st.code == 0) return {};
     return to_error(st, jobid_, address_);
   }
   bool send(const pb::StepClientMessage& msg) override {
     std::lock_guard lock(write_mu_);
     if (write_closed_) return false;
-    if (!rw_->Write(msg)) write_closed_ = true;
+    if (!stream_->write(msg.SerializeAsString())) write_closed_ = true;
     return !write_closed_;
   }
   void close_writes() override {
     std::lock_guard lock(write_mu_);
     if (write_closed_) return;
     write_closed_ = true;
-    (void)rw_->WritesDone();
+    (void)stream_->writes_done();
   }
-  void cancel() override { ctx_.TryCancel(); }
+  void cancel() override { stream_->cancel(); }
 
  private:
   uint64_t jobid_;
   std::string address_;
-  grpc::ClientContext ctx_;
-  std::unique_ptr<grpc::ClientReaderWriter<pb::StepClientMessage, pb::StepServerMessage>> rw_;
+  std::unique_ptr<GrpcStream> stream_;
   std::mutex write_mu_;
   bool write_closed_ = false;  // under write_mu_
   bool finished_ = false;
@@ -170,8 +164,7 @@ class GrpcStepStream final : public StepStream::Impl {
 // ---------------------------------------------------------------- StepClient
 
 struct StepClient::Stub {
-  std::shared_ptr<grpc::Channel> channel;
-  std::unique_ptr<pb::StepService::Stub> stub;
+  std::shared_ptr<GrpcChannel> channel;
 };
 
 StepClient::StepClient(std::string address, uint64_t jobid) : address_(std::move(address)), jobid_(jobid) {
@@ -189,14 +182,13 @@ StepClient::Stub* StepClient::stub() {
   // benchmark) are meant to measure independent callers. Without a channel every call
   // returns why (setup_).
   auto channel =
-      client_channel(address_, true, [this](const std::string& why) { return unreachable(jobid_, address_, why); });
+      open_grpc_channel(address_, true, [this](const std::string& why) { return unreachable(jobid_, address_, why); });
   if (!channel) {
     setup_ = channel.error();
     return nullptr;
   }
   stub_ = std::make_unique<Stub>();
   stub_->channel = std::move(*channel);
-  stub_->stub = pb::StepService::NewStub(stub_->channel);
   return stub_.get();
 }
 
@@ -208,9 +200,9 @@ Result<std::unique_ptr<StepStream::Impl>> StepClient::open_stream() {
   }
   Stub* grpc_stub = stub();
   if (grpc_stub == nullptr) return setup_.error();
-  auto impl = std::make_unique<GrpcStepStream>(jobid_, address_);
-  if (auto st = impl->open(*grpc_stub->stub); !st) return st.error();
-  return std::unique_ptr<StepStream::Impl>(std::move(impl));
+  auto stream = grpc_stub->channel->bidi_stream("/corral.v1.StepService/RunStep");
+  if (!stream) return stream.error();
+  return std::unique_ptr<StepStream::Impl>(std::make_unique<GrpcStepStream>(jobid_, address_, std::move(*stream)));
 }
 
 Result<std::unique_ptr<StepStream>> StepClient::run(const pb::StepSpec& spec) {
@@ -230,15 +222,16 @@ Result<std::unique_ptr<StepStream>> StepClient::run(const pb::StepSpec& spec) {
 Result<pb::ListStepsReply> StepClient::list_steps(uint64_t jobid, double timeout_seconds) {
   Stub* grpc_stub = stub();
   if (grpc_stub == nullptr) return setup_.error();
-  grpc::ClientContext ctx;
-  ctx.set_deadline(std::chrono::system_clock::now() +
-                   std::chrono::milliseconds(static_cast<long>(timeout_seconds * 1000)));
-  if (auto st = authenticate(ctx, address_); !st) return st.error();
   pb::ListStepsRequest req;
   req.set_jobid(jobid);
+  std::string bytes;
+  auto st =
+      grpc_stub->channel->unary("/corral.v1.StepService/ListSteps", req.SerializeAsString(), timeout_seconds, &bytes);
+  if (!st) return st.error();
+  if (st->code != 0) return to_error(*st, jobid_, address_);
   pb::ListStepsReply reply;
-  grpc::Status st = grpc_stub->stub->ListSteps(&ctx, req, &reply);
-  if (!st.ok()) return to_error(st, jobid_, address_);
+  if (!reply.ParseFromString(bytes))
+    return Error{Errc::internal, fmt::format("the step manager of job {} sent a malformed reply", jobid_)};
   return reply;
 }
 
