@@ -21,6 +21,14 @@ void fail_rpc(std::string_view cmd, const Error& err) {
   fail(cmd, err.message);
 }
 
+void fail_rpc_now(std::string_view cmd, const Error& err) {
+  if (err.code == Errc::unavailable)
+    fmt::print(stderr, "corral: {}\n", err.message);
+  else
+    fmt::print(stderr, "corral {}: {}\n", cmd, err.message);
+  exit_now(kExitFailure);
+}
+
 void exit_now(int code) {
   std::fflush(stdout);
   std::fflush(stderr);

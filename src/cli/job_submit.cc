@@ -44,9 +44,11 @@ bool dry_run(const SubmitFlags& flags, const pb::SubmitRequest& req) {
 std::vector<uint64_t> submit_request(Client& client, std::string_view cmd, const SubmitFlags& flags,
                                      const pb::SubmitRequest& req) {
   if (flags.verbose) fmt::print(stderr, "corral {}: submitting to {}: {}\n", cmd, client.uri(), req.jobspecs(0));
-  auto reply = expect_ok(cmd, client.submit(req));
-  if (reply.jobids_size() == 0) fail(cmd, "the controller accepted the job but returned no id");
-  return {reply.jobids().begin(), reply.jobids().end()};
+  // Refused or unreachable: nothing was started that needs undoing (see fail_rpc_now).
+  auto reply = client.submit(req);
+  if (!reply) fail_rpc_now(cmd, reply.error());
+  if (reply->jobids_size() == 0) fail(cmd, "the controller accepted the job but returned no id");
+  return {reply->jobids().begin(), reply->jobids().end()};
 }
 
 }  // namespace corral::cli
