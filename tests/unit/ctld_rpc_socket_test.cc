@@ -414,22 +414,8 @@ uint64_t pending_job(Controller& ctl) {
   r.command = {"true"};
   r.exclusive = true;
   r.nnodes = 1;
-  for (int i = 0; i < 2; ++i) {
-    auto spec = job::build_jobspec(r);
-    if (!spec.ok()) {
-      ADD_FAILURE() << spec.message();
-      return 0;
-    }
-    v1::SubmitRequest req;
-    req.add_jobspecs(job::jobspec_to_string(*spec));
-    v1::SubmitReply rep;
-    if (auto st = ctl.submit(Caller{0, 0}, req, &rep); !st.ok() || rep.jobids_size() == 0) {
-      ADD_FAILURE() << st.message();
-      return 0;
-    }
-    if (i == 1) return rep.jobids(0);
-  }
-  return 0;
+  if (test::submit_job(ctl, r) == 0) return 0;
+  return test::submit_job(ctl, r);
 }
 
 std::string watch_request(uint64_t jobid) {

@@ -59,10 +59,8 @@ inline std::shared_ptr<ctld::AgentLink> register_one_node(ctld::Controller& ctl,
   return link;
 }
 
-// Submits `command` as root: its job id; 0, with a test failure, when it is refused.
-inline uint64_t submit_command(ctld::Controller& ctl, std::vector<std::string> command) {
-  job::JobRequest r;
-  r.command = std::move(command);
+// Submits `r` as root: its job id; 0, with a test failure, when it is refused.
+inline uint64_t submit_job(ctld::Controller& ctl, const job::JobRequest& r) {
   auto spec = job::build_jobspec(r);
   if (!spec.ok()) {
     ADD_FAILURE() << spec.message();
@@ -76,6 +74,13 @@ inline uint64_t submit_command(ctld::Controller& ctl, std::vector<std::string> c
     return 0;
   }
   return rep.jobids(0);
+}
+
+// Submits `command` as root: its job id; 0, with a test failure, when it is refused.
+inline uint64_t submit_command(ctld::Controller& ctl, std::vector<std::string> command) {
+  job::JobRequest r;
+  r.command = std::move(command);
+  return submit_job(ctl, r);
 }
 
 }  // namespace corral::test
