@@ -1,6 +1,6 @@
-"""The command's unary calls to corrald without gRPC (net/rpc_frames.h): the same answers as
-over gRPC, the caller named by the socket, and hand-written frames from another user
-refused with a reason while everybody else is served."""
+"""The command's calls to corrald without gRPC (net/rpc_frames.h): the same answers as over
+gRPC, the caller named by the socket, and hand-written frames from another user refused
+with a reason while everybody else is served; watches as streams on the same socket."""
 import json
 import os
 import subprocess
@@ -32,6 +32,31 @@ print(call(b"\x01\xff\xff\xff\xff")[0])                       # 4 GiB announced
 print(call(frame(9, b""))[0])                                 # not a call frame
 '''
 
+# The administrative methods and watches, by hand, as another user: the status of a
+# shutdown and a drain, a malformed watch, and a watch of `jobid` (history) up to its first
+# reply, then hung up.
+RAW_WATCHER = FRAME_HELPERS + r"""
+path = sys.argv[1]
+jobid = int(sys.argv[2])
+def call(data):
+    return exchange(path, b"CORRAL-RPC/1\n", data)
+print(call(frame(1, b"\x0d"))[0])                                   # Shutdown
+print(call(frame(1, b"\x08" + field(1, b"node[0-1]")))[0])          # SetNodeState: drain
+print(call(frame(1, b"\x0e\xff\xff"))[0])                           # Watch, not a WatchRequest
+watch = b"\x0e" + varint(1 << 3) + varint(jobid) + varint(4 << 3) + varint(1)  # jobids, history
+s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+s.connect(path)
+s.send(b"CORRAL-RPC/1\n" + frame(1, watch))
+buf = b""
+while len(buf) < 5 or len(buf) < 5 + struct.unpack(">I", buf[1:5])[0]:
+    chunk = s.recv(65536)
+    if not chunk:
+        break
+    buf += chunk
+print(buf[0] if buf else "closed", b"submit" in buf)
+s.close()
+"""
+
 
 @pytest.mark.cluster(size=2, agents=1, cores=4)
 def test_corralds_rpc_protocol_checks_hand_written_frames_from_other_users(cluster):
@@ -50,6 +75,28 @@ def test_corralds_rpc_protocol_checks_hand_written_frames_from_other_users(clust
     assert lines[5].startswith("3 "), lines[5]
     # nobody's cancel of root's job changed nothing
     assert cluster.job(jobid)["state"] not in ("INACTIVE", "CLEANUP"), lines[1]
+    cluster.corral("cancel", jobid)
+    cluster.wait_job(jobid)
+
+
+@pytest.mark.cluster(size=2, agents=1, cores=4)
+def test_another_user_can_watch_but_not_stop_or_drain_through_the_socket(cluster):
+    jobid = cluster.submit("-N1", "sleep", "300")
+    for _ in range(2):  # the hung-up watch leaves nothing behind: the second run is the same
+        proc = subprocess.run(["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups",
+                               "/usr/bin/python3", "-c", RAW_WATCHER, cluster.socket, str(jobid)],
+                              capture_output=True, text=True, timeout=60)
+        assert proc.returncode == 0, proc.stderr
+        lines = proc.stdout.splitlines()
+        assert lines[0].startswith("7 only root or the instance owner may stop corrald"), lines[0]
+        assert lines[1].startswith("7 only root or the instance owner may drain nodes"), lines[1]
+        assert lines[2].startswith("3 malformed request: not a valid WatchRequest"), lines[2]
+        assert lines[3] == "1 True", lines[3]  # a WatchReply frame with the job's submit event
+    assert cluster.corral("queue").returncode == 0  # corrald is still up
+    # The command's own watch over the socket, as that user: eventlog -f of a job that ends.
+    own = int(cluster.corral("submit", "true", user=NOBODY).stdout)
+    log = cluster.corral("eventlog", "-f", own, user=NOBODY, timeout=60)
+    assert "clean" in log.stdout, log.stdout
     cluster.corral("cancel", jobid)
     cluster.wait_job(jobid)
 

@@ -1,9 +1,6 @@
 #include "cli/client/client.h"
 
-#include <sys/un.h>
-
 #include <cctype>
-#include <chrono>
 #include <cstdlib>
 #include <mutex>
 #include <optional>
@@ -93,9 +90,7 @@ class GrpcWatch final : public WatchStream::Impl {
   GrpcWatch(std::unique_ptr<GrpcStream> stream, std::string uri) : stream_(std::move(stream)), uri_(std::move(uri)) {}
   bool read(pb::WatchReply& reply) override {
     std::string bytes;
-    while (stream_->read(bytes))
-      if (reply.ParseFromString(bytes)) return true;
-    return false;
+    return stream_->read(bytes) && reply.ParseFromString(bytes);
   }
   Status finish() override {
     GrpcStatus st = stream_->finish();

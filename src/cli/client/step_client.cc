@@ -1,6 +1,5 @@
 #include "cli/client/step_client.h"
 
-#include <chrono>
 #include <cstdlib>
 #include <mutex>
 #include <utility>
@@ -121,9 +120,7 @@ class GrpcStepStream final : public StepStream::Impl {
       : jobid_(jobid), address_(std::move(address)), stream_(std::move(stream)) {}
   bool read(pb::StepServerMessage& msg) override {
     std::string bytes;
-    while (stream_->read(bytes))
-      if (msg.ParseFromString(bytes)) return true;
-    return false;
+    return stream_->read(bytes) && msg.ParseFromString(bytes);
   }
   Status finish() override {
     if (finished_) return {};

@@ -6,7 +6,6 @@
 
 #include <chrono>
 #include <cstdlib>
-#include <mutex>
 #include <utility>
 #include <vector>
 
