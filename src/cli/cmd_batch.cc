@@ -22,8 +22,6 @@ namespace corral::cli {
 
 namespace {
 
-constexpr const char* kDefaultOutput = "corral-%j.out";
-
 struct BatchState {
   JobOptions job;
   SubmitFlags flags;
@@ -65,7 +63,7 @@ void run_batch(const Globals& g, const BatchState& st) {
   job.request.batch_script = script.text;
   if (job.request.name.empty())
     job.request.name = script.name == "(stdin)" ? "batch" : std::filesystem::path(script.name).filename().string();
-  if (job.request.output.empty()) job.request.output = kDefaultOutput;
+  if (job.request.output.empty()) job.request.output = kDefaultJobOutput;
   pb::SubmitRequest req = build_submit_request("batch", job, st.flags);
   if (dry_run(st.flags, req)) return;
   Client client(resolve_uri(g.uri));

@@ -34,15 +34,10 @@ struct HistoryState {
   bool noheader = false;
 };
 
-std::string upper(std::string s) {
-  for (char& c : s) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-  return s == "CANCELLED" ? "CANCELED" : s;
-}
-
 void add_results(const HistoryState& st, pb::HistoryRequest& req) {
   for (const auto& item : st.results) {
     for (const auto& r : split_list(item)) {
-      const std::string name = upper(r);
+      const std::string name = result_name(r);
       if (name != "COMPLETED" && name != "FAILED" && name != "CANCELED" && name != "TIMEOUT" && name != "OUT_OF_MEMORY")
         usage_error("history", fmt::format("--state: unknown result '{}' (use completed, "
                                            "failed, canceled, timeout or out_of_memory)",

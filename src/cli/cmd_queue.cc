@@ -38,11 +38,6 @@ const std::set<std::string>& result_names() {
   return names;
 }
 
-std::string upper(std::string s) {
-  for (char& c : s) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-  return s == "CANCELLED" ? "CANCELED" : s;
-}
-
 // What the user selected by state: a mask for the controller's states, plus results.
 struct StateFilter {
   uint32_t mask = 0;
@@ -71,7 +66,7 @@ pb::ListJobsRequest make_request(const QueueState& st, StateFilter& filter) {
   for (auto s : expand(st.states)) {
     for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
     if (result_names().count(s)) {
-      filter.results.insert(upper(s));
+      filter.results.insert(result_name(s));
       req.add_states("inactive");
       continue;
     }

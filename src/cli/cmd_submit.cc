@@ -13,8 +13,6 @@ namespace corral::cli {
 
 namespace {
 
-constexpr const char* kDefaultOutput = "corral-%j.out";
-
 struct SubmitState {
   JobOptions job;
   SubmitFlags flags;
@@ -68,7 +66,7 @@ void run_submit(const Globals& g, const SubmitState& st, const CLI::App& sub) {
   ParsedJob job = parse_or_exit("submit", st.job, ctx);
   job.request.command = command;
   if (job.request.mpi.empty()) job.request.mpi = mpi_for_program(command.front(), ctx);
-  if (job.request.output.empty()) job.request.output = kDefaultOutput;
+  if (job.request.output.empty()) job.request.output = kDefaultJobOutput;
   pb::SubmitRequest req = build_submit_request("submit", job, st.flags);
   if (dry_run(st.flags, req)) return;
   Client client(resolve_uri(g.uri));

@@ -168,12 +168,12 @@ void print_topology(const json& t, bool first) {
   fmt::print("{}", table.render());
 }
 
-struct ShowState {
+struct TopoShowState {
   std::string name;
   bool json = false;
 };
 
-void run_show(const Globals& g, const ShowState& st) {
+void run_show(const Globals& g, const TopoShowState& st) {
   Client client(resolve_uri(g.uri));
   auto reply = expect_ok("topo show", client.get_topology(st.name));
   if (st.json) {
@@ -307,7 +307,7 @@ void add_topo_command(CLI::App& app, Globals& g) {
       "invalid file.\nExample:\n  corral topo check /etc/corral/topology.conf");
   c->callback([check] { run_check(*check); });
 
-  auto show = std::make_shared<ShowState>();
+  auto show = std::make_shared<TopoShowState>();
   CLI::App* s = topo_cmd->add_subcommand(
       "show", "The controller's topologies with idle/mixed/allocated nodes per switch or block");
   s->add_option("NAME", show->name, "Only this topology (default: all)");

@@ -10,6 +10,7 @@
 #include "cli/step_format.h"
 #include "cli/values.h"
 #include "job/step_id.h"
+#include "util/rounding.h"
 #include "util/units.h"
 
 namespace corral::cli {
@@ -79,10 +80,10 @@ Result<double> parse_history_time(std::string_view option, std::string_view text
 std::string format_cpu_time(double seconds) {
   if (!(seconds > 0)) return "00:00.000";
   if (seconds < 3600) {
-    const long ms = std::lround(seconds * 1000);
+    const long ms = round_to_long(seconds * 1000);
     return fmt::format("{:02}:{:02}.{:03}", ms / 60000, ms / 1000 % 60, ms % 1000);
   }
-  const long s = std::lround(seconds);
+  const long s = round_to_long(seconds);
   const long d = s / 86400, h = s / 3600 % 24, m = s / 60 % 60, sec = s % 60;
   if (d > 0) return fmt::format("{}-{:02}:{:02}:{:02}", d, h, m, sec);
   return fmt::format("{:02}:{:02}:{:02}", h, m, sec);

@@ -12,6 +12,9 @@
 
 namespace corral::cli {
 
+// Where a batch job's output goes without -o (Slurm's slurm-%j.out).
+inline constexpr const char* kDefaultJobOutput = "corral-%j.out";
+
 // Options every submitting command has besides the job options.
 struct SubmitFlags {
   bool dry_run = false;  // print the jobspec, send nothing

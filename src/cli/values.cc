@@ -208,6 +208,11 @@ Result<double> parse_begin_time(std::string_view text, double now) {
                   text));
 }
 
+std::string result_name(std::string typed) {
+  for (char& c : typed) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  return typed == "CANCELLED" ? "CANCELED" : typed;
+}
+
 std::vector<std::string> split_list(std::string_view text, char sep) {
   std::vector<std::string> out;
   while (!text.empty()) {

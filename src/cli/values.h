@@ -32,6 +32,10 @@ Result<double> parse_begin_time(std::string_view text, double now);
 Result<std::map<std::string, std::string>> parse_export(std::string_view text,
                                                         const std::map<std::string, std::string>& env);
 
+// A job result as typed ("failed", "cancelled") in the controller's spelling ("FAILED",
+// "CANCELED"), for --state filters; unknown names come back upper-cased.
+std::string result_name(std::string typed);
+
 // Splits "a,b,,c" into {"a","b","c"}.
 std::vector<std::string> split_list(std::string_view text, char sep = ',');
 bool is_valid_env_name(std::string_view name);

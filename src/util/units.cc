@@ -11,6 +11,8 @@
 
 #include <fmt/format.h>
 
+#include "util/rounding.h"
+
 namespace corral {
 namespace {
 
@@ -70,7 +72,7 @@ std::optional<double> duration_unit(std::string_view unit) {
 // `v` printed with at most three decimals, if that is exact.
 std::optional<std::string> short_decimal(double v) {
   double scaled = v * 1000;
-  double rounded = std::round(scaled);
+  double rounded = round_nearest(scaled);
   if (std::fabs(scaled - rounded) > 1e-6 * std::max(1.0, std::fabs(scaled))) return std::nullopt;
   return fmt::format("{}", rounded / 1000);
 }
@@ -173,7 +175,7 @@ std::optional<uint64_t> scale_size(std::string_view number, uint64_t unit) {
   }
   auto v = parse_number(number);
   if (!v) return std::nullopt;
-  double bytes = std::round(*v * static_cast<double>(unit));
+  double bytes = round_nearest(*v * static_cast<double>(unit));
   if (bytes >= 18446744073709551615.0) return std::nullopt;
   return static_cast<uint64_t>(bytes);
 }

@@ -1,9 +1,12 @@
 #include "util/units.h"
 
+#include <cmath>
 #include <limits>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+
+#include "util/rounding.h"
 
 namespace corral {
 namespace {
@@ -156,6 +159,31 @@ TEST(Size, Format) {
   for (uint64_t b : {1ull, 1023ull, 1536ull, 1000000ull, 3ull << 40, 123456789ull}) {
     EXPECT_EQ(bytes_of(format_size(b)), b) << format_size(b);
   }
+}
+
+// round_nearest stands in for std::round so that the corral command links no libm.
+TEST(Rounding, SameAsStdRound) {
+  constexpr double kInf = std::numeric_limits<double>::infinity();
+  const double halves[] = {0.0, -0.0, 0.5, -0.5, 1.5, -1.5, 2.5, -2.5, 1e300, -1e300, kInf, -kInf};
+  const double edges[] = {0.49999999999999994,
+                          -0.49999999999999994,
+                          4503599627370495.5,
+                          -4503599627370495.5,
+                          4503599627370496.0,
+                          9007199254740993.0,
+                          std::numeric_limits<double>::denorm_min()};
+  auto same = [](double x) {
+    EXPECT_EQ(round_nearest(x), std::round(x)) << x;
+    EXPECT_EQ(std::signbit(round_nearest(x)), std::signbit(std::round(x))) << x;
+  };
+  for (double x : halves) same(x);
+  for (double x : edges) same(x);
+  EXPECT_TRUE(std::isnan(round_nearest(std::nan(""))));
+  for (int i = -20000; i <= 20000; ++i) {
+    same(i * 0.0625 + i * 1e-7);
+  }
+  EXPECT_EQ(round_to_long(59999.5), 60000);
+  EXPECT_EQ(round_to_long(-2.5), -3);
 }
 
 }  // namespace
