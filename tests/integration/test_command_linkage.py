@@ -34,3 +34,24 @@ def test_floating_point_options_without_libm():
     assert out.returncode == 0, out.stderr
     assert '"duration": 1.5' in out.stdout, out.stdout
     assert '"memory-per-node": 1536' in out.stdout, out.stdout  # MiB
+
+
+def test_start_up_functions_are_side_by_side():
+    # src/cli/startup-order.txt: with lld the functions a start runs come first in the text,
+    # within a few hundred KiB instead of spread over all of it.
+    comment = subprocess.run(["readelf", "-p", ".comment", str(CORRAL)], capture_output=True, text=True).stdout
+    if "LLD" not in comment:
+        pytest.skip("linked without lld: the functions are not ordered")
+    listed = [line.strip() for line in (Path(__file__).resolve().parents[2] / "src/cli/startup-order.txt")
+              .read_text().splitlines() if line.strip() and not line.startswith("#")]
+    nm = subprocess.run(["nm", "-S", "--defined-only", str(CORRAL)], capture_output=True, text=True,
+                        check=True).stdout
+    funcs = {p[3]: (int(p[0], 16), int(p[1], 16)) for p in (line.split() for line in nm.splitlines())
+             if len(p) == 4 and p[2] in "tTwW"}
+    placed = sorted(funcs[name] for name in listed if name in funcs)
+    assert len(placed) > len(listed) // 2, (len(placed), len(listed))
+    # Side by side: they span little more than their own size (alignment between them),
+    # where unordered they would span most of the 2.9 MB of code.
+    span = placed[-1][0] + placed[-1][1] - placed[0][0]
+    size = sum(s for _, s in placed)
+    assert span < 2 * size, (hex(span), hex(size))
