@@ -12,7 +12,7 @@
 
 namespace corral::cli {
 
-// Where a batch job's output goes without -o (Slurm's slurm-%j.out).
+// Where a submitted or batch job's output goes without -o (Slurm's slurm-%j.out).
 inline constexpr const char* kDefaultJobOutput = "corral-%j.out";
 
 // Options every submitting command has besides the job options.

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 
 namespace corral {
 
@@ -18,7 +19,14 @@ constexpr double round_nearest(double x) {
   return t == 0 ? x * 0.0 : t;  // keeps the sign of zero, as std::round does
 }
 
-// std::lround for values that fit a long; the callers clamp before.
-constexpr long round_to_long(double x) { return static_cast<long>(round_nearest(x)); }
+// std::lround, except that what does not fit a long (NaN included) saturates instead of
+// being unspecified: a converted out-of-range double would be undefined behaviour.
+constexpr long round_to_long(double x) {
+  constexpr double kLongEnd = 9223372036854775808.0;  // 2^63
+  const double r = round_nearest(x);
+  if (r >= kLongEnd) return std::numeric_limits<long>::max();
+  if (!(r >= -kLongEnd)) return std::numeric_limits<long>::min();
+  return static_cast<long>(r);
+}
 
 }  // namespace corral

@@ -184,6 +184,9 @@ TEST(Rounding, SameAsStdRound) {
   }
   EXPECT_EQ(round_to_long(59999.5), 60000);
   EXPECT_EQ(round_to_long(-2.5), -3);
+  EXPECT_EQ(round_to_long(1e300), std::numeric_limits<long>::max());
+  EXPECT_EQ(round_to_long(-1e300), std::numeric_limits<long>::min());
+  EXPECT_EQ(round_to_long(std::nan("")), std::numeric_limits<long>::min());
 }
 
 }  // namespace
