@@ -247,6 +247,23 @@ TEST_F(TaskCgroupsTest, LaunchFailuresInACgroupReadAsWithoutOne) {
   EXPECT_EQ(st, 0);
 }
 
+// The child is created inside the v2 cgroup (clone3 CLONE_INTO_CGROUP, spawn_child.cc)
+// rather than joining it: the task's first instruction already runs there.
+TEST_F(TaskCgroupsTest, ATaskStartsInsideItsCgroup) {
+  auto dir = cgroups_->create(8, "job_tasks");
+  ASSERT_TRUE(dir) << dir.message();
+  SpawnRequest r = escaping_task();
+  r.cgroups = *dir;
+  r.argv = {"/bin/sh", "-c", "grep '^0::' /proc/$$/cgroup"};
+  auto p = spawn_process(r);
+  ASSERT_TRUE(p) << p.message();
+  EXPECT_NE(test::read_line(p->stdout_pipe.get()).find("/job_8/job_tasks"), std::string::npos);
+  int st = 0;
+  ::waitpid(p->pid, &st, 0);
+  EXPECT_EQ(st, 0);
+  cgroups_->release(8, "job_tasks");
+}
+
 TEST_F(TaskCgroupsTest, ImpJoinsTheCgroupBeforeBecomingTheUser) {
   const fs::path imp = fs::read_symlink("/proc/self/exe").parent_path() / "corral-imp";
   if (!fs::exists(imp)) GTEST_SKIP() << "corral-imp not built next to the test";

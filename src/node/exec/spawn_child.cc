@@ -1,13 +1,17 @@
 #include "node/exec/spawn_actions.h"
 
 #include <fcntl.h>
+#include <linux/sched.h>
 #include <sched.h>
 #include <signal.h>
 #include <sys/resource.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
+
+#include "util/unique_fd.h"
 
 namespace corral::node {
 
@@ -42,6 +46,7 @@ struct Prepared {
   const SpawnActions& actions;
   bool new_session;
   const std::vector<const char*>& procs;  // the cgroup.procs files to join
+  size_t first_join;                      // 1: the child was created in the first one
   const cpu_set_t* cpus;                  // null: no binding
   const std::vector<job::TaskRlimit>& rlimits;
   const std::optional<int>& nice;
@@ -58,7 +63,7 @@ int set_soft_limit(const job::TaskRlimit& l) {
 }
 
 SpawnFailure join_and_bind(const Prepared& p) {
-  for (size_t i = 0; i < p.procs.size(); ++i) {
+  for (size_t i = p.first_join; i < p.procs.size(); ++i) {
     int fd = ::open(p.procs[i], O_WRONLY | O_CLOEXEC);
     bool ok = fd >= 0 && ::write(fd, "0", 1) == 1;
     int err = errno == 0 ? EIO : errno;
@@ -101,6 +106,46 @@ SpawnFailure join_and_bind(const Prepared& p) {
   ::_exit(127);
 }
 
+#if defined(__x86_64__)
+int clone_child(void* prepared) { child(*static_cast<const Prepared*>(prepared)); }
+
+// clone3(CLONE_VM | CLONE_VFORK | CLONE_INTO_CGROUP): vfork's child, created inside the
+// cgroup (v2) `cgroup_fd` names. Joining by a write to cgroup.procs instead made every
+// spawn 80-100 us longer on a cgroup v2 node (bench/steps/launch_floor.cc), all of it
+// with the agent's loop waiting. The child starts on `stack` (this frame's, which the
+// waiting parent does not touch) and must never return into the parent's frames, so it is
+// called from the assembly and exits there. -1 (errno set): the kernel cannot (before
+// 5.7, or a v1 hierarchy); the caller then forks the usual way.
+pid_t clone_into_cgroup(int cgroup_fd, const Prepared& prepared, char* stack, size_t stack_size) {
+  clone_args args{};
+  args.flags = CLONE_VM | CLONE_VFORK | CLONE_INTO_CGROUP;
+  args.exit_signal = SIGCHLD;
+  args.stack = reinterpret_cast<uint64_t>(stack);
+  args.stack_size = stack_size;
+  args.cgroup = static_cast<uint64_t>(cgroup_fd);
+  int (*fn)(void*) = clone_child;
+  const void* arg = &prepared;
+  long ret = SYS_clone3;
+  asm volatile(
+      "syscall\n\t"
+      "testq %%rax, %%rax\n\t"
+      "jnz 1f\n\t"
+      "xorl %%ebp, %%ebp\n\t"
+      "movq %[arg], %%rdi\n\t"
+      "callq *%[fn]\n\t"
+      "ud2\n\t"
+      "1:\n\t"
+      : "+a"(ret)
+      : "D"(&args), "S"(sizeof args), [fn] "r"(fn), [arg] "r"(arg)
+      : "rcx", "r11", "memory");
+  if (ret < 0) {
+    errno = static_cast<int>(-ret);
+    return -1;
+  }
+  return static_cast<pid_t>(ret);
+}
+#endif
+
 }  // namespace
 
 SpawnFailure spawn_child(pid_t& pid, const std::string& path, char* const argv[], char* const envp[],
@@ -115,14 +160,26 @@ SpawnFailure spawn_child(pid_t& pid, const std::string& path, char* const argv[]
     if (cpu >= 0 && cpu < CPU_SETSIZE) CPU_SET(cpu, &cpus);
   int report[2];
   if (::pipe2(report, O_CLOEXEC | O_NONBLOCK) != 0) return {errno};
-  const Prepared prepared{
-      path,          argv,     envp, actions, new_session, proc_files, setup.cpus.empty() ? nullptr : &cpus,
-      setup.rlimits, setup.nice, report[1]};
+  Prepared prepared{path,          argv,       envp,     actions,
+                    new_session,   proc_files, 0,        setup.cpus.empty() ? nullptr : &cpus,
+                    setup.rlimits, setup.nice, report[1]};
   // No handler of the agent may run in the child before it resets them (as glibc does).
   sigset_t all, old;
   sigfillset(&all);
   ::pthread_sigmask(SIG_BLOCK, &all, &old);
-  pid = ::vfork();
+  pid = -1;
+#if defined(__x86_64__)
+  // The first cgroup is the v2 one (TaskCgroups): entered by the kernel as it creates the
+  // child. The child's few system calls need little stack.
+  alignas(64) char stack[32 * 1024];
+  UniqueFd into(setup.cgroups.empty() ? -1 : ::open(setup.cgroups[0].c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+  if (into.valid()) {
+    prepared.first_join = 1;
+    pid = clone_into_cgroup(into.get(), prepared, stack, sizeof stack);
+    if (pid < 0) prepared.first_join = 0;
+  }
+#endif
+  if (pid < 0) pid = ::vfork();
   if (pid == 0) child(prepared);
   const int vfork_err = errno;
   ::pthread_sigmask(SIG_SETMASK, &old, nullptr);
