@@ -1,6 +1,7 @@
 // corral-launch-floor: what the parts of a step's launch cost on this machine, without
 // corral, so that a step's time above the floor can be split into what the kernel charges
 // for each part and what is corral's own. Prints JSON: the median, in microseconds, of
+//   (keys end in _us)
 //   spawn_posix        posix_spawn + waitpid of /bin/true (bench/steps' floor)
 //   spawn_vfork_signals vfork, every signal set back to its default, exec, waitpid: what
 //                      the agent's child does about signals (node/exec/spawn_child.cc)

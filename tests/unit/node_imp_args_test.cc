@@ -7,24 +7,14 @@ namespace {
 
 TEST(NodeImpArgs, ParsesEverything) {
   ImpArgs a;
-  auto err = parse_imp_args({"--uid",       "1000",
-                             "--gid",       "100",
-                             "--cwd",       "/w",
-                             "--cgroup",    "/cg/job_1/tasks",
-                             "--cgroup",    "/v1/memory/job_1/tasks",
-                             "--stdin",     "/dev/null",
-                             "--stdout",    "o",
-                             "--stderr",    "e",
-                             "--env-fd",    "3",
-                             "--status-fd", "4",
-                             "--",          "echo",
-                             "--uid",       "x"},
-                            a);
+  auto err = parse_imp_args(
+      {"--uid",    "1000", "--gid",    "100", "--cwd",       "/w", "--stdin", "/dev/null", "--stdout", "o",
+       "--stderr", "e",    "--env-fd", "3",   "--status-fd", "4",  "--",      "echo",      "--uid",    "x"},
+      a);
   ASSERT_FALSE(err) << *err;
   EXPECT_EQ(a.uid, 1000);
   EXPECT_EQ(a.gid, 100);
   EXPECT_EQ(a.cwd, "/w");
-  EXPECT_EQ(a.cgroups, (std::vector<std::string>{"/cg/job_1/tasks", "/v1/memory/job_1/tasks"}));
   EXPECT_EQ(a.stdin_path.value_or(""), "/dev/null");
   EXPECT_EQ(a.stdout_path.value_or(""), "o");
   EXPECT_EQ(a.stderr_path.value_or(""), "e");
@@ -49,7 +39,6 @@ TEST(NodeImpArgs, OptionalStreamsStayUnset) {
   ASSERT_FALSE(parse_imp_args({"--uid", "0", "--gid", "0", "--", "true"}, a));
   EXPECT_FALSE(a.stdout_path);
   EXPECT_EQ(a.env_fd, -1);
-  EXPECT_TRUE(a.cgroups.empty());
 }
 
 TEST(NodeImpArgs, RejectsBadInput) {

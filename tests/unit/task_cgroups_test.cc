@@ -264,7 +264,7 @@ TEST_F(TaskCgroupsTest, ATaskStartsInsideItsCgroup) {
   cgroups_->release(8, "job_tasks");
 }
 
-TEST_F(TaskCgroupsTest, ImpJoinsTheCgroupBeforeBecomingTheUser) {
+TEST_F(TaskCgroupsTest, ImpStartsInsideTheCgroupBeforeBecomingTheUser) {
   const fs::path imp = fs::read_symlink("/proc/self/exe").parent_path() / "corral-imp";
   if (!fs::exists(imp)) GTEST_SKIP() << "corral-imp not built next to the test";
   auto dir = cgroups_->create(7, "job_tasks");

@@ -1,12 +1,12 @@
 // Command line of corral-imp, the helper that becomes the job's user before exec.
 // Header-only on purpose: corral-imp links nothing but libc and the C++ runtime.
 //
-//   corral-imp --uid U --gid G [--cwd DIR] [--cgroup DIR] [--cpus LIST] [--stdin PATH]
+//   corral-imp --uid U --gid G [--cwd DIR] [--cpus LIST] [--stdin PATH]
 //              [--stdout PATH] [--stderr PATH] [--env-fd N] [--status-fd N]
 //              [--note-fd N] [--keep-fd N]... [--rlimit RESOURCE=VALUE]... -- COMMAND [ARG...]
 //
-// --cgroup names a cgroup directory the helper moves itself into while still root (one
-// per hierarchy, up to 8), so the task and everything it starts are contained from its first instruction.
+// The agent starts the helper inside the task's cgroups (spawn_child.cc), so the task and
+// everything it starts are contained from its first instruction.
 // --cpus ("0-3,8") binds it to those CPUs before exec.
 // An absent --stdin/--stdout/--stderr keeps the descriptor corral-imp inherited.
 // --stderr equal to --stdout shares one open file. --env-fd names a descriptor holding
@@ -36,7 +36,6 @@ struct ImpArgs {
   long uid = -1;
   long gid = -1;
   std::string cwd;
-  std::vector<std::string> cgroups;
   std::vector<int> cpus;
   std::optional<std::string> stdin_path, stdout_path, stderr_path;
   int env_fd = -1;
@@ -113,9 +112,6 @@ inline std::optional<std::string> parse_imp_args(const std::vector<std::string>&
       out.rlimits.emplace_back(static_cast<int>(resource), unlimited ? -1 : value);
     } else if (a == "--cwd") {
       out.cwd = v;
-    } else if (a == "--cgroup") {
-      if (out.cgroups.size() >= 8) return "too many --cgroup options";
-      out.cgroups.push_back(v);
     } else if (a == "--cpus") {
       if (!imp_detail::parse_cpu_list(v, out.cpus)) return "invalid --cpus '" + v + "'";
     } else if (a == "--stdin") {

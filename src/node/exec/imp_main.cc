@@ -65,15 +65,6 @@ std::vector<std::string> read_environment(int fd) {
   return env;
 }
 
-// While still root: the task starts inside its cgroup, with nothing to race.
-void join_cgroup(const std::string& dir) {
-  const std::string path = dir + "/cgroup.procs";
-  int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
-  if (fd < 0) fail(126, "cannot open '" + path + "'", errno);
-  if (::write(fd, "0", 1) != 1) fail(126, "cannot join cgroup '" + dir + "'", errno);
-  ::close(fd);
-}
-
 void bind_cpus(const std::vector<int>& cpus) {
   cpu_set_t set;
   CPU_ZERO(&set);
@@ -176,7 +167,6 @@ int main(int argc, char** argv) {
   if (a.note_fd >= 0) note = read_all(a.note_fd, "the job's notes");
   close_the_rest(a.keep_fds);
 
-  for (const auto& dir : a.cgroups) join_cgroup(dir);
   if (!a.cpus.empty()) bind_cpus(a.cpus);
   drop_privileges(static_cast<uid_t>(a.uid), static_cast<gid_t>(a.gid));
   set_limits(a.rlimits);

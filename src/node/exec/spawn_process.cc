@@ -352,7 +352,6 @@ Result<SpawnedProcess> spawn_via_imp(const SpawnRequest& req, std::optional<int>
 
   std::vector<std::string> argv = {req.imp_path, "--uid", std::to_string(req.uid), "--gid", std::to_string(req.gid)};
   if (!req.cwd.empty()) argv.insert(argv.end(), {"--cwd", req.cwd});
-  for (const auto& dir : req.cgroups) argv.insert(argv.end(), {"--cgroup", dir});
   if (!req.cpus.empty()) argv.insert(argv.end(), {"--cpus", cpu_list_text(req.cpus)});
   for (const auto& l : req.rlimits)
     argv.insert(argv.end(), {"--rlimit", std::to_string(l.resource) + "=" + std::to_string(l.value)});
@@ -384,8 +383,10 @@ Result<SpawnedProcess> spawn_via_imp(const SpawnRequest& req, std::optional<int>
   if (note_slot >= 0) actions.dup2(note_high.get(), note_slot);
   // corral-imp closes everything but these (--keep-fd), so they reach the task.
   add_inherited(actions, req.inherit_fds);
-  // The helper runs as root: its own environment is fixed, never the user's.
-  auto pid = do_spawn(req.imp_path, argv, {"PATH=/usr/sbin:/usr/bin:/sbin:/bin"}, actions, tty, {{}, {}, {}, nice});
+  // The helper runs as root: its own environment is fixed, never the user's. It starts
+  // inside the task's cgroups, as a task spawned directly does.
+  auto pid =
+      do_spawn(req.imp_path, argv, {"PATH=/usr/sbin:/usr/bin:/sbin:/bin"}, actions, tty, {req.cgroups, {}, {}, nice});
   if (!pid) return pid.error();
   proc.pid = *pid;
   proc.status_pipe = std::move(status->read);
