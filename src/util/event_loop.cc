@@ -118,8 +118,12 @@ void EventLoop::run_posted() {
   {
     std::lock_guard lock(posted_mu_);
     batch.swap(posted_);
+    posted_.swap(spare_);  // a busy loop posts a few callbacks a turn: no allocation for them
   }
   for (auto& cb : batch) cb();
+  batch.clear();
+  std::lock_guard lock(posted_mu_);
+  if (spare_.capacity() < batch.capacity()) spare_.swap(batch);
 }
 
 void EventLoop::run() {

@@ -67,6 +67,7 @@ class EventLoop {
   uint64_t next_timer_ = 1;
   std::mutex posted_mu_;
   std::vector<Callback> posted_;
+  std::vector<Callback> spare_;  // an emptied batch, kept for its capacity (under posted_mu_)
   // The thread in run(): what it posts needs no wake-up, as the loop looks at posted_
   // before it sleeps.
   std::atomic<std::thread::id> loop_thread_{};

@@ -213,6 +213,21 @@ IdSet IdSet::intersect(const IdSet& o) const {
   return out;
 }
 
+size_t IdSet::count_common(const IdSet& o) const {
+  size_t n = 0, i = 0, j = 0;
+  while (i < ranges_.size() && j < o.ranges_.size()) {
+    uint32_t lo = std::max(ranges_[i].first, o.ranges_[j].first);
+    uint32_t hi = std::min(ranges_[i].second, o.ranges_[j].second);
+    if (lo <= hi) n += size_t{hi} - lo + 1;
+    if (ranges_[i].second < o.ranges_[j].second) {
+      ++i;
+    } else {
+      ++j;
+    }
+  }
+  return n;
+}
+
 IdSet IdSet::minus(const IdSet& o) const {
   IdSet out;
   size_t j = 0;

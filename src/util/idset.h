@@ -36,6 +36,8 @@ class IdSet {
   IdSet union_with(const IdSet& o) const;
   IdSet intersect(const IdSet& o) const;
   IdSet minus(const IdSet& o) const;
+  // How many ids both sets hold: intersect(o).count() without building the set.
+  size_t count_common(const IdSet& o) const;
 
   const std::vector<std::pair<uint32_t, uint32_t>>& ranges() const { return ranges_; }
   bool operator==(const IdSet&) const = default;

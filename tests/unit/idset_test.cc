@@ -106,5 +106,16 @@ TEST(IdSet, SetOperations) {
   EXPECT_EQ(ids("1-3,5").intersect(ids("3-5")).encode(), "3,5");
 }
 
+TEST(IdSet, CountCommonIsTheIntersectionsSize) {
+  const std::vector<std::pair<const char*, const char*>> pairs = {
+      {"0-10,20-30", "5-25,40"},        {"1-3,5", "3-5"},       {"0-63", ""},  {"", "0-7"},
+      {"0-4294967295", "7,4294967295"}, {"0,2,4,6", "1,3,5,7"}, {"0-9", "0-9"}};
+  for (const auto& [x, y] : pairs) {
+    SCOPED_TRACE(std::string(x) + " & " + y);
+    EXPECT_EQ(ids(x).count_common(ids(y)), ids(x).intersect(ids(y)).count());
+    EXPECT_EQ(ids(y).count_common(ids(x)), ids(x).intersect(ids(y)).count());
+  }
+}
+
 }  // namespace
 }  // namespace corral

@@ -123,18 +123,20 @@ struct SpawnAttr {
   SpawnAttr& operator=(const SpawnAttr&) = delete;
 };
 
-std::vector<char*> c_strings(std::vector<std::string>& v) {
+// execve's arrays are char* const[] for C's sake; nothing writes through them.
+std::vector<char*> c_strings(const std::vector<std::string>& v) {
   std::vector<char*> out;
   out.reserve(v.size() + 1);
-  for (auto& s : v) out.push_back(s.data());
+  for (const auto& s : v) out.push_back(const_cast<char*>(s.c_str()));
   out.push_back(nullptr);
   return out;
 }
 
 // With a cgroup or CPUs to bind to, the process is set up before it runs any code of
 // its own (spawn_child); otherwise posix_spawn.
-Result<pid_t> do_spawn(const std::string& path, std::vector<std::string> argv, std::vector<std::string> env,
-                       const SpawnActions& actions, bool new_session, const ChildSetup& setup = {}) {
+Result<pid_t> do_spawn(const std::string& path, const std::vector<std::string>& argv,
+                       const std::vector<std::string>& env, const SpawnActions& actions, bool new_session,
+                       const ChildSetup& setup = {}) {
   auto cargv = c_strings(argv);
   auto cenv = c_strings(env);
   pid_t pid = -1;

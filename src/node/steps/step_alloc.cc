@@ -161,10 +161,11 @@ std::string StepAllocator::describe_job() const {
   return s;
 }
 
-uint32_t StepAllocator::capacity(size_t node, const StepRequest& req, const std::vector<Usage>& busy) const {
+uint32_t StepAllocator::capacity(size_t node, const StepRequest& req, const Usage* busy) const {
   const JobNode& n = nodes_[node];
-  size_t cores = req.overlap ? n.cores.count() : n.cores.minus(busy[node].cores).count();
-  size_t gpus = req.overlap ? n.gpus.count() : n.gpus.minus(busy[node].gpus).count();
+  const bool all = req.overlap || busy == nullptr;
+  size_t cores = n.cores.count() - (all ? 0 : n.cores.count_common(busy->cores));
+  size_t gpus = n.gpus.count() - (all ? 0 : n.gpus.count_common(busy->gpus));
   size_t cap = cores / req.cores_per_task;
   if (req.gpus_per_task > 0) cap = std::min(cap, gpus / req.gpus_per_task);
   return static_cast<uint32_t>(std::min<size_t>(cap, UINT32_MAX));
@@ -208,23 +209,25 @@ Result<std::vector<bool>> StepAllocator::validate(const StepRequest& req) const 
   if (nrequired > req.ntasks)
     return invalid("the step names " + plural(nrequired, "node", "nodes") + " with -w but asks for " +
                    plural(req.ntasks, "task", "tasks") + "; every node needs at least one task");
-  const std::vector<Usage> idle(nodes_.size());
-  auto placed = place(req, required, idle);
-  if (!placed) return invalid(request_text(req) + "; " + describe_job());
+  if (!lay_out(req, required, nullptr)) return invalid(request_text(req) + "; " + describe_job());
   return required;
+}
+
+std::optional<std::vector<uint32_t>> StepAllocator::lay_out(const StepRequest& req, const std::vector<bool>& required,
+                                                            const std::vector<Usage>* busy) const {
+  std::vector<uint32_t> cap(nodes_.size());
+  for (size_t i = 0; i < cap.size(); ++i) cap[i] = capacity(i, req, busy == nullptr ? nullptr : &(*busy)[i]);
+  return req.nnodes == 0 ? fewest_nodes(cap, required, req.ntasks) : exact_nodes(cap, required, req.ntasks, req.nnodes);
 }
 
 // Lays the step out on the nodes given `busy`; unavailable when it does not fit.
 Result<StepShare> StepAllocator::place(const StepRequest& req, const std::vector<bool>& required,
                                        const std::vector<Usage>& busy) const {
   const size_t n = nodes_.size();
-  std::vector<uint32_t> cap(n);
-  for (size_t i = 0; i < n; ++i) cap[i] = capacity(i, req, busy);
-  const Error wait = unavailable(request_text(req) + "; not enough of job " + std::to_string(job_id_) +
-                                 "'s cores or GPUs are free now");
-  auto laid =
-      req.nnodes == 0 ? fewest_nodes(cap, required, req.ntasks) : exact_nodes(cap, required, req.ntasks, req.nnodes);
-  if (!laid) return wait;
+  auto laid = lay_out(req, required, &busy);
+  if (!laid)
+    return unavailable(request_text(req) + "; not enough of job " + std::to_string(job_id_) +
+                       "'s cores or GPUs are free now");
   const std::vector<uint32_t>& tasks = *laid;
   StepShare share;
   for (size_t i = 0; i < n; ++i) {

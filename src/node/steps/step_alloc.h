@@ -23,6 +23,7 @@
 #include <cstdint>
 #include <deque>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -115,12 +116,16 @@ class StepAllocator {
   Result<std::vector<bool>> required_nodes(const std::string& nodelist) const;
   Result<StepShare> place(const StepRequest& req, const std::vector<bool>& required,
                           const std::vector<Usage>& busy) const;
+  // Tasks per node for the request, or nothing if it does not fit; `busy` null: every
+  // node idle.
+  std::optional<std::vector<uint32_t>> lay_out(const StepRequest& req, const std::vector<bool>& required,
+                                               const std::vector<Usage>* busy) const;
   Result<StepShare> try_place(StepId id, const StepRequest& req);
   void commit(StepId id, const StepShare& share, bool overlap);
   bool known(StepId id) const;
   std::string describe_job() const;
-  std::string node_names() const;  // the job's nodes as a hostlist
-  uint32_t capacity(size_t node, const StepRequest& req, const std::vector<Usage>& busy) const;
+  std::string node_names() const;                                                   // the job's nodes as a hostlist
+  uint32_t capacity(size_t node, const StepRequest& req, const Usage* busy) const;  // busy null: idle
 
   uint64_t job_id_ = 0;
   std::vector<JobNode> nodes_;

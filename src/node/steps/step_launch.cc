@@ -50,7 +50,7 @@ Status check_env(const EnvList& env) {
     const size_t eq = kv.find('=');
     if (eq == 0 || eq == std::string::npos)
       return invalid(fmt::format("environment entry '{}' is not NAME=VALUE", kv.substr(0, 64)));
-    const std::string name = kv.substr(0, std::min<size_t>(eq, 64));
+    const std::string_view name = std::string_view(kv).substr(0, std::min<size_t>(eq, 64));
     if (kv.find('\0') != std::string::npos)
       return invalid(fmt::format("environment variable {} holds a NUL byte", name));
     if (kv.size() >= kMaxEnvEntry)
