@@ -68,6 +68,20 @@ def test_step_manager_runs_on_the_first_node_and_steps_get_subsets(cluster):
     assert bad.returncode != 0 and "17 tasks" in bad.stderr and "4 cores each" in bad.stderr, bad.stderr
 
 
+@pytest.mark.cluster(size=1, agents=1, cores=2)
+def test_a_variable_that_is_not_utf8_reaches_the_task(cluster):
+    # Any byte but NUL may be in a variable (a Latin-1 file name): the step protocol carried
+    # the environment as UTF-8 strings and refused the whole step as malformed.
+    jobid = hold(cluster, "-n1")
+    env = {k.encode(): v.encode() for k, v in cluster.env.items()}
+    env[b"LATIN_NAME"] = b"caf\xe9 \xff"
+    proc = subprocess.run([binary("corral"), "run", f"--jobid={jobid}", "sh", "-c", 'printf %s "$LATIN_NAME"'],
+                          env=env, capture_output=True, timeout=60, cwd=cluster.shared_dir("cwd"))
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == b"caf\xe9 \xff"
+    assert b"UTF-8" not in proc.stderr, proc.stderr
+
+
 @pytest.mark.cluster(size=2, agents=2, cores=2)
 def test_steps_wait_for_cores_or_fail_with_immediate(cluster, tmp_path):
     jobid = hold(cluster, "-N2", "-n4")
