@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <bitset>
 #include <utility>
 #include <vector>
 
@@ -219,12 +220,20 @@ Result<std::vector<std::string>> step_node_env(v1::LaunchTasksRequest& req, cons
   // whose getenv finds the first), then corral's over them.
   std::vector<std::string_view> replaced;  // sorted, as `over` is
   replaced.reserve(over.size());
-  for (const auto& [k, v] : over) replaced.emplace_back(k);
+  std::bitset<256> first;  // the first bytes of those names: most submitted names are none of them
+  for (const auto& [k, v] : over) {
+    replaced.emplace_back(k);
+    if (!k.empty()) first.set(static_cast<unsigned char>(k[0]));
+  }
+  auto is_replaced = [&](std::string_view key) {
+    return !key.empty() && first.test(static_cast<unsigned char>(key[0])) &&
+           std::binary_search(replaced.begin(), replaced.end(), key);
+  };
   // The request's own KEY=VALUE strings are the task's: moved out of it when no other node
   // here reads them (the views into an entry are not used once it has moved).
   out.reserve(submit.size() + over.size() + 2);
   for (const auto& kv : submit) {
-    if (std::binary_search(replaced.begin(), replaced.end(), kv.key)) continue;
+    if (is_replaced(kv.key)) continue;
     if (last_use)
       out.push_back(std::move(*req.mutable_env(kv.index)));
     else
