@@ -60,6 +60,24 @@ Status EventLoop::set_events(int fd, uint32_t events) {
   return {};
 }
 
+Status EventLoop::rewatch_fd(int fd, uint32_t events, FdCallback cb) {
+  auto it = tokens_.find(fd);
+  if (it == tokens_.end()) return add_fd(fd, events, std::move(cb));
+  const uint64_t token = next_token_++;
+  epoll_event ev{};
+  ev.events = events;
+  ev.data.u64 = token;
+  if (::epoll_ctl(epoll_.get(), EPOLL_CTL_MOD, fd, &ev) != 0) {
+    const int err = errno;
+    remove_fd(fd);
+    return io_error("epoll_ctl mod fd " + std::to_string(fd) + ": " + std::strerror(err));
+  }
+  fds_.erase(it->second);
+  fds_.emplace(token, FdEntry{fd, std::move(cb)});
+  it->second = token;
+  return {};
+}
+
 EventLoop::TimerId EventLoop::add_timer(double seconds, Callback cb) {
   auto delay = std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds < 0 ? 0 : seconds));
   TimerId id{Clock::now() + delay, next_timer_++};

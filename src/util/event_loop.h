@@ -35,6 +35,10 @@ class EventLoop {
   void remove_fd(int fd);
   // Changes what a registered fd is watched for (EPOLLHUP and EPOLLERR are always reported).
   Status set_events(int fd, uint32_t events);
+  // remove_fd and add_fd in one epoll_ctl: the fd's events go to `cb` from now on, and
+  // none already fetched in this turn reaches the old callback or the new one. An fd not
+  // watched is added. On failure the fd is no longer watched.
+  Status rewatch_fd(int fd, uint32_t events, FdCallback cb);
 
   TimerId add_timer(double seconds, Callback cb);
   void cancel_timer(const TimerId& id);

@@ -2,6 +2,10 @@
 // looks before it sleeps), from other threads they wake it.
 #include <gtest/gtest.h>
 
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <atomic>
 #include <thread>
 #include <vector>
@@ -15,6 +19,38 @@ std::unique_ptr<EventLoop> make_loop() {
   auto loop = EventLoop::create();
   EXPECT_TRUE(loop) << loop.message();
   return std::move(*loop);
+}
+
+TEST(EventLoopTest, ARewatchedFdsEventsGoToTheNewCallbackOnly) {
+  auto loop = make_loop();
+  int sv[2];
+  ASSERT_EQ(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
+  int old_calls = 0, new_calls = 0;
+  ASSERT_TRUE(loop->add_fd(sv[0], EPOLLIN, [&](uint32_t) { ++old_calls; }));
+  ASSERT_EQ(::write(sv[1], "x", 1), 1);
+  // Rewatched from inside a callback of the same turn, as a connection's next call is.
+  ASSERT_TRUE(loop->add_fd(sv[1], EPOLLOUT, [&](uint32_t) {
+    loop->remove_fd(sv[1]);
+    ASSERT_TRUE(loop->rewatch_fd(sv[0], EPOLLIN, [&](uint32_t) {
+      ++new_calls;
+      loop->stop();
+    }));
+  }));
+  auto watchdog = loop->add_timer(10, [&] { loop->stop(); });
+  loop->run();
+  loop->cancel_timer(watchdog);
+  EXPECT_EQ(new_calls, 1);
+  EXPECT_LE(old_calls, 1);  // it may have run before the rewatch, in the same turn
+  // An fd that is not watched is added.
+  int added = 0;
+  ASSERT_TRUE(loop->rewatch_fd(sv[1], EPOLLOUT, [&](uint32_t) {
+    ++added;
+    loop->stop();
+  }));
+  loop->run();
+  EXPECT_EQ(added, 1);
+  ::close(sv[0]);
+  ::close(sv[1]);
 }
 
 TEST(EventLoopTest, PostsFromTheLoopThreadRunWithoutAnythingElseToWakeIt) {

@@ -50,7 +50,9 @@ struct Prepared {
   const cpu_set_t* cpus;                  // null: no binding
   const std::vector<job::TaskRlimit>& rlimits;
   const std::optional<int>& nice;
-  int report;
+  // Where a child that cannot exec says why: the parent's memory, which the child shares
+  // until it execs, read once vfork returns (no pipe to make, read and close per spawn).
+  SpawnFailure* report;
 };
 
 // A soft limit, never above the hard one (which only root could raise, and not for tasks).
@@ -100,9 +102,7 @@ SpawnFailure join_and_bind(const Prepared& p) {
     err = errno;
   }
   if (failed.err == 0) failed.err = err;
-  if (::write(p.report, &failed, sizeof failed) < 0) {
-    // the parent then sees no report and the exit code 127
-  }
+  *p.report = failed;
   ::_exit(127);
 }
 
@@ -158,11 +158,10 @@ SpawnFailure spawn_child(pid_t& pid, const std::string& path, char* const argv[]
   CPU_ZERO(&cpus);
   for (int cpu : setup.cpus)
     if (cpu >= 0 && cpu < CPU_SETSIZE) CPU_SET(cpu, &cpus);
-  int report[2];
-  if (::pipe2(report, O_CLOEXEC | O_NONBLOCK) != 0) return {errno};
-  Prepared prepared{path,          argv,       envp,     actions,
-                    new_session,   proc_files, 0,        setup.cpus.empty() ? nullptr : &cpus,
-                    setup.rlimits, setup.nice, report[1]};
+  SpawnFailure failed;
+  Prepared prepared{path,          argv,       envp,   actions,
+                    new_session,   proc_files, 0,      setup.cpus.empty() ? nullptr : &cpus,
+                    setup.rlimits, setup.nice, &failed};
   // No handler of the agent may run in the child before it resets them (as glibc does).
   sigset_t all, old;
   sigfillset(&all);
@@ -183,16 +182,9 @@ SpawnFailure spawn_child(pid_t& pid, const std::string& path, char* const argv[]
   if (pid == 0) child(prepared);
   const int vfork_err = errno;
   ::pthread_sigmask(SIG_SETMASK, &old, nullptr);
-  ::close(report[1]);
-  SpawnFailure failed;
-  if (pid < 0) failed.err = vfork_err;
-  // vfork returns when the child has exec'd (its memory is its own) or exited. A child that
-  // failed wrote why before _exit, so it is there now; nothing there means the exec went
-  // ahead. Not waiting for EOF: exec closes the pipe only after vfork has returned, and
-  // waiting for that cost the agent's loop a sleep on a third of all spawns.
-  else if (::read(report[0], &failed, sizeof failed) != static_cast<ssize_t>(sizeof failed))
-    failed = {};
-  ::close(report[0]);
+  // vfork returns when the child has exec'd (its memory is its own) or exited: a child
+  // that failed wrote `failed` before _exit; untouched, the exec went ahead.
+  if (pid < 0) failed = {vfork_err};
   if (pid > 0 && failed.err != 0) {
     int st = 0;
     while (::waitpid(pid, &st, 0) < 0 && errno == EINTR) {}

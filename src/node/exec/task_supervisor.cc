@@ -66,7 +66,7 @@ struct TaskSupervisor::Proc {
   bool stdin_watched = false;
 };
 
-TaskSupervisor::TaskSupervisor(EventLoop& loop) : loop_(loop) {}
+TaskSupervisor::TaskSupervisor(EventLoop& loop) : loop_(loop), dev_null_(::open("/dev/null", O_RDONLY | O_CLOEXEC)) {}
 
 struct TaskSupervisor::Batch {
   std::vector<Queued> items;  // each spawn thread touches only its own item's result
@@ -138,6 +138,7 @@ pid_t TaskSupervisor::adopt(SpawnedProcess spawned, Handlers handlers, UniqueFd 
 }
 
 void TaskSupervisor::spawn_later(SpawnRequest req, Handlers handlers, Spawned done) {
+  if (req.stdin_fd < 0 && req.input_path.empty() && dev_null_.valid()) req.stdin_fd = dev_null_.get();
   queued_.push_back({std::move(req), std::move(handlers), std::move(done), std::nullopt});
   if (queue_posted_) return;
   queue_posted_ = true;

@@ -132,6 +132,8 @@ class TaskSupervisor {
   std::unique_ptr<WorkerPool> spawners_;         // null: every spawn on the loop's thread
 
   EventLoop& loop_;
+  // stdin of every queued task that reads nothing: opened once, not once per task
+  UniqueFd dev_null_;
   std::unordered_map<pid_t, std::unique_ptr<Proc>> procs_;
   std::vector<std::unique_ptr<Proc>> retired_;
   std::shared_ptr<int> alive_ = std::make_shared<int>(0);  // posted work checks it

@@ -187,7 +187,7 @@ Status PmiServer::add_rank(int rank) {
   c->rank = rank;
   c->fd.reset(sv[0]);
   c->task_end.reset(sv[1]);
-  if (::fcntl(sv[0], F_SETFL, ::fcntl(sv[0], F_GETFL) | O_NONBLOCK) != 0)
+  if (::fcntl(sv[0], F_SETFL, O_NONBLOCK) != 0)  // a new socket has no other status flag
     return io_error(std::string("cannot make the PMI socket non-blocking: ") + std::strerror(errno));
   Conn* raw = c.get();
   if (auto st = loop_.add_fd(raw->fd.get(), EPOLLIN, [this, raw](uint32_t ev) { on_events(*raw, ev); }); !st) return st;
@@ -325,7 +325,8 @@ std::string PmiServer::charge_put(Conn& c, const std::string* key, const std::st
   if (key->size() > pmi::kKeyMax) return "key is longer than keylen_max=" + std::to_string(pmi::kKeyMax);
   if (c.v2 && value->size() > pmi::kV2ValueMax)
     return "value is longer than " + std::to_string(pmi::kV2ValueMax) + " characters";
-  if (!c.v2 && value->size() > pmi::kValueMax) return "value is longer than vallen_max=" + std::to_string(pmi::kValueMax);
+  if (!c.v2 && value->size() > pmi::kValueMax)
+    return "value is longer than vallen_max=" + std::to_string(pmi::kValueMax);
   if (c.put_bytes + key->size() + value->size() > kMaxPutBytesPerRank)
     return "rank put more than " + std::to_string(kMaxPutBytesPerRank) + " bytes";
   c.put_bytes += key->size() + value->size();

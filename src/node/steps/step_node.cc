@@ -134,6 +134,7 @@ struct StepNode::Impl {
   const AgentConfig& config;
   StepNodeConfig sc;
   TaskCgroups* cgroups = nullptr;
+  const uid_t own_uid = ::getuid();  // the agent's: tasks of other users start through corral-imp
   // Account lookups read /etc/passwd (or ask NSS): once a minute per user, not per step.
   struct CachedUser {
     StepUser user;
@@ -441,7 +442,7 @@ void StepNode::Impl::start_local(Launch& l, const v1::LaunchNode& info, bool las
     return refuse_node(l, info, st.message());
   }
   if (holds_rank(info, 0)) l.rank0_local = static_cast<int>(ni);
-  const bool use_imp = config.as_root && cred->uid != ::getuid();
+  const bool use_imp = config.as_root && cred->uid != own_uid;
   n.tasks.resize(info.ntasks());
   for (size_t ti = 0; ti < n.tasks.size(); ++ti) {
     const bool last = ti + 1 == n.tasks.size();

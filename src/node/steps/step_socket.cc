@@ -222,7 +222,6 @@ void StepSocketServer::watch(Conn& c) {
 }
 
 void StepSocketServer::next_call(Conn& c) {
-  loop_.remove_fd(c.fd.get());
   auto it = conns_.find(c.id);
   std::unique_ptr<Conn> conn = std::move(it->second);
   conns_.erase(it);
@@ -231,7 +230,8 @@ void StepSocketServer::next_call(Conn& c) {
   conn->served = true;
   conn->watching = EPOLLIN;
   const StepManager::ClientId id = conn->id;
-  if (auto st = loop_.add_fd(conn->fd.get(), EPOLLIN, [this, id](uint32_t ev) { on_events(id, ev); }); !st) {
+  // Under the new id: what the old call's handler still had coming is dropped.
+  if (auto st = loop_.rewatch_fd(conn->fd.get(), EPOLLIN, [this, id](uint32_t ev) { on_events(id, ev); }); !st) {
     spdlog::warn("step socket: {}", st.message());
     if (auto n = per_uid_.find(conn->uid); n != per_uid_.end() && --n->second == 0) per_uid_.erase(n);
     return;
