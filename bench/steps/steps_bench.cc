@@ -12,9 +12,14 @@
 //   floor       --count N --threads T --tasks M   what this machine can do without corral:
 //                                      /bin/true spawned and reaped by this process one at a
 //                                      time, from T threads, M at once (ms), and `corral
-//                                      --version` started one at a time (no --uri needed)
+//                                      --version` started one at a time (no --uri needed);
+//                                      as root with cgroup v2, also the agent's own spawn
+//                                      (node/exec/spawn_child.h) into a step-like cgroup one
+//                                      at a time: the floor with containment, the agent's
+//                                      bookkeeping and protocol taken out
 #include <fcntl.h>
 #include <spawn.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -27,6 +32,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -38,6 +44,7 @@
 
 #include "cli/client/client.h"
 #include "cli/client/step_client.h"
+#include "node/exec/spawn_actions.h"
 
 extern char** environ;
 
@@ -288,6 +295,44 @@ double median_wide_spawn_ms(unsigned tasks, char* const* argv) {
   return ms[ms.size() / 2];
 }
 
+// Writes `text` to a cgroup control file; false if it cannot.
+bool write_control(const std::string& path, const std::string& text) {
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
+  const bool ok = fd >= 0 && ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
+  if (fd >= 0) ::close(fd);
+  return ok;
+}
+
+// Sequential spawns the way the agent spawns a task (corral::node::spawn_child: clone3
+// into the cgroup, signals reset, its own process group), into a cgroup laid out as a
+// step's (ROOT/job/slot, ROOT handing the limit controllers down as the agent's does);
+// nullopt unless root on a host with cgroup v2.
+std::optional<double> contained_spawns_per_second(unsigned count, char* const* argv) {
+  const std::string v2 =
+      ::access("/sys/fs/cgroup/cgroup.controllers", F_OK) == 0 ? "/sys/fs/cgroup" : "/sys/fs/cgroup/unified";
+  if (::geteuid() != 0 || ::access((v2 + "/cgroup.controllers").c_str(), F_OK) != 0) return std::nullopt;
+  const std::string root = v2 + "/corral-steps-floor-" + std::to_string(::getpid());
+  const std::string job = root + "/job", slot = job + "/slot";
+  if (::mkdir(root.c_str(), 0755) != 0) return std::nullopt;
+  for (const char* c : {"+memory", "+pids", "+cpuset"}) (void)write_control(root + "/cgroup.subtree_control", c);
+  std::optional<double> rate;
+  if (::mkdir(job.c_str(), 0755) == 0 && ::mkdir(slot.c_str(), 0755) == 0) {
+    const corral::node::SpawnActions none;
+    const corral::node::ChildSetup setup{{slot}, {}, {}, std::nullopt};
+    unsigned done = 0;
+    const auto t0 = Clock::now();
+    for (; done < count; ++done) {
+      pid_t pid = -1;
+      if (corral::node::spawn_child(pid, argv[0], argv, environ, none, false, setup).err != 0) break;
+      int status = 0;
+      if (::waitpid(pid, &status, 0) != pid || status != 0) break;
+    }
+    if (done == count) rate = count / seconds_since(t0);
+  }
+  for (const auto& d : {slot, job, root}) ::rmdir(d.c_str());
+  return rate;
+}
+
 // The same work as the step modes with corral taken out: the ceiling on this machine.
 nlohmann::json machine_floor(const Options& o) {
   std::string prog = "/bin/true";
@@ -305,11 +350,13 @@ nlohmann::json machine_floor(const Options& o) {
     posix_spawn_file_actions_destroy(&quiet);
   }
   const double client_starts = starts / seconds_since(t0);
-  return {{"sequential_spawns_per_second", spawns_per_second(o.count, 1, true_argv)},
-          {"concurrent_spawns_per_second", spawns_per_second(o.count * 2, o.threads, true_argv)},
-          {"wide_spawn_median_ms", median_wide_spawn_ms(o.tasks, true_argv)},
-          {"tasks", o.tasks},
-          {"client_starts_per_second", client_starts}};
+  nlohmann::json out = {{"sequential_spawns_per_second", spawns_per_second(o.count, 1, true_argv)},
+                        {"concurrent_spawns_per_second", spawns_per_second(o.count * 2, o.threads, true_argv)},
+                        {"wide_spawn_median_ms", median_wide_spawn_ms(o.tasks, true_argv)},
+                        {"tasks", o.tasks},
+                        {"client_starts_per_second", client_starts}};
+  if (auto contained = contained_spawns_per_second(o.count, true_argv)) out["contained_spawns_per_second"] = *contained;
+  return out;
 }
 
 }  // namespace
