@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -245,6 +246,28 @@ TEST_F(TaskCgroupsTest, LaunchFailuresInACgroupReadAsWithoutOne) {
   int st = 0;
   ::waitpid(ok->pid, &st, 0);
   EXPECT_EQ(st, 0);
+}
+
+// An exec that fails in the child itself (the file is there and executable, its
+// interpreter is not) is reported by the child, through the memory it shares with the
+// agent until it execs, created in the cgroup as every task is.
+TEST_F(TaskCgroupsTest, AnExecThatFailsInTheChildIsReported) {
+  auto dir = cgroups_->create(9, "job_tasks");
+  ASSERT_TRUE(dir) << dir.message();
+  test::TempDir scripts{"corral-exec-fails"};
+  const std::string script = (scripts.path() / "no-interpreter").string();
+  {
+    std::ofstream out(script);
+    out << "#!/no/such/interpreter\n";
+  }
+  ASSERT_EQ(::chmod(script.c_str(), 0755), 0);
+  SpawnRequest r = escaping_task();
+  r.cgroups = *dir;
+  r.argv = {script};
+  auto p = spawn_process(r);
+  ASSERT_FALSE(p);
+  EXPECT_EQ(p.message(), "cannot execute '" + script + "': No such file or directory");
+  EXPECT_EQ(spawn_failure_code(p.error()), 127);
 }
 
 // The child is created inside the v2 cgroup (clone3 CLONE_INTO_CGROUP, spawn_child.cc)
