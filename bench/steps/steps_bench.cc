@@ -45,6 +45,8 @@
 #include "cli/client/client.h"
 #include "cli/client/step_client.h"
 #include "node/exec/spawn_actions.h"
+#include "util/unique_fd.h"
+#include "util/write_all.h"
 
 extern char** environ;
 
@@ -297,10 +299,8 @@ double median_wide_spawn_ms(unsigned tasks, char* const* argv) {
 
 // Writes `text` to a cgroup control file; false if it cannot.
 bool write_control(const std::string& path, const std::string& text) {
-  const int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
-  const bool ok = fd >= 0 && ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
-  if (fd >= 0) ::close(fd);
-  return ok;
+  const corral::UniqueFd fd(::open(path.c_str(), O_WRONLY | O_CLOEXEC));
+  return fd.valid() && corral::write_all(fd.get(), text);
 }
 
 // Sequential spawns the way the agent spawns a task (corral::node::spawn_child: clone3

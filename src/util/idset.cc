@@ -11,6 +11,23 @@ namespace {
 
 using Range = std::pair<uint32_t, uint32_t>;
 
+// Calls `each(lo, hi)` for every range both sorted, disjoint range lists hold, in order:
+// walks them together, advancing whichever ends first.
+template <typename Each>
+void for_each_overlap(const std::vector<Range>& a, const std::vector<Range>& b, Each&& each) {
+  size_t i = 0, j = 0;
+  while (i < a.size() && j < b.size()) {
+    const uint32_t lo = std::max(a[i].first, b[j].first);
+    const uint32_t hi = std::min(a[i].second, b[j].second);
+    if (lo <= hi) each(lo, hi);
+    if (a[i].second < b[j].second) {
+      ++i;
+    } else {
+      ++j;
+    }
+  }
+}
+
 Error bad_idset(std::string_view text, std::string_view why, size_t pos) {
   return invalid(fmt::format("invalid idset \"{}\": {} at column {}", text, why, pos + 1));
 }
@@ -197,34 +214,14 @@ IdSet IdSet::union_with(const IdSet& o) const {
 }
 
 IdSet IdSet::intersect(const IdSet& o) const {
-  // Both range lists are sorted: walk them together, advancing whichever ends first.
   IdSet out;
-  size_t i = 0, j = 0;
-  while (i < ranges_.size() && j < o.ranges_.size()) {
-    uint32_t lo = std::max(ranges_[i].first, o.ranges_[j].first);
-    uint32_t hi = std::min(ranges_[i].second, o.ranges_[j].second);
-    if (lo <= hi) out.ranges_.emplace_back(lo, hi);
-    if (ranges_[i].second < o.ranges_[j].second) {
-      ++i;
-    } else {
-      ++j;
-    }
-  }
+  for_each_overlap(ranges_, o.ranges_, [&](uint32_t lo, uint32_t hi) { out.ranges_.emplace_back(lo, hi); });
   return out;
 }
 
 size_t IdSet::count_common(const IdSet& o) const {
-  size_t n = 0, i = 0, j = 0;
-  while (i < ranges_.size() && j < o.ranges_.size()) {
-    uint32_t lo = std::max(ranges_[i].first, o.ranges_[j].first);
-    uint32_t hi = std::min(ranges_[i].second, o.ranges_[j].second);
-    if (lo <= hi) n += size_t{hi} - lo + 1;
-    if (ranges_[i].second < o.ranges_[j].second) {
-      ++i;
-    } else {
-      ++j;
-    }
-  }
+  size_t n = 0;
+  for_each_overlap(ranges_, o.ranges_, [&](uint32_t lo, uint32_t hi) { n += size_t{hi} - lo + 1; });
   return n;
 }
 

@@ -132,7 +132,8 @@ class TaskSupervisor {
   std::unique_ptr<WorkerPool> spawners_;         // null: every spawn on the loop's thread
 
   EventLoop& loop_;
-  // stdin of every queued task that reads nothing: opened once, not once per task
+  // stdin of every queued task that reads nothing (a step's): opened once, not once per
+  // task. spawn() leaves its caller's request as it is (a job's tasks, a perilog).
   UniqueFd dev_null_;
   std::unordered_map<pid_t, std::unique_ptr<Proc>> procs_;
   std::vector<std::unique_ptr<Proc>> retired_;
