@@ -670,7 +670,8 @@ void StepNode::Impl::add_output(Launch& l, const LocalNode& node, const Task& t,
   o->set_data(std::move(data));
   o->set_eof(eof);
   o->set_node(node.info.name());
-  schedule_flush(l);
+  // An end of file alone is no news: it travels with the task's exit, which follows.
+  if (!o->data().empty() || !eof) schedule_flush(l);
 }
 
 void StepNode::Impl::add_exit(Launch& l, uint32_t rank, int waitstatus, double cpu) {

@@ -32,13 +32,14 @@ struct StepSocketServer::Conn {
   uint32_t uid = 0;
   net::StepFrameReader reader;
   std::string out;
-  size_t sent = 0;        // bytes of `out` written
-  bool opened = false;    // `create` went to the step manager
-  bool answered = false;  // the step manager ended the call (the step's exit, or a refusal)
-  bool reading = true;    // until the client's end of stream
-  bool ended = false;     // the status frame is queued: close once written
-  bool served = false;    // a call before this one ended on this connection
-  uint32_t watching = 0;  // the events registered
+  size_t sent = 0;            // bytes of `out` written
+  bool opened = false;        // `create` went to the step manager
+  bool answered = false;      // the step manager ended the call (the step's exit, or a refusal)
+  bool reading = true;        // until the client's end of stream
+  bool ended = false;         // the status frame is queued: close once written
+  bool served = false;        // a call before this one ended on this connection
+  bool flush_posted = false;  // what is queued goes out at the end of this loop turn
+  uint32_t watching = 0;      // the events registered
 
   explicit Conn(size_t max) : reader(max) {}
 };
@@ -173,7 +174,17 @@ void StepSocketServer::send(StepManager::ClientId id, v1::StepServerMessage&& ms
     end(c, kOk, "");
     return;
   }
-  flush(c);
+  // Written at the end of the turn: what else the turn sends (often the step's exit, just
+  // after its last output) goes in the same write, and wakes the client once.
+  if (c.flush_posted) return;
+  c.flush_posted = true;
+  loop_.post([this, id, alive = std::weak_ptr<bool>(alive_)] {
+    if (!alive.lock()) return;
+    auto found = conns_.find(id);
+    if (found == conns_.end() || !found->second->flush_posted) return;
+    found->second->flush_posted = false;
+    flush(*found->second);
+  });
 }
 
 void StepSocketServer::end(Conn& c, int code, const std::string& message) {
@@ -226,7 +237,7 @@ void StepSocketServer::next_call(Conn& c) {
   std::unique_ptr<Conn> conn = std::move(it->second);
   conns_.erase(it);
   conn->id = next_id_++;
-  conn->opened = conn->answered = conn->ended = false;
+  conn->opened = conn->answered = conn->ended = conn->flush_posted = false;
   conn->served = true;
   conn->watching = EPOLLIN;
   const StepManager::ClientId id = conn->id;
