@@ -226,6 +226,21 @@ TEST(NodeTaskEnv, NoGpuVariablesWithoutGpus) {
   EXPECT_TRUE(has(env, "PATH=/usr/local/bin:/usr/bin:/bin"));
 }
 
+TEST(NodeTaskEnv, SettingANameAgainReplacesItInItsPlace) {
+  std::vector<EnvEntry> v;
+  set_env_entry(v, "B", "1");
+  set_env_entry(v, "A", "1");
+  set_env_entry(v, "B", "2");
+  set_env_entry(v, "AB", "x");
+  set_env_entry(v, "A", "");
+  std::vector<std::string> kv;
+  for (const auto& e : v) kv.push_back(e.kv);
+  EXPECT_EQ(kv, (std::vector<std::string>{"B=2", "A=", "AB=x"}));
+  EXPECT_EQ(v[2].name(), "AB");
+  EXPECT_EQ(v[2].value(), "x");
+  EXPECT_EQ(v[1].value(), "");
+}
+
 TEST(NodeTaskEnv, IdsetHelpers) {
   EXPECT_EQ(idset_to_list("0-2,5"), "0,1,2,5");
   EXPECT_EQ(idset_count("0-2,5"), 4u);

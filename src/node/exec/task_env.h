@@ -40,6 +40,17 @@ struct JobNodeEnv {
 // site's authentication), for a job's tasks and a step's alike.
 JobNodeEnv agent_node_env(const AgentConfig& config);
 
+// One variable as execve takes it, "NAME=VALUE", with where its name ends.
+struct EnvEntry {
+  std::string kv;
+  size_t name_len = 0;
+  std::string_view name() const { return std::string_view(kv).substr(0, name_len); }
+  std::string_view value() const { return std::string_view(kv).substr(name_len + 1); }
+};
+EnvEntry env_entry(std::string_view name, std::string_view value);
+// Sets `name` in `entries`: in the place of an entry of that name, else at the end.
+void set_env_entry(std::vector<EnvEntry>& entries, std::string_view name, std::string_view value);
+
 // submit env, then the CORRAL_* variables (which win over submitted ones), then
 // `extra` (controller hooks win over everything but the per-task ranks).
 EnvMap build_node_env(EnvMap submit_env, const JobNodeEnv& job, const EnvMap& extra);
@@ -48,7 +59,11 @@ EnvMap build_node_env(EnvMap submit_env, const JobNodeEnv& job, const EnvMap& ex
 // the CORRAL_* variables, then `extra`. A caller that keeps the submitted variables where
 // they are (a step's, in its request) merges the two itself instead of copying them.
 EnvMap node_env_overrides(const JobNodeEnv& job, const EnvMap& extra,
-                          const std::function<bool(const std::string&)>& submitted);
+                          const std::function<bool(std::string_view)>& submitted);
+// The same before `extra`, appended to `out` (each name once): a step builds its tasks'
+// variables from these without a map.
+void append_node_env(const JobNodeEnv& job, const std::function<bool(std::string_view)>& submitted,
+                     std::vector<EnvEntry>& out);
 // Appends "KEY=VALUE" to `out`, one allocation.
 void add_env_entry(std::vector<std::string>& out, std::string_view key, std::string_view value);
 // CORRAL_TASK_RANK and CORRAL_LOCAL_RANK: each task's own (build_task_env), never

@@ -725,6 +725,7 @@ std::string StepNode::Impl::cgroup_unit(const Launch& l) {
 }
 
 const std::vector<std::string>& StepNode::Impl::cgroup_of(Launch& l) {
+  if (l.cgroup) return *l.cgroup;  // (the names below are for its first task only)
   return unit_cgroup(cgroups, l.cgroup, l.req.jobid(), cgroup_unit(l),
                      "step " + std::to_string(l.req.jobid()) + "." + std::to_string(l.req.stepid()));
 }

@@ -195,21 +195,25 @@ Result<std::vector<std::string>> step_node_env(v1::LaunchTasksRequest& req, cons
     const std::string_view key(kv.data(), eq), value(kv.data() + eq + 1, kv.size() - eq - 1);
     if (!is_pmi_variable(key) && !is_task_variable(key)) submit.push_back({key, value, i});
   }
-  auto submitted = [&submit](const std::string& key) {
+  auto submitted = [&submit](std::string_view key) {
     return std::any_of(submit.begin(), submit.end(), [&key](const Submitted& kv) { return kv.key == key; });
   };
   EnvMap extra(req.extra_env().begin(), req.extra_env().end());
   for (const auto& [k, v] : node.env()) extra[k] = v;  // this node's own values win
-  EnvMap over = node_env_overrides(je, extra, submitted);
-  over["CORRAL_STEPID"] = job::step_name(req.stepid());
-  if (!req.stepmgr().empty()) over["CORRAL_STEPMGR"] = req.stepmgr();
+  // Corral's variables, then the controller's (which win over them), then the step's own.
+  std::vector<EnvEntry> over;
+  over.reserve(24 + extra.size());
+  append_node_env(je, submitted, over);
+  for (const auto& [k, v] : extra) set_env_entry(over, k, v);
+  set_env_entry(over, "CORRAL_STEPID", job::step_name(req.stepid()));
+  if (!req.stepmgr().empty()) set_env_entry(over, "CORRAL_STEPMGR", req.stepmgr());
 
   std::vector<std::string> out;
   if (config.hooks->task_env_applies(node.name(), user.uid, extra)) {
     // A hook reads and changes the whole environment.
     EnvMap env;
     for (const auto& kv : submit) env.emplace(kv.key, kv.value);
-    for (auto& [k, v] : over) env[k] = std::move(v);
+    for (const auto& e : over) env[std::string(e.name())] = e.value();
     if (auto st = config.hooks->task_env(node.name(), user.uid, extra, env); !st) return st.error();
     out.reserve(env.size() + 2);
     for (const auto& [k, v] : env)
@@ -218,16 +222,12 @@ Result<std::vector<std::string>> step_node_env(v1::LaunchTasksRequest& req, cons
   }
   // Otherwise in the client's order (both values of a name sent twice go to the task,
   // whose getenv finds the first), then corral's over them.
-  std::vector<std::string_view> replaced;  // sorted, as `over` is
-  replaced.reserve(over.size());
-  std::bitset<256> first;  // the first bytes of those names: most submitted names are none of them
-  for (const auto& [k, v] : over) {
-    replaced.emplace_back(k);
-    if (!k.empty()) first.set(static_cast<unsigned char>(k[0]));
-  }
+  std::bitset<256> first;  // the first bytes of corral's names: most submitted names are none of them
+  for (const auto& e : over)
+    if (e.name_len > 0) first.set(static_cast<unsigned char>(e.kv[0]));
   auto is_replaced = [&](std::string_view key) {
     return !key.empty() && first.test(static_cast<unsigned char>(key[0])) &&
-           std::binary_search(replaced.begin(), replaced.end(), key);
+           std::any_of(over.begin(), over.end(), [key](const EnvEntry& e) { return e.name() == key; });
   };
   // The request's own KEY=VALUE strings are the task's: moved out of it when no other node
   // here reads them (the views into an entry are not used once it has moved).
@@ -239,7 +239,7 @@ Result<std::vector<std::string>> step_node_env(v1::LaunchTasksRequest& req, cons
     else
       out.push_back(req.env(kv.index));
   }
-  for (const auto& [k, v] : over) add_env_entry(out, k, v);
+  for (auto& e : over) out.push_back(std::move(e.kv));
   return out;
 }
 
