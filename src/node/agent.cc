@@ -173,6 +173,9 @@ void Agent::on_signal() {
         shutdown();
       }
     }
+    // A read that did not fill the buffer took all there was (one more is only EAGAIN);
+    // a signal after it makes the descriptor readable again.
+    if (static_cast<size_t>(n) < sizeof info) break;
   }
   if (child) reap();
 }

@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -123,6 +124,38 @@ TEST_F(SpawnProcess, MissingCwdIs126AndTheMessageReachesTheErrorFile) {
   EXPECT_EQ(spawn_failure_code(p.error()), 126);
   EXPECT_NE(p.message().find("cannot change directory to '"), std::string::npos) << p.message();
   EXPECT_EQ(slurp(dir_ / "out.txt"), p.message() + "\n");
+}
+
+// With a nice value (or a cgroup, CPUs, limits) the child is spawn_child's, which checks
+// nothing before it tries: its report words each failure as the checks above do.
+TEST_F(SpawnProcess, TheChildReportsAMissingCwdAndProgramAsTheChecksWould) {
+  const int own = ::getpriority(PRIO_PROCESS, 0);
+  SpawnRequest r = sh("true");
+  r.cwd = (dir_ / "missing").string();
+  r.output_path = (dir_ / "out.txt").string();
+  r.error_path = r.output_path;
+  auto cwd = spawn_process(r, own);
+  ASSERT_FALSE(cwd);
+  EXPECT_EQ(spawn_failure_code(cwd.error()), 126);
+  EXPECT_EQ(cwd.message(), "cannot change directory to '" + r.cwd + "': No such file or directory");
+  EXPECT_EQ(slurp(dir_ / "out.txt"), cwd.message() + "\n");
+
+  SpawnRequest m = sh("");
+  m.argv = {(dir_ / "no-such-program").string()};
+  auto missing = spawn_process(m, own);
+  ASSERT_FALSE(missing);
+  EXPECT_EQ(spawn_failure_code(missing.error()), 127);
+  EXPECT_EQ(missing.message(), "cannot execute '" + m.argv[0] + "': No such file or directory");
+
+  std::ofstream(dir_ / "script") << "echo hi\n";
+  for (const auto& path : {dir_ / "script", dir_}) {  // not executable; a directory
+    SpawnRequest n = sh("");
+    n.argv = {path.string()};
+    auto denied = spawn_process(n, own);
+    ASSERT_FALSE(denied) << path;
+    EXPECT_EQ(spawn_failure_code(denied.error()), 126) << path;
+    EXPECT_EQ(denied.message(), "cannot execute '" + path.string() + "': Permission denied");
+  }
 }
 
 TEST_F(SpawnProcess, RelativeCommandAndFilesUseCwd) {

@@ -44,10 +44,11 @@ struct ChildSetup {
 };
 
 struct SpawnFailure {
-  enum class Stage { exec, cgroup, cpus, rlimits };
-  int err = 0;                // errno; 0: started
-  Stage stage = Stage::exec;  // exec also covers the file actions
-  size_t cgroup = 0;          // Stage::cgroup: which of ChildSetup::cgroups
+  enum class Stage { exec, cgroup, cpus, rlimits, action };
+  int err = 0;  // errno; 0: started
+  Stage stage = Stage::exec;
+  size_t cgroup = 0;  // Stage::cgroup: which of ChildSetup::cgroups
+  size_t action = 0;  // Stage::action: which of SpawnActions::list
 };
 
 // Starts `path` with the actions, in a process group of its own (or a session of its own

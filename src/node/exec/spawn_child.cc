@@ -90,9 +90,9 @@ SpawnFailure join_and_bind(const Prepared& p) {
   for (int sig = 1; err == 0 && sig < NSIG; ++sig)
     if (sig != SIGKILL && sig != SIGSTOP) ::sigaction(sig, &dfl, nullptr);  // fails only for reserved ones
   if (err == 0 && (p.new_session ? ::setsid() : ::setpgid(0, 0)) < 0) err = errno;
-  for (const auto& a : p.actions.list) {
-    if (err != 0) break;
-    err = apply(a);
+  for (size_t i = 0; err == 0 && i < p.actions.list.size(); ++i) {
+    err = apply(p.actions.list[i]);
+    if (err != 0 && failed.err == 0) failed = {err, SpawnFailure::Stage::action, 0, i};
   }
   if (err == 0) {
     sigset_t none;

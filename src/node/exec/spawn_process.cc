@@ -132,6 +132,19 @@ std::vector<char*> c_strings(const std::vector<std::string>& v) {
   return out;
 }
 
+// A file action the child could not carry out, as the parent's checks word it.
+Error action_error(int err, const SpawnActions::Action& a) {
+  switch (a.kind) {
+    case SpawnActions::Kind::chdir:
+      return spawn_error(err, "cannot change directory to '" + a.path + "'");
+    case SpawnActions::Kind::open:
+      return spawn_error(err, "cannot open '" + a.path + "'");
+    case SpawnActions::Kind::dup2:
+      break;
+  }
+  return spawn_error(err, "cannot give the task descriptor " + std::to_string(a.target));
+}
+
 // With a cgroup or CPUs to bind to, the process is set up before it runs any code of
 // its own (spawn_child); otherwise posix_spawn.
 Result<pid_t> do_spawn(const std::string& path, const std::vector<std::string>& argv,
@@ -149,6 +162,8 @@ Result<pid_t> do_spawn(const std::string& path, const std::vector<std::string>& 
         return spawn_error(f.err, "cannot bind the task to CPUs " + cpu_list_text(setup.cpus));
       case SpawnFailure::Stage::rlimits:
         return spawn_error(f.err, "cannot set the task's resource limits");
+      case SpawnFailure::Stage::action:
+        return action_error(f.err, actions.list.at(f.action));
       case SpawnFailure::Stage::exec:
         break;
     }
@@ -229,7 +244,11 @@ Result<SpawnedProcess> spawn_direct(const SpawnRequest& req, std::optional<int> 
       write_message(outs->err.get(), e.message);
     return e;
   };
-  if (!req.cwd.empty()) {
+  const ChildSetup setup{req.cgroups, req.cpus, req.rlimits, nice};
+  // spawn_child's child says itself which step failed (a missing directory, a program that
+  // cannot run): nothing to look up first, unless a PATH search needs it.
+  const bool child_reports = setup.any();
+  if (!req.cwd.empty() && !child_reports) {
     struct stat st {};
     if (::stat(req.cwd.c_str(), &st) != 0)
       return fail(spawn_error(errno, "cannot change directory to '" + req.cwd + "'"));
@@ -241,7 +260,10 @@ Result<SpawnedProcess> spawn_direct(const SpawnRequest& req, std::optional<int> 
     if (!f) return fail(f.error());
     in = std::move(*f);
   }
-  auto exe = find_executable(req.argv.at(0), req.env, req.cwd);
+  const std::string& command = req.argv.at(0);
+  auto exe = child_reports && command.find('/') != std::string::npos
+                 ? Result<std::string>(resolve_path(command, req.cwd))
+                 : find_executable(command, req.env, req.cwd);
   if (!exe) return fail(exe.error());
 
   SpawnActions actions;
@@ -250,7 +272,7 @@ Result<SpawnedProcess> spawn_direct(const SpawnRequest& req, std::optional<int> 
   actions.dup2(outs->err.get(), STDERR_FILENO);
   add_inherited(actions, req.inherit_fds);
   if (!req.cwd.empty()) actions.chdir(req.cwd);
-  auto pid = do_spawn(*exe, req.argv, req.env, actions, false, {req.cgroups, req.cpus, req.rlimits, nice});
+  auto pid = do_spawn(*exe, req.argv, req.env, actions, false, setup);
   if (!pid) return fail(pid.error());
   outs->proc.pid = *pid;
   return std::move(outs->proc);
