@@ -49,6 +49,14 @@ void EventLoop::remove_fd(int fd) {
   tokens_.erase(it);
 }
 
+void EventLoop::close_fd(UniqueFd& fd) {
+  if (auto it = tokens_.find(fd.get()); it != tokens_.end()) {
+    fds_.erase(it->second);
+    tokens_.erase(it);
+  }
+  fd.reset();
+}
+
 Status EventLoop::set_events(int fd, uint32_t events) {
   auto it = tokens_.find(fd);
   if (it == tokens_.end()) return invalid("fd " + std::to_string(fd) + " is not watched");

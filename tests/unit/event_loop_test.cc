@@ -2,6 +2,7 @@
 // looks before it sleeps), from other threads they wake it.
 #include <gtest/gtest.h>
 
+#include <fcntl.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -11,6 +12,7 @@
 #include <vector>
 
 #include "util/event_loop.h"
+#include "util/unique_fd.h"
 
 namespace corral {
 namespace {
@@ -51,6 +53,42 @@ TEST(EventLoopTest, ARewatchedFdsEventsGoToTheNewCallbackOnly) {
   EXPECT_EQ(added, 1);
   ::close(sv[0]);
   ::close(sv[1]);
+}
+
+// close_fd leaves the kernel to take the fd out of the epoll set. Its number, reused at
+// once, is watched anew; a copy of the closed file that lives on (a forking thread's child
+// holds one until it execs) keeps reporting under the old token, which finds no callback.
+TEST(EventLoopTest, AClosedFdsCallbackNeverRunsAndItsNumberCanBeWatchedAgain) {
+  auto loop = make_loop();
+  int sv[2];
+  ASSERT_EQ(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
+  UniqueFd watched(sv[0]), peer(sv[1]);
+  int old_calls = 0;
+  ASSERT_TRUE(loop->add_fd(watched.get(), EPOLLIN, [&](uint32_t) { ++old_calls; }));
+  UniqueFd copy(::fcntl(watched.get(), F_DUPFD_CLOEXEC, 0));
+  const int number = watched.get();
+  loop->close_fd(watched);
+  EXPECT_FALSE(watched.valid());
+  ASSERT_EQ(::write(peer.get(), "x", 1), 1);  // the copy's file is readable: its stale entry fires
+  int again[2];
+  ASSERT_EQ(::pipe2(again, O_CLOEXEC), 0);
+  UniqueFd reader(again[0]), writer(again[1]);
+  if (reader.get() != number) {  // take the closed number for the new watch
+    ASSERT_EQ(::dup3(reader.get(), number, O_CLOEXEC), number);
+    reader.reset(number);
+  }
+  int new_calls = 0;
+  ASSERT_TRUE(loop->add_fd(reader.get(), EPOLLIN, [&](uint32_t) {
+    ++new_calls;
+    loop->stop();
+  }));
+  ASSERT_EQ(::write(writer.get(), "y", 1), 1);
+  auto watchdog = loop->add_timer(10, [&] { loop->stop(); });
+  loop->run();
+  loop->cancel_timer(watchdog);
+  EXPECT_EQ(new_calls, 1);
+  EXPECT_EQ(old_calls, 0);
+  loop->remove_fd(reader.get());
 }
 
 TEST(EventLoopTest, PostsFromTheLoopThreadRunWithoutAnythingElseToWakeIt) {

@@ -234,8 +234,7 @@ bool TaskSupervisor::pass_output(Proc& p, bool is_err) {
 void TaskSupervisor::close_output(Proc& p, bool is_err) {
   UniqueFd& fd = is_err ? p.err : p.out;
   if (!fd.valid()) return;
-  loop_.remove_fd(fd.get());
-  fd.reset();
+  loop_.close_fd(fd);
   if (p.handlers.output) p.handlers.output(is_err, {}, true);
 }
 

@@ -561,8 +561,7 @@ void PmiServer::watch(Conn& c, bool want_write) {
 
 void PmiServer::close_conn(Conn& c) {
   if (!c.open) return;
-  loop_.remove_fd(c.fd.get());
-  c.fd.reset();
+  loop_.close_fd(c.fd);
   c.open = false;
   c.in.clear();
   c.out.clear();
