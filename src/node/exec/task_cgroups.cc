@@ -119,13 +119,17 @@ size_t kill_cgroup(const std::string& dir) {
 
 // Whether no process is left in cgroup `dir` of `tree`: v2 says so in cgroup.events, v1
 // lists them in cgroup.procs. (Raw reads: this runs once per step.)
-bool is_empty(const CgroupTree& tree, const std::string& dir) {
+// The file that says whether a cgroup holds processes.
+UniqueFd open_population(const CgroupTree& tree, const std::string& dir) {
   const std::string file = dir + (tree.v2 ? "/cgroup.events" : "/cgroup.procs");
-  const int fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC);
+  return UniqueFd(::open(file.c_str(), O_RDONLY | O_CLOEXEC));
+}
+
+// Read from its start every time: the kernel writes the file anew for each read at 0.
+bool reads_empty(const CgroupTree& tree, int fd) {
   if (fd < 0) return false;
   char buf[256];
-  const ssize_t n = ::read(fd, buf, sizeof buf - 1);
-  ::close(fd);
+  const ssize_t n = ::pread(fd, buf, sizeof buf - 1, 0);
   if (n < 0) return false;
   if (!tree.v2) return n == 0;
   buf[n] = '\0';
@@ -321,7 +325,11 @@ bool TaskCgroups::keep_free(uint64_t jobid, const std::string& dir) {
   auto it = free_slots_.find(jobid);
   if (dir == kJobUnit || it == free_slots_.end() || it->second.size() >= kMaxFreeSlots) return false;
   const CgroupTree& first = trees_.front();
-  if (!is_empty(first, job_path(first, jobid) + "/" + dir)) return false;
+  // Opened the first time the slot is emptied, kept while the slot is: a job's sequential
+  // steps reuse one slot, and look into it with one read each.
+  UniqueFd& population = slot_population_[{jobid, dir}];
+  if (!population.valid()) population = open_population(first, job_path(first, jobid) + "/" + dir);
+  if (!reads_empty(first, population.get())) return false;
   // (v1 OOM kills counted in the slot stay there, counted by oom_kills(), until it goes.)
   it->second.push_back(dir);
   return true;
@@ -330,12 +338,14 @@ bool TaskCgroups::keep_free(uint64_t jobid, const std::string& dir) {
 void TaskCgroups::drop_free_slots(uint64_t jobid) {
   auto it = free_slots_.find(jobid);
   if (it == free_slots_.end()) return;
-  for (const auto& slot : it->second)
+  for (const auto& slot : it->second) {
+    slot_population_.erase({jobid, slot});
     for (const auto& tree : trees_)
       if (const std::string path = job_path(tree, jobid) + "/" + slot; holds(jobid, tree) && !remove_dir(path)) {
         draining_.emplace(path, 0);  // (no task can join a free slot: only as a safeguard)
         if (!timer_) timer_ = loop_.add_timer(kDrainInterval, [this] { drain(); });
       }
+  }
   free_slots_.erase(it);
 }
 
@@ -346,6 +356,7 @@ void TaskCgroups::release(uint64_t jobid, const std::string& unit) {
     slot_of_unit_.erase(slot);
   }
   if (keep_free(jobid, dir)) return;
+  slot_population_.erase({jobid, dir});
   if (unit == kJobUnit) drop_free_slots(jobid);
   for (const auto& tree : trees_) {
     if (!holds(jobid, tree)) continue;

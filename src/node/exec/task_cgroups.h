@@ -36,6 +36,7 @@
 #include "node/exec/cgroup_limits.h"
 #include "util/event_loop.h"
 #include "util/result.h"
+#include "util/unique_fd.h"
 
 namespace corral::node {
 
@@ -110,15 +111,18 @@ class TaskCgroups {
   EventLoop& loop_;
   std::vector<CgroupTree> trees_;  // never empty; [0] tracks and kills
   std::string missing_;
-  std::map<std::string, int> draining_;                      // cgroup -> removal attempts
-  std::map<uint64_t, uint64_t> oom_released_;                // job -> OOM kills in v1 units already removed
+  std::map<std::string, int> draining_;        // cgroup -> removal attempts
+  std::map<uint64_t, uint64_t> oom_released_;  // job -> OOM kills in v1 units already removed
   // Job -> the limit hierarchies (bit i: trees_[i]) it has a limit in. Its units are made
   // in the first hierarchy and these only: a job without a memory, process or CPU limit
   // costs no directories (made at its start, removed at its end, joined by each task) in
   // hierarchies that would enforce nothing for it.
   std::unordered_map<uint64_t, uint32_t> limited_in_;
-  std::map<uint64_t, std::vector<std::string>> free_slots_;  // open jobs -> their free slots
+  std::map<uint64_t, std::vector<std::string>> free_slots_;               // open jobs -> their free slots
   std::map<std::pair<uint64_t, std::string>, std::string> slot_of_unit_;  // (job, step unit) -> slot
+  // (job, slot) -> the first hierarchy's cgroup.events (v1: cgroup.procs) of a slot that
+  // was emptied once, kept open while the slot lives.
+  std::map<std::pair<uint64_t, std::string>, UniqueFd> slot_population_;
   uint64_t next_slot_ = 0;
   std::optional<EventLoop::TimerId> timer_;
 };
