@@ -564,8 +564,8 @@ void StepManager::finish(Job& job, uint32_t stepid, const std::string& state) {
   exit->set_waitstatus(worst);
   exit->set_state(step.final_state);
   exit->set_error(step.error);
+  send(step, std::move(msg));  // first: the client (waiting to start its next step) hears at once
   record(job, info(job, step));
-  send(step, std::move(msg));
   clients_.erase(step.client);
   const bool interactive_end = ran && job.alloc && stepid == job::kInteractiveStep;
   job.steps.erase(it);
