@@ -193,6 +193,30 @@ class StepManagerTest : public ::testing::Test {
   std::vector<std::pair<uint64_t, int>> interactive_ends_;
 };
 
+// `corral run` inside a step sends the outer step's CORRAL_STEPID, CORRAL_STEPMGR and
+// CORRAL_MPI_PORTS: the step's own replace them, once each; names that only begin alike stay.
+TEST_F(StepManagerTest, AStepsOwnVariablesReplaceTheInheritedOnes) {
+  job(7, 2, 4);
+  FakeClient c;
+  auto s = spec(7, 1, {"/bin/true"});
+  for (const char* kv : {"CORRAL_STEPID=9", "CORRAL_STEPMGR=unix:/old.sock", "CORRAL_MPI_PORTS=1-2", "CORRAL_STEPIDS=a",
+                         "CORRAL_STEPMGR_X=b", "XCORRAL_STEPID=c"})
+    s.add_env(kv);
+  mgr_->open(1, kOwner, s, c.sink());
+  ASSERT_EQ(launcher_.launches.size(), 1u);
+  const auto& env = launcher_.launches[0].req.env();
+  auto count = [&](std::string_view prefix) {
+    return std::count_if(env.begin(), env.end(), [&](const std::string& kv) { return kv.starts_with(prefix); });
+  };
+  EXPECT_EQ(count("CORRAL_STEPID="), 1);
+  EXPECT_EQ(env_value(env, "CORRAL_STEPID"), "0");
+  EXPECT_EQ(count("CORRAL_STEPMGR="), 1);
+  EXPECT_EQ(env_value(env, "CORRAL_STEPMGR"), "unix:/tmp/self.sock");
+  EXPECT_EQ(count("CORRAL_MPI_PORTS="), 1);
+  EXPECT_EQ(env_value(env, "CORRAL_MPI_PORTS"), "12000-12003");
+  for (const char* kv : {"CORRAL_STEPIDS=a", "CORRAL_STEPMGR_X=b", "XCORRAL_STEPID=c"}) EXPECT_EQ(count(kv), 1) << kv;
+}
+
 TEST_F(StepManagerTest, PlacesAStepAndLaunchesASignedRequest) {
   job(7, 2, 4);
   FakeClient c;

@@ -27,14 +27,17 @@ using EnvList = google::protobuf::RepeatedPtrField<std::string>;
 // client's environment has (a `corral run` inside a step inherits the outer step's).
 void set_step_variables(EnvList& env, const std::string& stepid, const std::string& stepmgr,
                         const std::optional<job::PortRange>& ports) {
-  const std::string ports_var = std::string(job::kMpiPortsVar) + "=";
-  auto ours = [&](const std::string& kv) {
-    return kv.starts_with("CORRAL_STEPID=") || kv.starts_with("CORRAL_STEPMGR=") || kv.starts_with(ports_var);
+  auto names = [](const std::string& kv, std::string_view name) {
+    return kv.size() > name.size() && kv[name.size()] == '=' && kv.starts_with(name);
+  };
+  auto ours = [&](const std::string& kv) {  // most names are none of them from their first byte on
+    return !kv.empty() && kv[0] == 'C' &&
+           (names(kv, "CORRAL_STEPID") || names(kv, "CORRAL_STEPMGR") || names(kv, job::kMpiPortsVar));
   };
   env.erase(std::remove_if(env.begin(), env.end(), ours), env.end());
   *env.Add() = "CORRAL_STEPID=" + stepid;
   *env.Add() = "CORRAL_STEPMGR=" + stepmgr;
-  if (ports) *env.Add() = ports_var + ports->encode();
+  if (ports) *env.Add() = std::string(job::kMpiPortsVar) + "=" + ports->encode();
 }
 
 // What Linux's execve takes: one string of at most 32 pages (MAX_ARG_STRLEN), and all of
