@@ -29,12 +29,12 @@ struct KubeWriters::Loop {
   std::vector<std::unique_ptr<KubeClient>> clients;
   std::vector<KubeClient*> idle;
   std::map<CURL*, std::pair<KubeClient*, Call*>> active;
-  std::deque<Call*> waiting;                       // requests for a free connection
-  std::multimap<Clock::time_point, Call*> retries;  // requests to send again, by when
-  std::map<std::string, std::deque<Op>> queued;     // key -> its ops not yet started
+  std::deque<Call*> waiting;                                // requests for a free connection
+  std::multimap<Clock::time_point, Call*> retries;          // requests to send again, by when
+  std::map<std::string, std::deque<Op>> queued;             // key -> its ops not yet started
   std::map<std::string, std::unique_ptr<Running>> running;  // key -> its op under way
-  std::deque<std::string> ready;                    // keys whose next op may start
-  Running* current = nullptr;                       // the op being resumed
+  std::deque<std::string> ready;                            // keys whose next op may start
+  Running* current = nullptr;                               // the op being resumed
 
   std::mutex mu;
   std::vector<std::pair<std::string, Op>> posted;
@@ -134,11 +134,13 @@ struct KubeWriters::Loop {
       active.erase(it);
       idle.push_back(client);
       auto r = client->finish(c->req, rc);
+      // Stopping: a waiting op is dropped, whatever came back (an error that would have
+      // been retried resumed it with that error while the writers stopped).
+      if (owner.stopping_) continue;
       bool retry = !r ? r.error().code == Errc::unavailable : (r->http >= 500 || r->http == 429);
-      if (retry && !owner.stopping_) {
-        retries.emplace(Clock::now() + std::chrono::duration_cast<Clock::duration>(
-                                           std::chrono::duration<double>(c->backoff)),
-                        c);
+      if (retry) {
+        retries.emplace(
+            Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(c->backoff)), c);
         c->backoff = std::min(5.0, c->backoff * 2);
         continue;
       }
