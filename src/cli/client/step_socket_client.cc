@@ -1,5 +1,6 @@
 #include "cli/client/step_socket_client.h"
 
+#include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -27,8 +28,8 @@ constexpr int kUnavailable = 14;
 
 class SocketStepStream final : public StepStream::Impl {
  public:
-  SocketStepStream(StepSocketPool::Taken conn, std::weak_ptr<StepSocketPool> pool, uint64_t jobid,
-                   std::string address, size_t max_frame)
+  SocketStepStream(StepSocketPool::Taken conn, std::weak_ptr<StepSocketPool> pool, uint64_t jobid, std::string address,
+                   size_t max_frame)
       : fd_(std::move(conn.fd)),
         reused_(conn.reused),
         pool_(std::move(pool)),
@@ -57,7 +58,15 @@ class SocketStepStream final : public StepStream::Impl {
         return true;
       }
       char buf[kReadChunk];
-      const ssize_t n = ::recv(fd_.get(), buf, sizeof buf, 0);
+      const ssize_t n = ::recv(fd_.get(), buf, sizeof buf, MSG_DONTWAIT);
+      if (n < 0 && errno == EAGAIN) {
+        // Waits in poll, for input only: a reader asleep in recv is also woken, for nothing,
+        // each time the agent reads what this side wrote (the socket's write space), which
+        // costs the agent a wake-up of this CPU per step.
+        pollfd p{fd_.get(), POLLIN, 0};
+        (void)::poll(&p, 1, -1);  // EINTR, or an error recv reports next
+        continue;
+      }
       if (n < 0 && errno == EINTR) continue;
       if (n <= 0) {
         if (cancelled_) return stop(step_rpc_error(kCancelled, "", jobid_, address_));
@@ -164,10 +173,10 @@ class SocketStepStream final : public StepStream::Impl {
   net::StepFrameReader reader_;
   std::optional<Status> end_;
   std::mutex write_mu_;
-  bool write_closed_ = false;  // under write_mu_
-  unsigned sent_ = 0;          // messages sent, under write_mu_: only `create` keeps the connection
-  std::string first_;          // the `create` frame, for a call that goes again
-  bool heard_ = false;         // a byte of the answer came (the reading thread's)
+  bool write_closed_ = false;           // under write_mu_
+  unsigned sent_ = 0;                   // messages sent, under write_mu_: only `create` keeps the connection
+  std::string first_;                   // the `create` frame, for a call that goes again
+  bool heard_ = false;                  // a byte of the answer came (the reading thread's)
   std::atomic<bool> cancelled_{false};  // set under write_mu_
 };
 
@@ -229,8 +238,8 @@ void StepSocketPool::give_back(UniqueFd fd) {
   if (keep_ && idle_.size() < kMaxIdle) idle_.push_back(std::move(fd));
 }
 
-Result<std::unique_ptr<StepStream::Impl>> open_step_socket(const std::shared_ptr<StepSocketPool>& pool,
-                                                           uint64_t jobid, size_t max_frame) {
+Result<std::unique_ptr<StepStream::Impl>> open_step_socket(const std::shared_ptr<StepSocketPool>& pool, uint64_t jobid,
+                                                           size_t max_frame) {
   auto fd = pool->take();
   if (!fd) return fd.error();
   return std::unique_ptr<StepStream::Impl>(
