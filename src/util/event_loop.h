@@ -33,10 +33,11 @@ class EventLoop {
   // Level-triggered; `events` is an EPOLLIN/EPOLLOUT mask.
   Status add_fd(int fd, uint32_t events, FdCallback cb);
   void remove_fd(int fd);
-  // Stops watching `fd` and closes it, for a caller that holds its only reference: the
-  // close takes it out of the epoll set (no epoll_ctl). An event already fetched in this
-  // turn, or one from a copy a forking thread's child holds until it execs, finds no
-  // callback and is dropped.
+  // Stops watching `fd` and closes it, for a caller that holds its file's only descriptor:
+  // the close takes it out of the epoll set (no epoll_ctl). An event already fetched in
+  // this turn, or one from a copy a forking thread's child holds until it execs, finds no
+  // callback and is dropped. While another descriptor of the file stays open (a dup), so
+  // does the registration, and its events would wake the loop for nothing: use remove_fd.
   void close_fd(UniqueFd& fd);
   // Changes what a registered fd is watched for (EPOLLHUP and EPOLLERR are always reported).
   Status set_events(int fd, uint32_t events);

@@ -143,6 +143,23 @@ TEST_F(TaskSupervisorTest, ATerminalIsStdinStdoutAndStderr) {
   EXPECT_EQ(std::count(seen.events.begin(), seen.events.end(), "eof-err"), 0);  // no second stream
 }
 
+// A terminal's master is also the task's stdin (a second descriptor of the same file):
+// when the task lets go of the terminal and goes on, the output side stops being watched
+// without the loop being woken again and again by the closed terminal until the exit.
+TEST_F(TaskSupervisorTest, ATaskThatLetsGoOfItsTerminalDoesNotKeepTheLoopBusy) {
+  Seen seen;
+  auto pid = tasks_->spawn(sh("echo bye; exec </dev/null >/dev/null 2>&1; sleep 0.5"), recorder(seen),
+                           TaskSupervisor::Stdin::terminal);
+  ASSERT_TRUE(pid) << pid.message();
+  size_t turns = 0;
+  loop_->set_end_of_iteration([&] { ++turns; });
+  ASSERT_TRUE(run_until([&] { return seen.exit.has_value(); }));
+  loop_->set_end_of_iteration({});
+  EXPECT_NE(seen.out.find("bye"), std::string::npos) << seen.out;
+  EXPECT_EQ(std::count(seen.events.begin(), seen.events.end(), "eof-out"), 1);
+  EXPECT_LT(turns, 1000u);  // a 5 ms tick for 0.5 s is about 100; a busy loop, hundreds of thousands
+}
+
 TEST_F(TaskSupervisorTest, SignalsReachTheProcessGroup) {
   Seen seen;
   auto pid = tasks_->spawn(sh("sleep 100; echo not reached"), recorder(seen));

@@ -234,7 +234,15 @@ bool TaskSupervisor::pass_output(Proc& p, bool is_err) {
 void TaskSupervisor::close_output(Proc& p, bool is_err) {
   UniqueFd& fd = is_err ? p.err : p.out;
   if (!fd.valid()) return;
-  loop_.close_fd(fd);
+  // A pipe's read end is its file's one descriptor here: the close takes it out of the
+  // epoll set. A terminal's master is stdin_w too, which keeps the file, and the
+  // registration, alive: that one is taken out first.
+  if (p.terminal) {
+    loop_.remove_fd(fd.get());
+    fd.reset();
+  } else {
+    loop_.close_fd(fd);
+  }
   if (p.handlers.output) p.handlers.output(is_err, {}, true);
 }
 
