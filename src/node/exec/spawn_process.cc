@@ -14,6 +14,7 @@
 #include "node/exec/cpu_binding.h"
 #include "node/exec/output_pattern.h"
 #include "node/exec/spawn_actions.h"
+#include "node/exec/task_env.h"
 #include "util/write_all.h"
 
 namespace corral::node {
@@ -59,8 +60,7 @@ Result<Pipe> make_pipe() {
 
 std::string env_value(const std::vector<std::string>& env, std::string_view key) {
   for (const auto& kv : env) {
-    if (kv.size() > key.size() && kv.compare(0, key.size(), key) == 0 && kv[key.size()] == '=')
-      return kv.substr(key.size() + 1);
+    if (env_names(kv, key)) return kv.substr(key.size() + 1);
   }
   return {};
 }

@@ -101,9 +101,7 @@ EnvMap build_node_env(EnvMap submit_env, const JobNodeEnv& job, const EnvMap& ex
 }
 
 void add_env_entry(std::vector<std::string>& out, std::string_view key, std::string_view value) {
-  std::string& kv = out.emplace_back();
-  kv.reserve(key.size() + 1 + value.size());
-  kv.append(key).append(1, '=').append(value);
+  out.push_back(env_entry(key, value).kv);
 }
 
 bool is_task_variable(std::string_view name) { return name == "CORRAL_TASK_RANK" || name == "CORRAL_LOCAL_RANK"; }

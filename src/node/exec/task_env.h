@@ -48,6 +48,10 @@ struct EnvEntry {
   std::string_view value() const { return std::string_view(kv).substr(name_len + 1); }
 };
 EnvEntry env_entry(std::string_view name, std::string_view value);
+// Whether the "NAME=VALUE" entry `kv` sets `name`.
+inline bool env_names(std::string_view kv, std::string_view name) {
+  return kv.size() > name.size() && kv[name.size()] == '=' && kv.starts_with(name);
+}
 // Sets `name` in `entries`: in the place of an entry of that name, else at the end.
 void set_env_entry(std::vector<EnvEntry>& entries, std::string_view name, std::string_view value);
 

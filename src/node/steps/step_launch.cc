@@ -9,6 +9,7 @@
 #include "job/mpi_kind.h"
 #include "job/step_cred.h"
 #include "job/step_id.h"
+#include "node/exec/task_env.h"
 #include "node/pmi/pmi_server.h"
 #include "node/steps/fanout.h"
 #include "node/steps/step_manager.h"
@@ -27,12 +28,9 @@ using EnvList = google::protobuf::RepeatedPtrField<std::string>;
 // client's environment has (a `corral run` inside a step inherits the outer step's).
 void set_step_variables(EnvList& env, const std::string& stepid, const std::string& stepmgr,
                         const std::optional<job::PortRange>& ports) {
-  auto names = [](const std::string& kv, std::string_view name) {
-    return kv.size() > name.size() && kv[name.size()] == '=' && kv.starts_with(name);
-  };
-  auto ours = [&](const std::string& kv) {  // most names are none of them from their first byte on
+  auto ours = [](const std::string& kv) {  // most names are none of them from their first byte on
     return !kv.empty() && kv[0] == 'C' &&
-           (names(kv, "CORRAL_STEPID") || names(kv, "CORRAL_STEPMGR") || names(kv, job::kMpiPortsVar));
+           (env_names(kv, "CORRAL_STEPID") || env_names(kv, "CORRAL_STEPMGR") || env_names(kv, job::kMpiPortsVar));
   };
   env.erase(std::remove_if(env.begin(), env.end(), ours), env.end());
   *env.Add() = "CORRAL_STEPID=" + stepid;
