@@ -1,6 +1,7 @@
 #include "node/exec/task_supervisor.h"
 
 #include <fcntl.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <sys/epoll.h>
@@ -150,12 +151,22 @@ void TaskSupervisor::spawn_later(SpawnRequest req, Handlers handlers, Spawned do
   });
 }
 
+// The loop often runs because a client's request just woke it, and took the CPU from that
+// client before it reached its wait for the answer. A task created now would find this
+// CPU busy (the loop, and the client still runnable) and start on another one: an idle
+// CPU woken by an interrupt, and on a small or virtual machine a CPU shared with the one
+// the client runs on. Yielding once lets the client block first; the task then starts
+// on the CPU the loop frees while it waits for the task's exec, as a program's own
+// posix_spawn child does. With nothing else runnable here the call returns at once.
+void TaskSupervisor::let_the_caller_block() { ::sched_yield(); }
+
 void TaskSupervisor::spawn_queued() {
   queue_posted_ = false;
   std::vector<Queued> batch = std::move(queued_);
   queued_.clear();
   if (batch.empty()) return;
   if (!spawners_ || batch.size() < 2) {  // a lone request's: no hand-off, no wait
+    if (batch.size() == 1) let_the_caller_block();
     for (auto& q : batch) q.result = spawn_process(q.req, task_nice_);
     return take_in(batch);
   }

@@ -95,6 +95,7 @@ class TaskSupervisor {
   size_t live() const { return procs_.size(); }
 
  private:
+  static void let_the_caller_block();
   std::optional<int> task_nice_;
   struct Proc;
   Proc* find(pid_t pid);
