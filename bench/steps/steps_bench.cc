@@ -3,7 +3,9 @@
 // it prints one JSON object.
 //
 //   sequential  --count N              single-task /bin/true steps one after the other
-//                                      through one StepClient connection (steps/s)
+//                                      through one StepClient connection (steps/s);
+//               --floor-blocks K       in K blocks, each after as many bare spawns (the
+//                                      floor, measured alongside: interleaved_floor_...)
 //   corral-run  --count N              the same with one `corral run` process per step
 //   concurrent  --count N --threads T  T threads each running steps back to back (steps/s)
 //                                      with several --jobid: every job at once, rates per job
@@ -65,6 +67,7 @@ struct Options {
   unsigned nodes = 16;
   unsigned tasks = 256;
   std::string corral = "corral";
+  unsigned floor_blocks = 0;
 };
 
 double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
@@ -136,21 +139,48 @@ struct Tally {
   }
 };
 
+// One /bin/true, spawned and reaped; false if it could not be.
+bool spawn_true(char* const* argv) {
+  pid_t pid = 0;
+  if (posix_spawn(&pid, argv[0], nullptr, nullptr, argv, environ) != 0) return false;
+  int status = 0;
+  return waitpid(pid, &status, 0) == pid && status == 0;
+}
+
+// With --floor-blocks K, the steps run in K blocks, each after as many /bin/true spawned
+// and reaped by this process: the floor measured in the same minutes as the steps. On a
+// machine whose speed drifts (a shared or virtual host) a ratio of two rates taken
+// minutes apart drifts with it; alternating blocks cancel that.
 nlohmann::json sequential(const Options& o, const std::string& mgr) {
   StepClient client(mgr, o.jobids[0]);
   const auto spec = true_step(o.jobids[0], 1, 1);
+  std::string prog = "/bin/true";
+  char* true_argv[] = {prog.data(), nullptr};
   Tally tally;
-  const auto t0 = Clock::now();
-  for (unsigned i = 0; i < o.count; ++i) {
-    std::string err;
-    if (!run_one(client, spec, &err)) tally.fail(err);
+  const unsigned blocks = std::max(1u, o.floor_blocks);
+  double secs = 0, floor_secs = 0;
+  unsigned floor_spawns = 0;
+  for (unsigned b = 0; b < blocks; ++b) {
+    const unsigned n = o.count / blocks + (b < o.count % blocks ? 1 : 0);
+    if (o.floor_blocks > 0) {
+      const auto f0 = Clock::now();
+      for (unsigned i = 0; i < n; ++i) floor_spawns += spawn_true(true_argv) ? 1 : 0;
+      floor_secs += seconds_since(f0);
+    }
+    const auto t0 = Clock::now();
+    for (unsigned i = 0; i < n; ++i) {
+      std::string err;
+      if (!run_one(client, spec, &err)) tally.fail(err);
+    }
+    secs += seconds_since(t0);
   }
-  const double secs = seconds_since(t0);
-  return {{"steps", o.count},
-          {"failed", tally.failed.load()},
-          {"seconds", secs},
-          {"steps_per_second", o.count / secs},
-          {"first_error", tally.first_error}};
+  nlohmann::json out = {{"steps", o.count},
+                        {"failed", tally.failed.load()},
+                        {"seconds", secs},
+                        {"steps_per_second", o.count / secs},
+                        {"first_error", tally.first_error}};
+  if (o.floor_blocks > 0) out["interleaved_floor_spawns_per_second"] = floor_spawns / floor_secs;
+  return out;
 }
 
 nlohmann::json corral_run(const Options& o, const std::string& mgr) {
@@ -264,14 +294,6 @@ nlohmann::json wide(const Options& o, const std::string& mgr) {
           {"samples_ms", ms}};
 }
 
-// One /bin/true, spawned and reaped; false if it could not be.
-bool spawn_true(char* const* argv) {
-  pid_t pid = 0;
-  if (posix_spawn(&pid, argv[0], nullptr, nullptr, argv, environ) != 0) return false;
-  int status = 0;
-  return waitpid(pid, &status, 0) == pid && status == 0;
-}
-
 double spawns_per_second(unsigned count, unsigned threads, char* const* argv) {
   std::atomic<unsigned> next{0};
   const auto t0 = Clock::now();
@@ -372,6 +394,9 @@ int main(int argc, char** argv) {
   app.add_option("--nodes", o.nodes, "Nodes of the wide step");
   app.add_option("--tasks", o.tasks, "Tasks of the wide step");
   app.add_option("--corral", o.corral, "The corral program (corral-run)");
+  app.add_option("--floor-blocks", o.floor_blocks,
+                 "sequential: run the steps in this many blocks, each after as many bare spawns of /bin/true "
+                 "(the floor, measured alongside)");
   CLI11_PARSE(app, argc, argv);
   if (o.mode == "floor") {
     auto out = machine_floor(o);
