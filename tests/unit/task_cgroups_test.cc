@@ -272,6 +272,46 @@ TEST_F(TaskCgroupsTest, AnExecThatFailsInTheChildIsReported) {
 
 // The child is created inside the v2 cgroup (clone3 CLONE_INTO_CGROUP, spawn_child.cc)
 // rather than joining it: the task's first instruction already runs there.
+// A step slot's directory is opened once for clone3 and kept while the slot lives: the
+// next step in the slot gets the same descriptor, and a task is created through it (the
+// path is only for the fallback and the messages).
+TEST_F(TaskCgroupsTest, AStepSlotStaysOpenForItsTasksWhileItLives) {
+  cgroups_->open_job(23);
+  ASSERT_TRUE(cgroups_->create(23, "job_tasks"));
+  auto first = cgroups_->create(23, "step_0-1");
+  ASSERT_TRUE(first) << first.message();
+  auto entry = cgroups_->entry(23, "step_0-1");
+  if (!entry && !fs::exists("/sys/fs/cgroup/cgroup.controllers") &&
+      !fs::exists("/sys/fs/cgroup/unified/cgroup.controllers"))
+    GTEST_SKIP() << "no cgroup v2 hierarchy: tasks join by cgroup.procs";
+  ASSERT_TRUE(entry && entry->valid());
+  EXPECT_EQ(cgroups_->entry(23, "job_tasks"), nullptr);  // not a step slot
+  EXPECT_EQ(cgroups_->entry(23, "step_9-9"), nullptr);   // never created
+
+  SpawnRequest r = escaping_task();
+  r.cgroups = {"/nonexistent/cgroup"};
+  r.cgroup_entry = entry;
+  r.argv = {"/bin/sh", "-c", "grep '^0::' /proc/$$/cgroup"};
+  auto p = spawn_process(r);
+  ASSERT_TRUE(p) << p.message();
+  EXPECT_TRUE(
+      test::read_line(p->stdout_pipe.get()).ends_with("/job_23/" + fs::path(first->front()).filename().string()));
+  int st = 0;
+  ::waitpid(p->pid, &st, 0);
+  EXPECT_EQ(st, 0);
+  r.cgroup_entry.reset();
+
+  cgroups_->release(23, "step_0-1");  // emptied: kept free, and open
+  auto second = cgroups_->create(23, "step_1-2");
+  ASSERT_TRUE(second);
+  EXPECT_EQ(*second, *first);
+  EXPECT_EQ(cgroups_->entry(23, "step_1-2"), entry);
+  cgroups_->release(23, "step_1-2");
+  cgroups_->release(23, "job_tasks");  // the job ends: its slots go, and their descriptors
+  ASSERT_TRUE(test::run_loop_until(*loop_, [&] { return cgroups_->draining() == 0; }));
+  EXPECT_EQ(entry.use_count(), 1);  // only this test holds it now
+}
+
 TEST_F(TaskCgroupsTest, ATaskStartsInsideItsCgroup) {
   auto dir = cgroups_->create(8, "job_tasks");
   ASSERT_TRUE(dir) << dir.message();

@@ -40,6 +40,7 @@ struct ChildSetup {
   std::vector<int> cpus;                 // non-empty: the only CPUs it (and what it starts) may run on
   std::vector<job::TaskRlimit> rlimits;  // soft limits, capped at the hard ones
   std::optional<int> nice;               // its scheduling priority; unset: the spawning thread's
+  int cgroup_fd = -1;                    // cgroups[0] open (O_PATH); -1: opened for the spawn
   bool any() const { return !cgroups.empty() || !cpus.empty() || !rlimits.empty() || nice.has_value(); }
 };
 

@@ -171,10 +171,15 @@ SpawnFailure spawn_child(pid_t& pid, const std::string& path, char* const argv[]
   // The first cgroup is the v2 one (TaskCgroups): entered by the kernel as it creates the
   // child. The child's few system calls need little stack.
   alignas(64) char stack[32 * 1024];
-  UniqueFd into(setup.cgroups.empty() ? -1 : ::open(setup.cgroups[0].c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
-  if (into.valid()) {
+  UniqueFd opened;
+  int into = setup.cgroup_fd;
+  if (into < 0 && !setup.cgroups.empty()) {
+    opened.reset(::open(setup.cgroups[0].c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+    into = opened.get();
+  }
+  if (into >= 0) {
     prepared.first_join = 1;
-    pid = clone_into_cgroup(into.get(), prepared, stack, sizeof stack);
+    pid = clone_into_cgroup(into, prepared, stack, sizeof stack);
     if (pid < 0) prepared.first_join = 0;
   }
 #endif

@@ -214,6 +214,8 @@ void write_text(int fd, const std::string& text) { (void)write_all(fd, text); }
 
 void write_message(int fd, const std::string& msg) { write_text(fd, msg + "\n"); }
 
+int entry_fd(const SpawnRequest& req) { return req.cgroup_entry ? req.cgroup_entry->get() : -1; }
+
 // Refused before anything is opened: a stdio number would be overwritten by the task's
 // own stdio, and a closed one would make the spawn fail with a less useful message.
 Status check_inherit_fds(const std::vector<int>& fds) {
@@ -244,7 +246,7 @@ Result<SpawnedProcess> spawn_direct(const SpawnRequest& req, std::optional<int> 
       write_message(outs->err.get(), e.message);
     return e;
   };
-  const ChildSetup setup{req.cgroups, req.cpus, req.rlimits, nice};
+  const ChildSetup setup{req.cgroups, req.cpus, req.rlimits, nice, entry_fd(req)};
   // spawn_child's child says itself which step failed (a missing directory, a program that
   // cannot run): nothing to look up first, unless a PATH search needs it.
   const bool child_reports = setup.any();
@@ -294,7 +296,8 @@ Result<SpawnedProcess> spawn_on_terminal(const SpawnRequest& req, std::optional<
   actions.dup2(STDIN_FILENO, STDERR_FILENO);
   add_inherited(actions, req.inherit_fds);
   if (!req.cwd.empty()) actions.chdir(req.cwd);
-  auto pid = do_spawn(*exe, req.argv, req.env, actions, true, {req.cgroups, req.cpus, req.rlimits, nice});
+  auto pid =
+      do_spawn(*exe, req.argv, req.env, actions, true, {req.cgroups, req.cpus, req.rlimits, nice, entry_fd(req)});
   if (!pid) return pid.error();
   SpawnedProcess proc;
   proc.pid = *pid;
@@ -409,8 +412,8 @@ Result<SpawnedProcess> spawn_via_imp(const SpawnRequest& req, std::optional<int>
   add_inherited(actions, req.inherit_fds);
   // The helper runs as root: its own environment is fixed, never the user's. It starts
   // inside the task's cgroups, as a task spawned directly does.
-  auto pid =
-      do_spawn(req.imp_path, argv, {"PATH=/usr/sbin:/usr/bin:/sbin:/bin"}, actions, tty, {req.cgroups, {}, {}, nice});
+  auto pid = do_spawn(req.imp_path, argv, {"PATH=/usr/sbin:/usr/bin:/sbin:/bin"}, actions, tty,
+                      {req.cgroups, {}, {}, nice, entry_fd(req)});
   if (!pid) return pid.error();
   proc.pid = *pid;
   proc.status_pipe = std::move(status->read);

@@ -4,6 +4,7 @@
 
 #include <sys/types.h>
 
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -44,6 +45,8 @@ struct SpawnRequest {
   // The cgroup directories the process is moved into, one per hierarchy
   // (TaskCgroups::create); empty: none.
   std::vector<std::string> cgroups;
+  // cgroups[0] already open (TaskCgroups::entry); null: it is opened for the spawn.
+  std::shared_ptr<const UniqueFd> cgroup_entry;
   // Non-empty: the OS CPU numbers the process is bound to (cpus_of_cores).
   std::vector<int> cpus;
   // Soft resource limits set before exec (the submitter's, job/rlimit.h), each capped at

@@ -321,6 +321,19 @@ std::string TaskCgroups::take_dir(uint64_t jobid, const std::string& unit, bool&
   return slot;
 }
 
+std::shared_ptr<const UniqueFd> TaskCgroups::entry(uint64_t jobid, const std::string& unit) {
+  const CgroupTree& first = trees_.front();
+  auto slot = slot_of_unit_.find({jobid, unit});
+  if (!first.v2 || slot == slot_of_unit_.end()) return nullptr;
+  std::shared_ptr<const UniqueFd>& fd = slot_entry_[{jobid, slot->second}];
+  if (!fd) {
+    const std::string dir = job_path(first, jobid) + "/" + slot->second;
+    if (UniqueFd opened(::open(dir.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC)); opened.valid())
+      fd = std::make_shared<const UniqueFd>(std::move(opened));
+  }
+  return fd;
+}
+
 bool TaskCgroups::keep_free(uint64_t jobid, const std::string& dir) {
   auto it = free_slots_.find(jobid);
   if (dir == kJobUnit || it == free_slots_.end() || it->second.size() >= kMaxFreeSlots) return false;
@@ -340,6 +353,7 @@ void TaskCgroups::drop_free_slots(uint64_t jobid) {
   if (it == free_slots_.end()) return;
   for (const auto& slot : it->second) {
     slot_population_.erase({jobid, slot});
+    slot_entry_.erase({jobid, slot});
     for (const auto& tree : trees_)
       if (const std::string path = job_path(tree, jobid) + "/" + slot; holds(jobid, tree) && !remove_dir(path)) {
         draining_.emplace(path, 0);  // (no task can join a free slot: only as a safeguard)
@@ -357,6 +371,7 @@ void TaskCgroups::release(uint64_t jobid, const std::string& unit) {
   }
   if (keep_free(jobid, dir)) return;
   slot_population_.erase({jobid, dir});
+  slot_entry_.erase({jobid, dir});
   if (unit == kJobUnit) drop_free_slots(jobid);
   for (const auto& tree : trees_) {
     if (!holds(jobid, tree)) continue;

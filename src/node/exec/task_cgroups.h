@@ -66,6 +66,12 @@ class TaskCgroups {
   // gets a free slot of the job, or a new one): the directories a task joins, for
   // SpawnRequest::cgroups.
   Result<std::vector<std::string>> create(uint64_t jobid, const std::string& unit);
+  // The unit's cgroup in the first hierarchy, open (O_PATH) for clone3 to create its
+  // tasks in (CLONE_INTO_CGROUP), or null: no cgroup v2 here, a unit create() did not
+  // make, or it cannot be opened. A step slot's is opened once and kept while the slot
+  // lives, as a job's sequential steps reuse one slot: a path lookup in the cgroup
+  // filesystem and a close fewer per task. Whoever holds it keeps it open.
+  std::shared_ptr<const UniqueFd> entry(uint64_t jobid, const std::string& unit);
   // The job starts on this agent: its emptied step slots are kept for its next steps
   // until its own unit (kJobUnit) is released.
   void open_job(uint64_t jobid);
@@ -123,6 +129,8 @@ class TaskCgroups {
   // (job, slot) -> the first hierarchy's cgroup.events (v1: cgroup.procs) of a slot that
   // was emptied once, kept open while the slot lives.
   std::map<std::pair<uint64_t, std::string>, UniqueFd> slot_population_;
+  // (job, slot) -> the slot's directory in the first hierarchy, for entry().
+  std::map<std::pair<uint64_t, std::string>, std::shared_ptr<const UniqueFd>> slot_entry_;
   uint64_t next_slot_ = 0;
   std::optional<EventLoop::TimerId> timer_;
 };

@@ -121,6 +121,7 @@ struct StepNode::Impl {
     int stopped_by = 0;   // a signal that ends tasks came while some were still to start
     bool finishing = false;
     std::optional<std::vector<std::string>> cgroup;  // created with the first task (empty: none)
+    std::shared_ptr<const UniqueFd> cgroup_entry;    // its first directory, open (TaskCgroups::entry)
     job::StepCred cred;  // verified once for the request (or made by this agent's step manager)
     job::MpiService mpi = job::MpiService::pmi;
     std::shared_ptr<const PalsStep> pals;  // --mpi=cray-pals: checked, its file made, once
@@ -596,6 +597,7 @@ void StepNode::Impl::start_task(Launch& l, LocalNode& node, size_t ni, size_t ti
     }
   }
   lr.cgroups = cgroup_of(l);
+  lr.cgroup_entry = l.cgroup_entry;
   lr.cpus = node.cpus[ti];
   for (const auto& [name, value] : req.rlimits())  // names checked by the step manager; unknown ones skipped
     if (auto resource = job::rlimit_resource(name); resource && value >= -1) lr.rlimits.push_back({*resource, value});
@@ -726,8 +728,11 @@ std::string StepNode::Impl::cgroup_unit(const Launch& l) {
 
 const std::vector<std::string>& StepNode::Impl::cgroup_of(Launch& l) {
   if (l.cgroup) return *l.cgroup;  // (the names below are for its first task only)
-  return unit_cgroup(cgroups, l.cgroup, l.req.jobid(), cgroup_unit(l),
-                     "step " + std::to_string(l.req.jobid()) + "." + std::to_string(l.req.stepid()));
+  const std::string unit = cgroup_unit(l);
+  const auto& dirs = unit_cgroup(cgroups, l.cgroup, l.req.jobid(), unit,
+                                 "step " + std::to_string(l.req.jobid()) + "." + std::to_string(l.req.stepid()));
+  if (!dirs.empty()) l.cgroup_entry = cgroups->entry(l.req.jobid(), unit);
+  return dirs;
 }
 
 TaskSupervisor::Handlers StepNode::Impl::task_handlers(LaunchId id, size_t ni, size_t ti) {
