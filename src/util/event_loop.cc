@@ -178,7 +178,7 @@ void EventLoop::run() {
     // descriptors wait for at most these rounds.
     for (int round = 0; round < kPostedRounds; ++round) {
       run_posted();
-      if (!has_posted()) break;
+      if (stopping_ || !has_posted()) break;
     }
     run_timers();
     if (end_of_iteration_) end_of_iteration_();

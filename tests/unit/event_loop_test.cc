@@ -117,6 +117,27 @@ TEST(EventLoopTest, PostsFromTheLoopThreadRunWithoutAnythingElseToWakeIt) {
   for (int i = 0; i <= 100; ++i) EXPECT_EQ(order[i], i);
 }
 
+// What a posted callback posts runs in the same turn, a few rounds deep, so that a chain
+// (a launch's next part, then its flush) costs no trip through epoll_wait; a longer chain
+// goes on in the next turns, after the descriptors.
+TEST(EventLoopTest, PostsFromPostedWorkRunInTheSameTurnAFewRoundsDeep) {
+  auto loop = make_loop();
+  int turns = 0;
+  std::vector<int> turn_of;
+  loop->set_end_of_iteration([&] { ++turns; });
+  std::function<void(int)> chain = [&](int i) {
+    turn_of.push_back(turns);
+    if (i == 9) return loop->stop();
+    loop->post([&chain, i] { chain(i + 1); });
+  };
+  loop->post([&] { chain(0); });
+  loop->run();
+  ASSERT_EQ(turn_of.size(), 10u);
+  EXPECT_EQ(turn_of[0], turn_of[3]);  // four rounds in the first turn
+  EXPECT_LT(turn_of[3], turn_of[4]);  // then the descriptors get their turn
+  EXPECT_LT(turns, 10);
+}
+
 TEST(EventLoopTest, PostsFromAnotherThreadWakeTheLoopInOrder) {
   auto loop = make_loop();
   std::vector<int> seen;
