@@ -216,6 +216,11 @@ void write_message(int fd, const std::string& msg) { write_text(fd, msg + "\n");
 
 int entry_fd(const SpawnRequest& req) { return req.cgroup_entry ? req.cgroup_entry->get() : -1; }
 
+// What the task's own child sets up before it execs (spawn_child).
+ChildSetup task_setup(const SpawnRequest& req, std::optional<int> nice) {
+  return {req.cgroups, req.cpus, req.rlimits, nice, entry_fd(req)};
+}
+
 // Refused before anything is opened: a stdio number would be overwritten by the task's
 // own stdio, and a closed one would make the spawn fail with a less useful message.
 Status check_inherit_fds(const std::vector<int>& fds) {
@@ -246,7 +251,7 @@ Result<SpawnedProcess> spawn_direct(const SpawnRequest& req, std::optional<int> 
       write_message(outs->err.get(), e.message);
     return e;
   };
-  const ChildSetup setup{req.cgroups, req.cpus, req.rlimits, nice, entry_fd(req)};
+  const ChildSetup setup = task_setup(req, nice);
   // spawn_child's child says itself which step failed (a missing directory, a program that
   // cannot run): nothing to look up first, unless a PATH search needs it.
   const bool child_reports = setup.any();
@@ -296,8 +301,7 @@ Result<SpawnedProcess> spawn_on_terminal(const SpawnRequest& req, std::optional<
   actions.dup2(STDIN_FILENO, STDERR_FILENO);
   add_inherited(actions, req.inherit_fds);
   if (!req.cwd.empty()) actions.chdir(req.cwd);
-  auto pid =
-      do_spawn(*exe, req.argv, req.env, actions, true, {req.cgroups, req.cpus, req.rlimits, nice, entry_fd(req)});
+  auto pid = do_spawn(*exe, req.argv, req.env, actions, true, task_setup(req, nice));
   if (!pid) return pid.error();
   SpawnedProcess proc;
   proc.pid = *pid;

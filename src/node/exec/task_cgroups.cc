@@ -117,9 +117,8 @@ size_t kill_cgroup(const std::string& dir) {
   return pids.size();
 }
 
-// Whether no process is left in cgroup `dir` of `tree`: v2 says so in cgroup.events, v1
-// lists them in cgroup.procs. (Raw reads: this runs once per step.)
-// The file that says whether a cgroup holds processes.
+// The file that says whether cgroup `dir` of `tree` holds processes: v2's cgroup.events,
+// v1's cgroup.procs (which lists them).
 UniqueFd open_population(const CgroupTree& tree, const std::string& dir) {
   const std::string file = dir + (tree.v2 ? "/cgroup.events" : "/cgroup.procs");
   return UniqueFd(::open(file.c_str(), O_RDONLY | O_CLOEXEC));
